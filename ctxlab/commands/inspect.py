@@ -1,0 +1,45 @@
+"""`ctxlab inspect PATH... [--json]`: what each trace file holds, before any replay."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ctxlab.load import load_all
+from ctxlab.output import report_errors, table
+
+COLUMNS = (
+    "trace_id",
+    "format",
+    "model",
+    "messages",
+    "turns",
+    "subagents",
+    "recorded_compactions",
+    "recorded_input_tokens",
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "inspect",
+        help="list the traces in files or directories",
+        description="Per trace: id, detected format, model, messages, turns, subagents, "
+        "recorded compaction points and recorded input tokens.",
+    )
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="trace file, .gz file or directory"
+    )
+    parser.add_argument("--json", action="store_true", help='print {"traces": [...]} as JSON')
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    result = load_all(args.paths)
+    summaries = [t.summary() for t in result]
+    if args.json:
+        print(json.dumps({"traces": summaries}, indent=2))
+    elif summaries:
+        print(table(COLUMNS, [[s[c] for c in COLUMNS] for s in summaries]))
+    report_errors(result.errors)
+    return 2 if result.errors else 0

@@ -1,0 +1,39 @@
+"""Errors users see when a trace file is not what a loader expected."""
+
+from __future__ import annotations
+
+
+class TraceFormatError(ValueError):
+    """A trace file (or a run or line inside it) could not be read.
+
+    The message always names the file, the line or run id when known, and what was expected,
+    so a user with hundreds of exports can find the culprit without a debugger.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        self.source = source
+        self.line = line
+        self.run_id = run_id
+        self.reason = message
+        where = []
+        if source:
+            where.append(source)
+        if line is not None:
+            where.append(f"line {line}")
+        if run_id:
+            where.append(f"run {run_id}")
+        prefix = ": ".join([", ".join(where)]) + ": " if where else ""
+        super().__init__(prefix + message)
+
+    def located(self, source: str) -> TraceFormatError:
+        """The same error, naming `source` if it did not already name a file."""
+        if self.source:
+            return self
+        return TraceFormatError(self.reason, source=source, line=self.line, run_id=self.run_id)

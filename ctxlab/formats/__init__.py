@@ -1,0 +1,1 @@
+"""Input formats: one module per family, each turning files into canonical `Trace`s."""

@@ -1,0 +1,742 @@
+"""LangSmith run exports, in every shape users have, to canonical `Trace`s.
+
+A LangSmith trace is a tree of runs; the conversation is nowhere stored as one object. The
+model calls (`run_type == "llm"`) each carry their full as-sent input, so the conversation is
+rebuilt from them (shared/research/trace-formats.md §4.2):
+
+1. records from any export shape are normalised to one run dict and merged by id (ingestion
+   post/patch ops, webhook deliveries split over files, paged dumps all overlap);
+2. model calls are split by scope: calls inside a `tool` run belong to a subagent spawned by
+   that tool call, the others to the top-level agent;
+3. inside a scope, calls are grouped into streams by their ancestor path (the agent loop's
+   calls all sit under the same graph node and middleware chain; planners, judges and the
+   harness's own summariser calls sit elsewhere); the stream holding the call with the
+   longest input is the agent, the rest are harness calls;
+4. the agent's calls are chained: a call whose input extends the previous input + output adds
+   the new tail to the full history; one that does not is a recorded compaction point, and only
+   messages never seen before (and not inserted summaries) are added.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from ctxlab.errors import TraceFormatError
+from ctxlab.formats.messages import MessageDecodeError, decode_message, decode_messages
+from ctxlab.trace import Trace, Turn
+
+SUMMARY_PREFIXES = (
+    "You are in the middle of a conversation that has been summarized.",
+    "Here is a summary of the conversation to date:",
+)
+
+_RUN_KEYS = ("run_type", "dotted_order", "trace_id", "parent_run_id", "parent_run_ids")
+
+
+def looks_like_run(obj: Any) -> bool:
+    """Whether a JSON object is a LangSmith run record in any export shape."""
+    if not isinstance(obj, dict):
+        return False
+    if "run_id" in obj and ("run_type" in obj or "trace_id" in obj):
+        return True  # langsmith CLI flattened export
+    return "id" in obj and (
+        any(k in obj for k in _RUN_KEYS) or ("end_time" in obj and "outputs" in obj)
+    )
+
+
+@dataclass(slots=True)
+class Run:
+    """One normalised run record; later records for the same id fill or overwrite fields."""
+
+    id: str
+    trace_id: str | None = None
+    parent_id: str | None = None
+    name: str = ""
+    run_type: str = ""
+    dotted_order: str | None = None
+    start_time: str | None = None
+    inputs: dict[str, Any] | None = None
+    outputs: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+    line: int | None = None
+    children: list[Run] = field(default_factory=list)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.extra.get("metadata") or {}
+
+    @property
+    def sort_key(self) -> tuple[str, str]:
+        return (self.dotted_order or "", _time_key(self.start_time))
+
+
+def _time_key(value: Any) -> str:
+    """A sortable UTC timestamp from any of the four time spellings seen in exports."""
+    if not value:
+        return ""
+    text = str(value).replace(" ", "T")
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).strftime("%Y%m%dT%H%M%S%f")
+    except ValueError:
+        return text
+
+
+def _parent_from_dotted(dotted: str | None) -> str | None:
+    if not dotted or "." not in dotted:
+        return None
+    segment = dotted.split(".")[-2]
+    return segment[segment.find("Z") + 1 :] if "Z" in segment else None
+
+
+def normalise(record: dict[str, Any], source: str, line: int | None) -> Run:
+    """One run record from any shape (legacy, REST, v2, CLI, op) as a `Run`."""
+    rid = record.get("id") or record.get("run_id")
+    if not rid:
+        raise TraceFormatError("run record has no 'id' (or 'run_id')", source=source, line=line)
+    rid = str(rid)
+    parents = record.get("parent_run_ids") or []
+    parent = record.get("parent_run_id") or (parents[-1] if parents else None)
+    extra = dict(record.get("extra") or {})
+    metadata = dict(extra.get("metadata") or {})
+    for key in ("custom_metadata", "metadata"):  # CLI export, v2 API
+        if isinstance(record.get(key), dict):
+            metadata.update(record[key])
+    if "tool_call_id" in record and "tool_call_id" not in extra:
+        extra["tool_call_id"] = record["tool_call_id"]
+    extra["metadata"] = metadata
+    usage: dict[str, Any] = {}
+    token_usage = record.get("token_usage") or {}
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        value = record.get(key, token_usage.get(key))
+        if value is not None:
+            usage[key] = value
+    details = record.get("prompt_token_details") or {}
+    if isinstance(details, dict) and isinstance(details.get("raw"), dict):
+        details = details["raw"]
+    if details:
+        usage["prompt_token_details"] = details
+    dotted = record.get("dotted_order")
+    return Run(
+        id=rid,
+        trace_id=str(record["trace_id"]) if record.get("trace_id") else None,
+        parent_id=str(parent) if parent else _parent_from_dotted(dotted),
+        name=str(record.get("name") or ""),
+        run_type=str(record.get("run_type") or "").lower(),
+        dotted_order=dotted,
+        start_time=str(record["start_time"]) if record.get("start_time") else None,
+        inputs=record.get("inputs") if isinstance(record.get("inputs"), dict) else None,
+        outputs=record.get("outputs") if isinstance(record.get("outputs"), dict) else None,
+        extra=extra,
+        error=record.get("error"),
+        usage=usage,
+        source=source,
+        line=line,
+    )
+
+
+def _merge(into: Run, new: Run) -> None:
+    """Ingestion ops and overlapping deliveries: later non-empty fields win."""
+    for name in ("trace_id", "parent_id", "dotted_order", "start_time", "error"):
+        value = getattr(new, name)
+        if value:
+            setattr(into, name, value)
+    for name in ("name", "run_type"):
+        if getattr(new, name):
+            setattr(into, name, getattr(new, name))
+    if new.inputs:
+        into.inputs = new.inputs
+    if new.outputs:
+        into.outputs = new.outputs
+    if new.extra:
+        metadata = {**into.metadata, **new.metadata}
+        into.extra = {**into.extra, **new.extra, "metadata": metadata}
+    into.usage.update(new.usage)
+
+
+def flatten(records: Iterable[tuple[dict[str, Any], str, int | None]]) -> Iterator[Run]:
+    """Runs from records, unnesting `child_runs` trees (`read_run(load_child_runs=True)`)."""
+    stack = list(records)
+    stack.reverse()
+    while stack:
+        record, source, line = stack.pop()
+        run = normalise(record, source, line)
+        children = record.get("child_runs") or []
+        for child in reversed(children):
+            if isinstance(child, dict):
+                child = dict(child)
+                child.setdefault("parent_run_id", run.id)
+                child.setdefault("trace_id", run.trace_id or run.id)
+                stack.append((child, source, line))
+        yield run
+
+
+def merge_runs(records: Iterable[tuple[dict[str, Any], str, int | None]]) -> dict[str, Run]:
+    """Every run once, by id, whatever order and however many pieces the records came in."""
+    runs: dict[str, Run] = {}
+    for run in flatten(records):
+        if run.id in runs:
+            _merge(runs[run.id], run)
+        else:
+            runs[run.id] = run
+    return runs
+
+
+def _root_of(run: Run, runs: dict[str, Run]) -> str:
+    seen = {run.id}
+    current = run
+    while current.parent_id and current.parent_id in runs:
+        current = runs[current.parent_id]
+        if current.id in seen:
+            raise TraceFormatError(
+                "parent-id cycle: following parent_run_id comes back to this run",
+                source=run.source,
+                run_id=current.id,
+            )
+        seen.add(current.id)
+    return current.id
+
+
+def group_traces(runs: dict[str, Run]) -> dict[str, list[Run]]:
+    """Runs by trace: `trace_id` when exports carry it, else the root reached via parents."""
+    groups: dict[str, list[Run]] = defaultdict(list)
+    for run in runs.values():
+        root = _root_of(run, runs)
+        groups[run.trace_id or root].append(run)
+    for members in groups.values():
+        members.sort(key=lambda r: r.sort_key)
+    return dict(groups)
+
+
+# ----------------------------------------------------------------------------- model calls
+
+
+def _decode(raw: Any, run: Run, what: str) -> list[BaseMessage]:
+    try:
+        return decode_messages(raw)
+    except MessageDecodeError as exc:
+        raise TraceFormatError(
+            f"{what}: {exc}", source=run.source, line=run.line, run_id=run.id
+        ) from exc
+
+
+def call_inputs(run: Run) -> list[BaseMessage]:
+    """The as-sent messages of a model call, from any input shape."""
+    inputs = run.inputs or {}
+    raw = inputs.get("messages")
+    if raw is None and isinstance(inputs.get("input"), list):
+        raw = inputs["input"]  # OpenAI Responses
+    if raw is None and isinstance(inputs.get("prompts"), list):
+        raw = [str(p) for p in inputs["prompts"][:1]]
+    if raw is None:
+        hint = ""
+        if run.extra.get("metadata") is not None and not inputs:
+            hint = " (exported without inputs? `langsmith` CLI exports need --include-io or --full)"
+        raise TraceFormatError(
+            f"model call has no input messages: expected inputs.messages{hint}",
+            source=run.source,
+            line=run.line,
+            run_id=run.id,
+        )
+    if isinstance(raw, list) and raw and isinstance(raw[0], list):
+        raw = raw[0]  # LangChain batches: [[...]]
+    messages = _decode(raw, run, "input messages")
+    system = inputs.get("system")
+    if system and not (messages and isinstance(messages[0], SystemMessage)):
+        content = system if isinstance(system, str | list) else str(system)
+        messages.insert(0, SystemMessage(content=content))
+    return messages
+
+
+def _generation_message(gen: Any) -> Any:
+    if isinstance(gen, list):
+        gen = gen[0] if gen else None
+    if not isinstance(gen, dict):
+        return None
+    if gen.get("message") is not None:
+        return gen["message"]
+    return {"type": "ai", "content": gen.get("text") or ""}
+
+
+def call_output(run: Run) -> AIMessage | None:
+    """The AIMessage a model call produced, or None for errored / unfinished calls."""
+    out = run.outputs or {}
+    raw: Any = None
+    if out.get("generations"):
+        raw = _generation_message(out["generations"][0])
+    elif out.get("choices"):
+        choice = out["choices"][0]
+        raw = dict(choice.get("message") or {})
+        raw.setdefault("role", "assistant")
+        if out.get("id"):
+            raw.setdefault("id", out["id"])
+    elif isinstance(out.get("content"), list) and out.get("role") == "assistant":
+        raw = out  # Anthropic Message
+    elif isinstance(out.get("messages"), list) and out["messages"]:
+        raw = out["messages"][-1]
+    elif isinstance(out.get("output"), str | dict):
+        raw = (
+            out["output"]
+            if isinstance(out["output"], dict)
+            else {"type": "ai", "content": out["output"]}
+        )
+    if raw is None:
+        return None
+    msgs = _decode([raw], run, "output message")
+    msg = msgs[-1] if msgs else None
+    if msg is not None and not isinstance(msg, AIMessage):
+        msg = AIMessage(content=msg.content, id=msg.id)
+    return msg
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Recorded token usage of one call; input counts include cached prompt tokens."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read: int | None = None
+    cache_write: int | None = None
+
+
+def call_usage(run: Run, output: AIMessage | None) -> Usage:
+    """Usage from wherever this export kept it, most specific source first.
+
+    Zero input tokens means "not reported" (custom wrappers report 0), not an empty prompt.
+    """
+    out = run.outputs or {}
+    candidates: list[dict[str, Any]] = []
+    if output is not None and output.usage_metadata:
+        candidates.append(dict(output.usage_metadata))
+    for holder in (run.metadata, out):
+        if isinstance(holder.get("usage_metadata"), dict):
+            candidates.append(holder["usage_metadata"])
+    for um in candidates:
+        inp = _int(um.get("input_tokens"))
+        if inp:
+            details = um.get("input_token_details") or {}
+            return Usage(
+                inp,
+                _int(um.get("output_tokens")),
+                _int(details.get("cache_read")),
+                _int(details.get("cache_creation")),
+            )
+    raw = (
+        out.get("usage")
+        or (out.get("llm_output") or {}).get("token_usage")
+        or (out.get("llm_output") or {}).get("usage")
+    )
+    if isinstance(raw, dict):
+        if "prompt_tokens" in raw:  # OpenAI
+            cached = (raw.get("prompt_tokens_details") or {}).get("cached_tokens")
+            if _int(raw.get("prompt_tokens")):
+                return Usage(
+                    _int(raw["prompt_tokens"]), _int(raw.get("completion_tokens")), _int(cached)
+                )
+        elif "input_tokens" in raw:  # Anthropic: input_tokens excludes the cache
+            read = _int(raw.get("cache_read_input_tokens")) or 0
+            write = _int(raw.get("cache_creation_input_tokens")) or 0
+            base = _int(raw.get("input_tokens")) or 0
+            if base + read + write:
+                return Usage(base + read + write, _int(raw.get("output_tokens")), read, write)
+    prompt = _int(run.usage.get("prompt_tokens"))
+    if prompt:
+        details = run.usage.get("prompt_token_details") or {}
+        return Usage(
+            prompt, _int(run.usage.get("completion_tokens")), _int(details.get("cache_read"))
+        )
+    return Usage()
+
+
+def call_model(run: Run, output: AIMessage | None) -> tuple[str | None, str | None]:
+    """(model name, provider) as recorded."""
+    md = run.metadata
+    params = run.extra.get("invocation_params") or {}
+    inputs = run.inputs or {}
+    outputs = run.outputs or {}
+    response = output.response_metadata if output is not None else {}
+    model = (
+        md.get("ls_model_name")
+        or params.get("model")
+        or params.get("model_name")
+        or response.get("model_name")
+        or response.get("model")
+        or outputs.get("model")
+        or inputs.get("model")
+    )
+    provider = md.get("ls_provider") or response.get("model_provider")
+    if not provider and params.get("_type"):
+        provider = str(params["_type"]).split("-")[0]
+    return (str(model) if model else None, str(provider) if provider else None)
+
+
+def call_tools(run: Run) -> list[dict[str, Any]]:
+    params = run.extra.get("invocation_params") or {}
+    inputs = run.inputs or {}
+    for holder in (params, inputs):
+        for key in ("tools", "functions"):
+            if isinstance(holder.get(key), list) and holder[key]:
+                return list(holder[key])
+    return []
+
+
+def call_max_tokens(run: Run) -> int | None:
+    params = run.extra.get("invocation_params") or {}
+    inputs = run.inputs or {}
+    for holder in (params, inputs):
+        for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+            value = _int(holder.get(key))
+            if value:
+                return value
+    return _int(run.metadata.get("ls_max_tokens"))
+
+
+# ----------------------------------------------------------------------------- conversation
+
+
+def fingerprint(msg: BaseMessage) -> str:
+    """Identity of a message's model-visible payload (not its metadata or cache markers)."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(msg.type.encode())
+    content = msg.content
+    if isinstance(content, str):
+        h.update(content.encode("utf-8", "surrogatepass"))
+    else:
+        for block in content:
+            if isinstance(block, dict):
+                block = {k: v for k, v in block.items() if k != "cache_control"}
+            h.update(repr(block).encode("utf-8", "surrogatepass"))
+    if isinstance(msg, AIMessage):
+        for call in msg.tool_calls:
+            h.update(
+                repr((call["name"], call["args"], call.get("id"))).encode("utf-8", "surrogatepass")
+            )
+    if isinstance(msg, ToolMessage):
+        h.update(msg.tool_call_id.encode())
+    return h.hexdigest()
+
+
+def is_summary(msg: BaseMessage) -> bool:
+    """A message a recorded compaction inserted (LangChain / Deep Agents summaries)."""
+    if not isinstance(msg, HumanMessage):
+        return False
+    if msg.additional_kwargs.get("lc_source") == "summarization":
+        return True
+    return msg.text.startswith(SUMMARY_PREFIXES)
+
+
+@dataclass(slots=True)
+class Call:
+    run: Run
+    inputs: list[BaseMessage]
+    output: AIMessage | None
+
+
+def _stream_key(run: Run, runs: dict[str, Run]) -> tuple[str, ...]:
+    path: list[str] = [run.name]
+    current = run
+    while current.parent_id and current.parent_id in runs:
+        current = runs[current.parent_id]
+        path.append(current.name)
+    agent = run.metadata.get("lc_agent_name") or ""
+    return (str(agent), *reversed(path))
+
+
+def _chain(calls: list[Call]) -> tuple[list[BaseMessage], list[Turn], list[BaseMessage]]:
+    """Full history, turns and inserted messages from an agent's calls in order."""
+    history: list[BaseMessage] = []
+    seen_ids: set[str] = set()
+    seen_prints: set[str] = set()
+    inserted: list[BaseMessage] = []
+    turns: list[Turn] = []
+    prev_sent: list[str] | None = None
+
+    def add(msg: BaseMessage) -> None:
+        history.append(msg)
+        if msg.id:
+            seen_ids.add(msg.id)
+        seen_prints.add(fingerprint(msg))
+
+    for call in calls:
+        lead = 0
+        while lead < len(call.inputs) and isinstance(call.inputs[lead], SystemMessage):
+            lead += 1
+        body = call.inputs[lead:]
+        prints = [fingerprint(m) for m in body]
+        if prev_sent is None:
+            for msg in call.inputs:
+                add(msg)
+            compacted = False
+        elif prints[: len(prev_sent)] == prev_sent:
+            for msg in body[len(prev_sent) :]:
+                (inserted.append if is_summary(msg) else add)(msg)
+            compacted = False
+        else:
+            for msg, fp in zip(body, prints, strict=True):
+                if (msg.id and msg.id in seen_ids) or fp in seen_prints:
+                    continue
+                (inserted.append if is_summary(msg) else add)(msg)
+            compacted = True
+        position = len(history)
+        if call.output is not None:
+            add(call.output)
+        usage = call_usage(call.run, call.output)
+        model, provider = call_model(call.run, call.output)
+        turns.append(
+            Turn(
+                index=len(turns),
+                position=position,
+                inputs=tuple(call.inputs),
+                output=call.output,
+                model=model,
+                provider=provider,
+                run_id=call.run.id,
+                name=call.run.name,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read,
+                cache_write_tokens=usage.cache_write,
+                max_output_tokens=call_max_tokens(call.run),
+                compacted=compacted,
+                started_at=call.run.start_time,
+            )
+        )
+        prev_sent = prints + ([fingerprint(call.output)] if call.output is not None else [])
+    return history, turns, inserted
+
+
+def _harness_turns(calls: list[Call]) -> list[Turn]:
+    out = []
+    for i, call in enumerate(calls):
+        usage = call_usage(call.run, call.output)
+        model, provider = call_model(call.run, call.output)
+        out.append(
+            Turn(
+                index=i,
+                position=-1,
+                inputs=tuple(call.inputs),
+                output=call.output,
+                model=model,
+                provider=provider,
+                run_id=call.run.id,
+                name=call.run.name,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read,
+                cache_write_tokens=usage.cache_write,
+                max_output_tokens=call_max_tokens(call.run),
+                started_at=call.run.start_time,
+            )
+        )
+    return out
+
+
+_CALL_ID_IN_REPR = re.compile(r"tool_call_id='([^']+)'")
+
+
+def tool_call_id_of(run: Run) -> str | None:
+    """The id of the tool call a tool run executed, from wherever the export kept it."""
+    if run.extra.get("tool_call_id"):
+        return str(run.extra["tool_call_id"])
+    out = (run.outputs or {}).get("output")
+    if isinstance(out, dict):
+        kwargs = out.get("kwargs") or out
+        if kwargs.get("tool_call_id"):
+            return str(kwargs["tool_call_id"])
+        found = _CALL_ID_IN_REPR.search(str(out.get("repr") or ""))
+        if found:
+            return found.group(1)
+    return None
+
+
+def _tool_output_text(run: Run) -> str | list[Any] | None:
+    """What the tool itself returned, before any middleware replaced it with a stub."""
+    out = (run.outputs or {}).get("output")
+    if isinstance(out, str):
+        return out
+    if isinstance(out, dict) and (isinstance(out.get("kwargs"), dict) or "content" in out):
+        try:
+            msgs = decode_message(out)
+        except (MessageDecodeError, TypeError, ValueError):
+            return None
+        if len(msgs) == 1 and isinstance(msgs[0], ToolMessage):
+            return msgs[0].content
+    return None
+
+
+def _restore_tool_results(history: list[BaseMessage], tool_runs: list[Run]) -> int:
+    """Put back tool results the recorded harness shortened (offload stubs, clips).
+
+    Tool runs execute inside the harness's tool wrapper, so their output is what the tool
+    returned; the state (and every later model input) holds the harness's replacement.
+    """
+    by_call: dict[str, str | list[Any]] = {}
+    for run in tool_runs:
+        call_id = tool_call_id_of(run)
+        text = _tool_output_text(run)
+        if call_id and text is not None:
+            by_call[call_id] = text
+    restored = 0
+    for i, msg in enumerate(history):
+        if isinstance(msg, ToolMessage) and msg.tool_call_id in by_call:
+            original = by_call[msg.tool_call_id]
+            if original != msg.content and len(str(original)) > len(str(msg.content)):
+                history[i] = msg.model_copy(update={"content": original})
+                restored += 1
+    return restored
+
+
+def _check_pairs(history: list[BaseMessage], source: str, run_id: str | None) -> None:
+    called: set[str] = set()
+    for msg in history:
+        if isinstance(msg, AIMessage):
+            called.update(c["id"] for c in msg.tool_calls if c.get("id"))
+        elif isinstance(msg, ToolMessage) and msg.tool_call_id not in called:
+            raise TraceFormatError(
+                f"tool result for call {msg.tool_call_id!r} has no matching tool call in an "
+                "earlier AI message",
+                source=source,
+                run_id=run_id,
+            )
+
+
+def _scope_of(run: Run, runs: dict[str, Run]) -> str | None:
+    """Id of the nearest enclosing tool run (a subagent's spawn), or None for the top level."""
+    current = run
+    while current.parent_id and current.parent_id in runs:
+        current = runs[current.parent_id]
+        if current.run_type == "tool":
+            return current.id
+    return None
+
+
+def build_trace(
+    trace_id: str,
+    members: list[Run],
+    fmt: str,
+    *,
+    scope: str | None = None,
+    parent: str | None = None,
+    parent_call: str | None = None,
+) -> Trace:
+    """The trace of one scope (top level, or one tool run's subagent) of a run tree."""
+    runs = {r.id: r for r in members}
+    source = members[0].source if members else ""
+    llm_runs = [r for r in members if r.run_type == "llm" and _scope_of(r, runs) == scope]
+    if not llm_runs:
+        raise TraceFormatError(
+            "trace has no model calls (expected runs with run_type 'llm' carrying inputs)",
+            source=source,
+            run_id=trace_id,
+        )
+    streams: dict[tuple[str, ...], list[Call]] = defaultdict(list)
+    longest: tuple[int, tuple[str, ...]] | None = None
+    for run in llm_runs:
+        call = Call(run, call_inputs(run), call_output(run))
+        key = _stream_key(run, runs)
+        if run.metadata.get("lc_source") == "summarization":
+            key = ("<summarization>", *key)
+        streams[key].append(call)
+        size = len(call.inputs)
+        if key[0] != "<summarization>" and (longest is None or size >= longest[0]):
+            longest = (size, key)
+    main_key = longest[1] if longest else next(iter(streams))
+    main = streams[main_key]
+    history, turns, inserted = _chain(main)
+    tool_runs = [r for r in members if r.run_type == "tool" and _scope_of(r, runs) == scope]
+    restored = _restore_tool_results(history, tool_runs)
+    _check_pairs(history, source, trace_id)
+    harness = [c for k, calls in streams.items() if k != main_key for c in calls]
+    harness.sort(key=lambda c: c.run.sort_key)
+    model = next((t.model for t in turns if t.model), None)
+    provider = next((t.provider for t in turns if t.provider), None)
+    tools = next((call_tools(c.run) for c in main if call_tools(c.run)), [])
+    trace = Trace(
+        trace_id=trace_id,
+        format=fmt,
+        source=source,
+        messages=history,
+        turns=turns,
+        tools=tools,
+        model=model,
+        provider=provider,
+        parent_trace_id=parent,
+        parent_tool_call_id=parent_call,
+        harness_calls=_harness_turns(harness),
+        inserted=inserted,
+        metadata={"restored_tool_results": restored, "root_run_id": main[0].run.id},
+    )
+    spawned = [
+        r
+        for r in members
+        if r.run_type == "tool"
+        and _scope_of(r, runs) == scope
+        and any(_scope_of(x, runs) == r.id for x in members if x.run_type == "llm")
+    ]
+    for tool_run in spawned:
+        call_id = tool_call_id_of(tool_run)
+        sub_id = f"{trace_id}/{call_id or tool_run.id}"
+        trace.subagents.append(
+            build_trace(
+                sub_id, members, fmt, scope=tool_run.id, parent=trace_id, parent_call=call_id
+            )
+        )
+    return trace
+
+
+def detect_shape(records: list[dict[str, Any]]) -> str:
+    """Which LangSmith export shape these records are, for the `format` users see."""
+    first = records[0] if records else {}
+    if "run_id" in first:
+        return "langsmith-cli"
+    if "project_id" in first or str(first.get("run_type", "")).isupper():
+        return "langsmith-v2"
+    ids = [r.get("id") for r in records]
+    if len(ids) != len(set(ids)) or any(r.get("op") for r in records):
+        return "langsmith-ops"
+    if any(r.get("child_runs") for r in records):
+        return "langsmith-run-tree"
+    return "langsmith-runs"
+
+
+def traces_from_records(
+    records: list[tuple[dict[str, Any], str, int | None]], shapes: dict[str, str]
+) -> tuple[list[Trace], list[TraceFormatError]]:
+    """Traces from run records (possibly from several files); bad traces are reported apart.
+
+    `shapes` names the export shape of each source file, for the trace's `format`.
+    """
+    runs = merge_runs(records)
+    traces: list[Trace] = []
+    errors: list[TraceFormatError] = []
+    try:
+        groups = group_traces(runs)
+    except TraceFormatError as exc:
+        return [], [exc]
+    for trace_id, members in groups.items():
+        try:
+            fmt = shapes.get(members[0].source, "langsmith-runs")
+            traces.append(build_trace(trace_id, members, fmt))
+        except TraceFormatError as exc:
+            errors.append(exc)
+    return traces, errors
