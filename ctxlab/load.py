@@ -138,7 +138,7 @@ def _split(path: Path) -> tuple[list[Record], list[Trace], str | None]:
             items = [*(value.get("post") or []), *(value.get("patch") or [])]
         elif langsmith.looks_like_run(value):
             items = [value]
-        elif isinstance(value, list) and value and all(langsmith.looks_like_run(v) for v in value):
+        elif isinstance(value, list) and any(langsmith.looks_like_run(v) for v in value):
             items = value
         elif looks_like_message_list(value):
             stem = path.name.split(".")[0]
@@ -147,11 +147,11 @@ def _split(path: Path) -> tuple[list[Record], list[Trace], str | None]:
             continue
         else:
             raise TraceFormatError(_UNKNOWN + _describe(value), source=source, line=line)
-        for item in items:
+        for index, item in enumerate(items):
             if not langsmith.looks_like_run(item):
                 raise TraceFormatError(
-                    "expected a LangSmith run record here (an object with 'id' and 'run_type', "
-                    f"'trace_id' or 'dotted_order'); got {_describe(item)}",
+                    f"item {index}: expected a LangSmith run record (an object with 'id' and "
+                    f"'run_type', 'trace_id' or 'dotted_order'); got {_describe(item)}",
                     source=source,
                     line=line,
                 )
