@@ -73,7 +73,9 @@ def test_truncated_gzip(tmp_path: Path) -> None:
 
 def test_invalid_utf8_names_line(tmp_path: Path) -> None:
     body = json.dumps(GOOD[0]) + "\n" + json.dumps(GOOD[1])
-    path = write(tmp_path / "latin.jsonl", body.replace("hi", "h\udcff").encode("utf-8", "surrogateescape"))
+    path = write(
+        tmp_path / "latin.jsonl", body.replace("hi", "h\udcff").encode("utf-8", "surrogateescape")
+    )
     with pytest.raises(ctxlab.TraceFormatError) as err:
         ctxlab.load(path)
     assert "invalid UTF-8" in str(err.value) and err.value.line == 2
@@ -111,7 +113,10 @@ def test_tool_result_without_its_call(tmp_path: Path) -> None:
     runs = [GOOD[0], llm_run("r1", msgs, parent="t1")]
     with pytest.raises(ctxlab.TraceFormatError, match="call_9.*no matching tool call"):
         ctxlab.load(write(tmp_path / "orphan.json", json.dumps(runs)))
-    plain = [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "c1", "content": "y"}]
+    plain = [
+        {"role": "user", "content": "x"},
+        {"role": "tool", "tool_call_id": "c1", "content": "y"},
+    ]
     with pytest.raises(ctxlab.TraceFormatError, match="c1"):
         ctxlab.load(write(tmp_path / "orphan_plain.json", json.dumps(plain)))
 
@@ -128,8 +133,10 @@ def test_parent_id_cycle(tmp_path: Path) -> None:
 def test_directory_loads_good_files_and_reports_bad(tmp_path: Path) -> None:
     write(tmp_path / "a_good.json", json.dumps(GOOD))
     write(tmp_path / "b_bad.json", "{not json")
-    write(tmp_path / "c_plain.json", json.dumps([{"role": "user", "content": "q"},
-                                                {"role": "assistant", "content": "a"}]))
+    write(
+        tmp_path / "c_plain.json",
+        json.dumps([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]),
+    )
     with pytest.warns(ctxlab.TraceLoadWarning, match="b_bad.json"):
         traces = ctxlab.load(tmp_path)
     assert sorted(t.format for t in traces) == ["langsmith-runs", "openai-messages"]
@@ -147,9 +154,19 @@ def test_cli_entry_point_inspect_json(tmp_path: Path) -> None:
     good = write(tmp_path / "good.json", json.dumps(GOOD))
     out = subprocess.run(
         [sys.executable, "-m", "ctxlab.cli", "inspect", str(good), "--json"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     (row,) = json.loads(out.stdout)["traces"]
-    assert set(row) == {"trace_id", "format", "model", "messages", "turns", "subagents",
-                        "recorded_compactions", "recorded_input_tokens"}
+    assert set(row) == {
+        "trace_id",
+        "format",
+        "model",
+        "messages",
+        "turns",
+        "subagents",
+        "recorded_compactions",
+        "recorded_input_tokens",
+    }
     assert row["messages"] == 2 and row["turns"] == 1 and row["trace_id"] == "t1"

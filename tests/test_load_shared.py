@@ -15,6 +15,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 import ctxlab
 
+CHAT_LANGCHAIN = (
+    "real-traces/langsmith-runops-chat-langchain/run_ops_1efb27a4-5264-6908-9ab5-23fc3c60ae2d.jsonl.gz"
+)
 CASES = {
     # create_agent ReAct loop: call 1 sees [system, human] -> AI(read_file); call 2 sees
     # [system, human, ai, tool] -> final AI. Usage 120 + 400 input tokens.
@@ -29,7 +32,7 @@ CASES = {
     # chat-langchain: `respond` is the agent (6 then 7 input messages; the retry extends the
     # first answer); planner, 3x generate_queries and 2x check_hallucination are harness calls.
     # No usage recorded (streamed without usage).
-    "real-traces/langsmith-runops-chat-langchain/run_ops_1efb27a4-5264-6908-9ab5-23fc3c60ae2d.jsonl.gz": dict(
+    CHAT_LANGCHAIN: dict(
         messages=8, turns=2, harness=6, subagents=0, compactions=0, input_tokens=None
     ),
     # wrap_openai: one call, one user message in, usage_metadata input_tokens 43 / 9.
@@ -66,8 +69,16 @@ def test_chat_langchain_conversation_shape(shared: Path) -> None:
     path = shared / "data/real-traces/langsmith-runops-chat-langchain"
     trace = ctxlab.load(path)[0]
     kinds = [type(m) for m in trace.messages]
-    assert kinds == [SystemMessage, HumanMessage, AIMessage, HumanMessage, AIMessage,
-                     HumanMessage, AIMessage, AIMessage]
+    assert kinds == [
+        SystemMessage,
+        HumanMessage,
+        AIMessage,
+        HumanMessage,
+        AIMessage,
+        HumanMessage,
+        AIMessage,
+        AIMessage,
+    ]
     assert trace.model == "gpt-4o-mini"
     assert [t.position for t in trace.turns] == [6, 7]
     # The agent's ids match the LangGraph state the root run returned.

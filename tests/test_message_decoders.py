@@ -30,7 +30,9 @@ text = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=40
 ).filter(lambda s: s.strip() == s and s)
 ident = st.from_regex(r"[a-z][a-z_]{0,11}", fullmatch=True)
-value = st.one_of(text, st.integers(-(10**6), 10**6), st.booleans(), st.lists(st.integers(0, 9), max_size=3))
+value = st.one_of(
+    text, st.integers(-(10**6), 10**6), st.booleans(), st.lists(st.integers(0, 9), max_size=3)
+)
 args = st.dictionaries(ident, value, max_size=3)
 
 
@@ -45,7 +47,14 @@ def conversations(draw: st.DrawFn) -> list[BaseMessage]:
         calls = []
         for _ in range(draw(st.integers(0, 2))):
             n_call += 1
-            calls.append({"name": draw(ident), "args": draw(args), "id": f"call_{n_call}", "type": "tool_call"})
+            calls.append(
+                {
+                    "name": draw(ident),
+                    "args": draw(args),
+                    "id": f"call_{n_call}",
+                    "type": "tool_call",
+                }
+            )
         msgs.append(AIMessage(draw(text), tool_calls=calls, id=f"a{len(msgs)}"))
         for call in calls:
             msgs.append(ToolMessage(draw(text), tool_call_id=call["id"], name=call["name"]))
@@ -73,7 +82,9 @@ def via_json(value: object) -> object:
 
 ENCODERS = {
     "lc-constructor": lambda ms: [dumpd(m) for m in ms],
-    "lc-without-lc-key": lambda ms: [{k: v for k, v in dumpd(m).items() if k in ("id", "kwargs")} for m in ms],
+    "lc-without-lc-key": lambda ms: [
+        {k: v for k, v in dumpd(m).items() if k in ("id", "kwargs")} for m in ms
+    ],
     "model_dump": lambda ms: [m.model_dump() for m in ms],
     "messages_to_dict": messages_to_dict,
     "openai": convert_to_openai_messages,
@@ -97,8 +108,13 @@ def test_round_trip_anthropic_request(msgs: list[BaseMessage]) -> None:
     want = [m for m in semantic(msgs) if m[0] != "system"]
     # Anthropic tool results carry no tool name, and AI content becomes blocks: compare payload.
     assert semantic(decoded) == want
-    tool_use = [b for m in formatted if isinstance(m["content"], list) for b in m["content"]
-                if b.get("type") == "tool_use"]
+    tool_use = [
+        b
+        for m in formatted
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_use"
+    ]
     assert len(tool_use) == sum(len(m[2]) for m in want)
 
 
@@ -129,21 +145,35 @@ def test_python_repr_tool_input_from_toolnode_run() -> None:
 def test_anthropic_blocks_inside_langchain_ai_are_counted_once() -> None:
     """ChatAnthropic keeps tool_use blocks in content AND in tool_calls: one call, not two."""
     block = {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {"path": "/"}}
-    raw = {"type": "ai", "content": [{"type": "text", "text": "look"}, block],
-           "tool_calls": [{"name": "ls", "args": {"path": "/"}, "id": "toolu_1", "type": "tool_call"}],
-           "additional_kwargs": {}}
+    raw = {
+        "type": "ai",
+        "content": [{"type": "text", "text": "look"}, block],
+        "tool_calls": [{"name": "ls", "args": {"path": "/"}, "id": "toolu_1", "type": "tool_call"}],
+        "additional_kwargs": {},
+    }
     (msg,) = decode_messages([raw])
     assert len(msg.tool_calls) == 1 and msg.content[1] == block
 
 
 def test_openai_legacy_additional_kwargs_and_responses_items() -> None:
-    legacy = {"type": "ai", "content": "", "additional_kwargs": {"tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}}]}}
+    legacy = {
+        "type": "ai",
+        "content": "",
+        "additional_kwargs": {
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}}
+            ]
+        },
+    }
     (msg,) = decode_messages([legacy])
     assert msg.tool_calls[0]["args"] == {"x": 1}
     items = [
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
-        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "ok"}],
+        },
         {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
         {"type": "function_call", "call_id": "c2", "name": "g", "arguments": '{"y": 2}'},
         {"type": "function_call_output", "call_id": "c1", "output": "1"},
@@ -154,9 +184,17 @@ def test_openai_legacy_additional_kwargs_and_responses_items() -> None:
 
 
 def test_streaming_chunk_with_tool_call_chunks() -> None:
-    raw = {"lc": 1, "type": "constructor", "id": ["langchain_core", "messages", "AIMessageChunk"],
-           "kwargs": {"content": "", "tool_call_chunks": [
-               {"name": "grep", "args": '{"pattern": "x"}', "id": "c1", "index": 0}]}}
+    raw = {
+        "lc": 1,
+        "type": "constructor",
+        "id": ["langchain_core", "messages", "AIMessageChunk"],
+        "kwargs": {
+            "content": "",
+            "tool_call_chunks": [
+                {"name": "grep", "args": '{"pattern": "x"}', "id": "c1", "index": 0}
+            ],
+        },
+    }
     (msg,) = decode_messages([raw])
     assert isinstance(msg, AIMessage) and msg.tool_calls[0]["args"] == {"pattern": "x"}
 

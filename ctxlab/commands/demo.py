@@ -1,0 +1,64 @@
+"""`ctxlab demo`: the README's main command; shows what ctxlab sees in the bundled samples."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from langchain_core.messages import AIMessage, ToolMessage
+
+from ctxlab.load import load_all
+from ctxlab.output import report_errors, table
+from ctxlab.trace import Trace
+
+SAMPLES = Path(__file__).resolve().parents[2] / "traces"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="walk through the bundled sample traces (no API key needed)",
+        description="Load the sample traces bundled in traces/ and show what they contain.",
+    )
+    parser.add_argument(
+        "--traces", default=str(SAMPLES), help="folder of traces to use (default: bundled samples)"
+    )
+    parser.set_defaults(run=run)
+
+
+def _facts(trace: Trace) -> list[object]:
+    tool_results = [m for m in trace.messages if isinstance(m, ToolMessage)]
+    largest = max((len(m.text) for m in tool_results), default=0)
+    calls = [c for m in trace.messages if isinstance(m, AIMessage) for c in m.tool_calls]
+    return [
+        trace.trace_id[:36],
+        trace.model,
+        len(trace.messages),
+        len(trace.turns),
+        len(calls),
+        largest,
+        trace.metadata.get("restored_tool_results", 0),
+        len(trace.walk()) - 1,
+        len(trace.harness_calls),
+        len(trace.recorded_compactions),
+    ]
+
+
+def run(args: argparse.Namespace) -> int:
+    result = load_all([args.traces])
+    print(f"ctxlab demo: {len(result)} traces loaded from {args.traces}\n")
+    columns = (
+        "trace",
+        "model",
+        "messages",
+        "turns",
+        "tool_calls",
+        "largest_tool_result_chars",
+        "offloaded_when_recorded",
+        "subagents",
+        "harness_calls",
+        "recorded_compactions",
+    )
+    print(table(columns, [_facts(t) for t in result]))
+    report_errors(result.errors)
+    return 2 if result.errors else 0
