@@ -38,7 +38,8 @@ class TraceList(list[Trace]):
         self.errors: list[TraceFormatError] = list(errors or [])
 
 
-def _read_text(path: Path) -> str:
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, gunzipped, checked to be UTF-8 (so errors can name the line)."""
     source = str(path)
     try:
         data = path.read_bytes()
@@ -53,7 +54,7 @@ def _read_text(path: Path) -> str:
                 source=source,
             ) from exc
     try:
-        return data.decode("utf-8")
+        data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise TraceFormatError(
@@ -61,6 +62,7 @@ def _read_text(path: Path) -> str:
             source=source,
             line=line,
         ) from exc
+    return data
 
 
 def _json_error(text: str, source: str, line_offset: int = 0) -> TraceFormatError:
@@ -80,27 +82,27 @@ def _json_error(text: str, source: str, line_offset: int = 0) -> TraceFormatErro
 
 def read_values(path: Path) -> list[tuple[Any, int | None]]:
     """The JSON values of a file: one for a JSON document, one per line (numbered) for JSONL."""
-    text = _read_text(path)
+    data = _read_bytes(path)
     source = str(path)
-    if not text.strip():
+    if not data or data.isspace():
         raise TraceFormatError("empty file; expected JSON or JSONL", source=source)
     try:
-        return [(orjson.loads(text), None)]
+        return [(orjson.loads(data), None)]
     except orjson.JSONDecodeError:
         pass
-    lines = text.split("\n")
+    lines = data.split(b"\n")
     if len(lines) < 2:
-        raise _json_error(text, source)
+        raise _json_error(data.decode("utf-8"), source)
     values: list[tuple[Any, int | None]] = []
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
+        if not line or line.isspace():
             continue
         try:
             values.append((orjson.loads(line), number))
         except orjson.JSONDecodeError:
             if not values:  # not JSONL at all: report the document's own error
-                raise _json_error(text, source) from None
-            raise _json_error(line, source, number - 1) from None
+                raise _json_error(data.decode("utf-8"), source) from None
+            raise _json_error(line.decode("utf-8"), source, number - 1) from None
     return values
 
 
@@ -131,9 +133,7 @@ def _split(path: Path) -> tuple[list[Record], list[Trace], str | None]:
         if isinstance(value, dict) and isinstance(value.get("runs"), list):
             items, webhook = value["runs"], True
         elif (
-            isinstance(value, dict)
-            and ("post" in value or "patch" in value)
-            and "id" not in value
+            isinstance(value, dict) and ("post" in value or "patch" in value) and "id" not in value
         ):
             items = [*(value.get("post") or []), *(value.get("patch") or [])]
         elif langsmith.looks_like_run(value):

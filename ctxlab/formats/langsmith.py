@@ -30,7 +30,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab.errors import TraceFormatError
-from ctxlab.formats.messages import MessageDecodeError, decode_message, decode_messages
+from ctxlab.formats.messages import Memo, MessageDecodeError, decode_message, decode_messages
 from ctxlab.trace import Trace, Turn
 
 SUMMARY_PREFIXES = (
@@ -221,16 +221,16 @@ def group_traces(runs: dict[str, Run]) -> dict[str, list[Run]]:
 # ----------------------------------------------------------------------------- model calls
 
 
-def _decode(raw: Any, run: Run, what: str) -> list[BaseMessage]:
+def _decode(raw: Any, run: Run, what: str, memo: Memo | None = None) -> list[BaseMessage]:
     try:
-        return decode_messages(raw)
+        return decode_messages(raw, memo)
     except MessageDecodeError as exc:
         raise TraceFormatError(
             f"{what}: {exc}", source=run.source, line=run.line, run_id=run.id
         ) from exc
 
 
-def call_inputs(run: Run) -> list[BaseMessage]:
+def call_inputs(run: Run, memo: Memo | None = None) -> list[BaseMessage]:
     """The as-sent messages of a model call, from any input shape."""
     inputs = run.inputs or {}
     raw = inputs.get("messages")
@@ -250,7 +250,7 @@ def call_inputs(run: Run) -> list[BaseMessage]:
         )
     if isinstance(raw, list) and raw and isinstance(raw[0], list):
         raw = raw[0]  # LangChain batches: [[...]]
-    messages = _decode(raw, run, "input messages")
+    messages = _decode(raw, run, "input messages", memo)
     system = inputs.get("system")
     if system and not (messages and isinstance(messages[0], SystemMessage)):
         content = system if isinstance(system, str | list) else str(system)
@@ -268,7 +268,7 @@ def _generation_message(gen: Any) -> Any:
     return {"type": "ai", "content": gen.get("text") or ""}
 
 
-def call_output(run: Run) -> AIMessage | None:
+def call_output(run: Run, memo: Memo | None = None) -> AIMessage | None:
     """The AIMessage a model call produced, or None for errored / unfinished calls."""
     out = run.outputs or {}
     raw: Any = None
@@ -292,7 +292,7 @@ def call_output(run: Run) -> AIMessage | None:
         )
     if raw is None:
         return None
-    msgs = _decode([raw], run, "output message")
+    msgs = _decode([raw], run, "output message", memo)
     msg = msgs[-1] if msgs else None
     if msg is not None and not isinstance(msg, AIMessage):
         msg = AIMessage(content=msg.content, id=msg.id)
@@ -470,19 +470,26 @@ def _chain(calls: list[Call]) -> tuple[list[BaseMessage], list[Turn], list[BaseM
     inserted: list[BaseMessage] = []
     turns: list[Turn] = []
     prev_sent: list[str] | None = None
+    prints_by_object: dict[int, str] = {}  # decoded messages are shared between calls
+
+    def fp(msg: BaseMessage) -> str:
+        key = id(msg)
+        if key not in prints_by_object:
+            prints_by_object[key] = fingerprint(msg)
+        return prints_by_object[key]
 
     def add(msg: BaseMessage) -> None:
         history.append(msg)
         if msg.id:
             seen_ids.add(msg.id)
-        seen_prints.add(fingerprint(msg))
+        seen_prints.add(fp(msg))
 
     for call in calls:
         lead = 0
         while lead < len(call.inputs) and isinstance(call.inputs[lead], SystemMessage):
             lead += 1
         body = call.inputs[lead:]
-        prints = [fingerprint(m) for m in body]
+        prints = [fp(m) for m in body]
         if prev_sent is None:
             for msg in call.inputs:
                 add(msg)
@@ -492,8 +499,8 @@ def _chain(calls: list[Call]) -> tuple[list[BaseMessage], list[Turn], list[BaseM
                 (inserted.append if is_summary(msg) else add)(msg)
             compacted = False
         else:
-            for msg, fp in zip(body, prints, strict=True):
-                if (msg.id and msg.id in seen_ids) or fp in seen_prints:
+            for msg, printed in zip(body, prints, strict=True):
+                if (msg.id and msg.id in seen_ids) or printed in seen_prints:
                     continue
                 (inserted.append if is_summary(msg) else add)(msg)
             compacted = True
@@ -521,7 +528,7 @@ def _chain(calls: list[Call]) -> tuple[list[BaseMessage], list[Turn], list[BaseM
                 started_at=call.run.start_time,
             )
         )
-        prev_sent = prints + ([fingerprint(call.output)] if call.output is not None else [])
+        prev_sent = prints + ([fp(call.output)] if call.output is not None else [])
     return history, turns, inserted
 
 
@@ -651,8 +658,9 @@ def build_trace(
         )
     streams: dict[tuple[str, ...], list[Call]] = defaultdict(list)
     longest: tuple[int, tuple[str, ...]] | None = None
+    memo: Memo = {}
     for run in llm_runs:
-        call = Call(run, call_inputs(run), call_output(run))
+        call = Call(run, call_inputs(run, memo), call_output(run, memo))
         key = _stream_key(run, runs)
         if run.metadata.get("lc_source") == "summarization":
             key = ("<summarization>", *key)

@@ -306,15 +306,44 @@ def decode_message(raw: Any) -> list[BaseMessage]:
     )
 
 
-def decode_messages(raw: Iterable[Any]) -> list[BaseMessage]:
+Memo = dict[tuple[Any, ...], tuple[Any, list[BaseMessage]]]
+
+
+def _memo_key(raw: Any) -> tuple[Any, ...] | None:
+    """A cheap key for a raw message, or None when it has neither id nor string content."""
+    if not isinstance(raw, dict):
+        return None
+    body = raw.get("kwargs") if isinstance(raw.get("kwargs"), dict) else raw.get("data", raw)
+    if not isinstance(body, dict):
+        return None
+    content = body.get("content")
+    msg_id = body.get("id")
+    if msg_id is None and not isinstance(content, str):
+        return None
+    return (msg_id, content if isinstance(content, str) else None, len(raw))
+
+
+def decode_messages(raw: Iterable[Any], memo: Memo | None = None) -> list[BaseMessage]:
     """Decode a message list, merging OpenAI Responses `function_call` items into their turn.
 
     Responses items list each call as its own item after the assistant message; LangChain keeps
     them on one AIMessage, which is what token counting and tool pairing expect.
+
+    `memo` lets a loader decode each distinct message once: every model call of a LangSmith
+    export repeats the whole history, so without it decoding is quadratic in pydantic work.
+    A hit is only used when the raw encodings are equal, so it never changes the result.
     """
     out: list[BaseMessage] = []
     for item in raw:
-        for msg in decode_message(item):
+        key = _memo_key(item) if memo is not None else None
+        hit = memo.get(key) if key is not None else None
+        if hit is not None and hit[0] == item:
+            decoded = hit[1]
+        else:
+            decoded = decode_message(item)
+            if key is not None:
+                memo[key] = (item, decoded)
+        for msg in decoded:
             is_call_item = isinstance(item, dict) and item.get("type") == "function_call"
             if is_call_item and out and isinstance(out[-1], AIMessage):
                 prev = out[-1]
