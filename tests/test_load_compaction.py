@@ -14,7 +14,7 @@ SYS = SystemMessage("You are a coding agent.")
 H = HumanMessage("Fix the bug in app.py", id="h1")
 AI1 = AIMessage("", id="a1", tool_calls=[{"name": "bash", "args": {"cmd": "pytest"}, "id": "c1"}])
 FULL = "FAILED test_x\n" * 8000  # what the tool returned (112k chars)
-STUB = "Tool result too large, the result of this tool call c1 was saved ... /large_tool_results/c1"
+STUB = "Tool result too large, the result of this tool call c1 was saved at /large_tool_results/c1"
 T1_SENT = ToolMessage(STUB, tool_call_id="c1", name="bash", id="t1")
 AI2 = AIMessage(
     "", id="a2", tool_calls=[{"name": "read_file", "args": {"path": "app.py"}, "id": "c2"}]

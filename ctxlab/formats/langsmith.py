@@ -115,6 +115,8 @@ def normalise(record: dict[str, Any], source: str, line: int | None) -> Run:
     if "tool_call_id" in record and "tool_call_id" not in extra:
         extra["tool_call_id"] = record["tool_call_id"]
     extra["metadata"] = metadata
+    if record.get("inputs_s3_urls"):
+        extra["inputs_s3_urls"] = record["inputs_s3_urls"]
     usage: dict[str, Any] = {}
     token_usage = record.get("token_usage") or {}
     for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
@@ -240,7 +242,11 @@ def call_inputs(run: Run, memo: Memo | None = None) -> list[BaseMessage]:
         raw = [str(p) for p in inputs["prompts"][:1]]
     if raw is None:
         hint = ""
-        if run.extra.get("metadata") is not None and not inputs:
+        if run.extra.get("inputs_s3_urls"):
+            hint = (
+                " (LangSmith offloaded this run's inputs to S3: export it hydrated, e.g. read_run)"
+            )
+        elif not inputs:
             hint = " (exported without inputs? `langsmith` CLI exports need --include-io or --full)"
         raise TraceFormatError(
             f"model call has no input messages: expected inputs.messages{hint}",
@@ -580,7 +586,7 @@ def _tool_output_text(run: Run) -> str | list[Any] | None:
     """What the tool itself returned, before any middleware replaced it with a stub."""
     out = (run.outputs or {}).get("output")
     if isinstance(out, str):
-        return out
+        return None if out.startswith("content=") else out
     if isinstance(out, dict) and (isinstance(out.get("kwargs"), dict) or "content" in out):
         try:
             msgs = decode_message(out)
@@ -591,11 +597,25 @@ def _tool_output_text(run: Run) -> str | list[Any] | None:
     return None
 
 
+REPLACEMENT_MARKERS = (
+    "Tool result too large",
+    "[Output was truncated due to context window size limits",
+)
+
+
+def _is_replacement(content: str | list[Any]) -> bool:
+    """Whether an as-sent tool result is a harness's stand-in for a longer original."""
+    text = content if isinstance(content, str) else str(content)
+    return text.startswith(REPLACEMENT_MARKERS[0]) or REPLACEMENT_MARKERS[1] in text
+
+
 def _restore_tool_results(history: list[BaseMessage], tool_runs: list[Run]) -> int:
-    """Put back tool results the recorded harness shortened (offload stubs, clips).
+    """Put back tool results the recorded harness replaced (offload stubs, overflow clips).
 
     Tool runs execute inside the harness's tool wrapper, so their output is what the tool
-    returned; the state (and every later model input) holds the harness's replacement.
+    returned; the state (and every later model input) holds the harness's replacement. Only
+    recognised replacements are restored, so a tool run that logged a repr is never mistaken
+    for the result.
     """
     by_call: dict[str, str | list[Any]] = {}
     for run in tool_runs:
@@ -607,7 +627,7 @@ def _restore_tool_results(history: list[BaseMessage], tool_runs: list[Run]) -> i
     for i, msg in enumerate(history):
         if isinstance(msg, ToolMessage) and msg.tool_call_id in by_call:
             original = by_call[msg.tool_call_id]
-            if original != msg.content and len(str(original)) > len(str(msg.content)):
+            if original != msg.content and _is_replacement(msg.content):
                 history[i] = msg.model_copy(update={"content": original})
                 restored += 1
     return restored
