@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,10 @@ def as_sdk_dicts(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         fields.setdefault("start_time", "2026-01-01T00:00:00+00:00")
         fields.setdefault("inputs", {})
         model = Run(**fields)
-        out.append(json.loads(json.dumps(model.dict(), default=str)))
+        with warnings.catch_warnings():  # users still call the deprecated .dict(); so do we
+            warnings.simplefilter("ignore", DeprecationWarning)
+            dumped = model.dict()
+        out.append(json.loads(json.dumps(dumped, default=str)))
     return out
 
 

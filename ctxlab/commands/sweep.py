@@ -1,0 +1,57 @@
+"""`ctxlab sweep PATH... --db FILE --policy NAME [--grid name=v1,v2]...`: a parameter grid."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ctxlab.commands.query import render
+from ctxlab.store import DEFAULT_PATH, StoreError
+from ctxlab.summarizers import Fixed
+from ctxlab.sweep import BACKENDS, POLICIES, SweepError, parse_grid, policy_named, sweep
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "sweep",
+        help="replay traces over a grid of policy parameters into a store",
+        description="Every trace x every grid cell, in parallel, streamed into the store; cells "
+        "already stored are skipped, so rerunning resumes. Values use the --set spellings, e.g. "
+        "--grid trigger=fraction:0.5,fraction:0.85 --grid keep=messages:6,fraction:0.1.",
+    )
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="trace file, .gz file or directory"
+    )
+    parser.add_argument("--db", default=str(DEFAULT_PATH), help="store file (default: %(default)s)")
+    parser.add_argument("--policy", required=True, choices=sorted(POLICIES))
+    parser.add_argument("--window", type=int, help="max input tokens (default: model profile)")
+    parser.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...")
+    parser.add_argument("--summary-text-file", metavar="F", help="use this text as every summary")
+    parser.add_argument("--backend", choices=BACKENDS, default="local")
+    parser.add_argument("--workers", type=int, help="processes (default: one per core)")
+    parser.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
+    parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        grid = parse_grid(args.grid)
+        params = {"window": args.window} if args.window is not None else {}
+        summarizer = Fixed.from_file(args.summary_text_file) if args.summary_text_file else None
+        result = sweep(
+            args.paths,
+            policy_named(args.policy, **params),
+            grid,
+            store=args.db,
+            summarizer=summarizer,
+            backend=args.backend,
+            workers=args.workers,
+            ray_address=args.ray_address,
+        )
+    except (SweepError, StoreError, OSError) as exc:
+        print(f"ctxlab: error: {exc}", file=sys.stderr)
+        return 2
+    cols = [c for c in result.columns if c not in ("replay_key", "params", "summarizer")]
+    print(render(result.select(cols), args.format))
+    return 0

@@ -1,0 +1,130 @@
+"""What every policy hands the replay engine: typed events and one record per model call.
+
+A policy is a frozen dataclass of parameters. `policy.start(trace, summarizer)` returns a
+stateful *run* that the engine drives open-loop: `run.call(turn)` is asked, once per recorded
+model call and in order, what request the model would have received; the run feeds itself the
+recorded history up to `turn.position` first. Keeping the state inside the run (not the engine)
+lets each policy keep whatever incremental structure makes it fast, and lets issue 4 chain
+policies by wrapping runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ctxlab.summarizers import Summarizer
+    from ctxlab.trace import Trace, Turn
+
+EVENT_KINDS = (
+    "offload_tool_result",
+    "offload_human_message",
+    "truncate_args",
+    "summarize",
+    "tail_clip",
+    "overflow_error",
+)
+"""`overflow_error` is the request deepagents would refuse to send (`ContextOverflowError`)."""
+
+KINDS = ("system", "tools", "human", "ai", "tool_results", "stubs", "summary")
+"""Token buckets of a request; `stubs` are offload placeholders (tool results, human messages)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One compaction action. `messages` are full-history positions touched."""
+
+    kind: str
+    turn: int | None
+    messages: tuple[int, ...] = ()
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    file_path: str | None = None
+    reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form, as the CLI prints it."""
+        return {
+            "kind": self.kind,
+            "turn": self.turn,
+            "messages": list(self.messages),
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "file_path": self.file_path,
+            "reason": self.reason,
+        }
+
+
+@dataclass(slots=True)
+class Call:
+    """The request of one model call, as the policy would have sent it."""
+
+    turn: int
+    position: int
+    context_tokens: int
+    by_kind: dict[str, int]
+    messages: int
+    events: list[Event] = field(default_factory=list)
+    baseline_tokens: int | None = None
+    """The same counter over the uncompacted context (`trace.messages[:position]`)."""
+
+
+class Files(Mapping[str, str]):
+    """A policy's virtual filesystem: path -> text, byte-exact as the backend would hold it.
+
+    Sections can be appended as thunks: decisions never read file contents, so rendering (the
+    XML of a summarised history, the bulk of an event's cost) waits until someone reads it.
+    """
+
+    def __init__(self) -> None:
+        self._parts: dict[str, list[str | Callable[[], str]]] = {}
+
+    def write(self, path: str, text: str) -> None:
+        """Create or overwrite `path` (deepagents' `StateBackend.write` overwrites)."""
+        self._parts[path] = [text]
+
+    def append(self, path: str, part: str | Callable[[], str]) -> None:
+        """Append text, or a function rendering it later, to `path`."""
+        self._parts.setdefault(path, []).append(part)
+
+    def __getitem__(self, path: str) -> str:
+        parts = self._parts[path]
+        if len(parts) != 1 or not isinstance(parts[0], str):
+            parts[:] = ["".join(p if isinstance(p, str) else p() for p in parts)]
+        return parts[0]  # type: ignore[return-value]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parts)
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+
+class Run(Protocol):
+    """A policy applied to one trace, advanced one model call at a time."""
+
+    files: Files
+
+    def call(self, turn: Turn) -> Call:
+        """The request for `turn`; the recorded output is appended afterwards by the run."""
+        ...
+
+    def finish(self) -> list[Event]:
+        """Events that no model call saw (e.g. an offload after the last call)."""
+        ...
+
+
+class Policy(Protocol):
+    """Parameters + rule. `name` and `params()` identify a replay in the store."""
+
+    name: str
+
+    def params(self) -> dict[str, Any]:
+        """Parameters as given (before defaults are resolved against a trace)."""
+        ...
+
+    def start(self, trace: Trace, summarizer: Summarizer) -> Run:
+        """A fresh run of this policy over `trace`."""
+        ...

@@ -1,0 +1,1131 @@
+"""The Deep Agents compaction stack (deepagents 0.7.32), decision for decision.
+
+Mirrors, in order of application (spec: `deepagents-semantics.md`):
+
+* `FilesystemMiddleware.wrap_tool_call`: a tool result whose text exceeds
+  `4 * tool_token_limit_before_evict` chars is written to `/large_tool_results/{id}` and the
+  state keeps a head/tail stub (tools in `TOOLS_EXCLUDED_FROM_EVICTION` never are); a later
+  same-path file mutation in one AIMessage is answered with deepagents' error instead.
+* `FilesystemMiddleware.wrap_model_call`: a trailing HumanMessage over
+  `4 * human_message_token_limit_before_evict` chars is saved to `/conversation_history/` and
+  every tagged HumanMessage is sent as a stub.
+* `SummarizationMiddleware.wrap_model_call`: the effective list (latest summary + messages from
+  the event's cutoff), request-only argument truncation, the trigger clauses OR the input budget,
+  the token/message keep window with the backward safe cutoff, the history file section, the
+  chained summary, and `_call_with_budget`'s overflow tail clip.
+
+Exact texts (stubs, previews, summary prompt, history XML) come from the installed packages.
+
+Speed: every message is measured once; context counts are prefix sums over the state, so a
+call with no event costs O(log n) (the binary search of the keep window is only run on
+summarisation), and an event costs O(messages it touches). The real middleware walks and
+re-counts the whole history on every call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from bisect import bisect_left
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from deepagents.backends.utils import sanitize_tool_call_id, validate_path
+from deepagents.middleware._message_eviction import (
+    _build_evicted_content,
+    _build_evicted_tool_message,
+    _extract_text_from_message,
+    _render_too_large_tool_msg,
+)
+from deepagents.middleware.filesystem import (
+    NUM_CHARS_PER_TOKEN,
+    TOOLS_EXCLUDED_FROM_EVICTION,
+    _build_truncated_human_message,
+)
+from deepagents.middleware.summarization import (
+    DEEPAGENTS_DEFAULT_SUMMARY_PROMPT,
+    _drop_bound_reasoning,
+)
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    get_buffer_string,
+)
+
+from ctxlab import tokens as tk
+from ctxlab.policies.base import Call, Event, Files
+from ctxlab.profiles import profile as lookup_profile
+
+if TYPE_CHECKING:
+    from ctxlab.summarizers import Summarizer
+    from ctxlab.trace import Trace, Turn
+
+AUTO: Literal["auto"] = "auto"
+_FILE_MUTATION_TOOLS = frozenset({"write_file", "edit_file", "delete"})
+_PARALLEL_MUTATION_ERROR = "Error: parallel file mutations to the same path are not allowed."
+_TRUNCATE_ARGS_TOOLS = frozenset({"write_file", "edit_file"})
+_DEFAULT_MESSAGES_TO_KEEP = 20
+_EPOCH = "1970-01-01T00:00:00+00:00"
+_REASONING_TYPES = frozenset({"thinking", "redacted_thinking", "reasoning_content", "reasoning"})
+
+
+# --------------------------------------------------------------------------------------------
+# Parameters
+# --------------------------------------------------------------------------------------------
+
+
+def normalize_trigger(trigger: Any) -> list[dict[str, float]]:
+    """LangChain's trigger forms as OR-ed clauses of AND-ed metrics (`_normalize_trigger`)."""
+    if trigger is None:
+        return []
+    if _is_pair(trigger) or not isinstance(trigger, list):
+        trigger = [trigger]
+    clauses: list[dict[str, float]] = []
+    for item in trigger:
+        clause = {item[0]: item[1]} if _is_pair(item) else dict(item)
+        if not clause:
+            raise ValueError("trigger clause must name at least one of tokens, messages, fraction")
+        for kind, value in clause.items():
+            _validate_size(kind, value, "trigger")
+        clauses.append(clause)
+    return clauses
+
+
+def _is_pair(item: Any) -> bool:
+    """`("fraction", 0.85)`, also as the list JSON turns it into."""
+    return isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str)
+
+
+def _validate_size(kind: str, value: float, what: str) -> None:
+    if kind == "fraction":
+        if not 0 < value <= 1:
+            raise ValueError(f"Fractional {what} values must be between 0 and 1, got {value}.")
+    elif kind in {"tokens", "messages"}:
+        if value <= 0:
+            raise ValueError(f"{what} thresholds must be greater than 0, got {value}.")
+    else:
+        raise ValueError(f"Unsupported context size type {kind} for {what}.")
+
+
+@dataclass(frozen=True)
+class DeepAgents:
+    """Deep Agents' compaction with its own parameter names; `"auto"` = what deepagents picks.
+
+    * `window`: the model's `max_input_tokens`. `"auto"` looks the trace's model up in the
+      LangChain profile data (exact name); `None` means "no profile" (fixed 170k/6-message
+      defaults, no budget check, fractions rejected).
+    * `trigger`, `keep`, `truncate_args_settings`: as `SummarizationMiddleware` takes them, e.g.
+      `trigger=("fraction", 0.85)`, `[{"tokens": 4000, "messages": 10}, ("fraction", 0.9)]`.
+      Each `"auto"` is what `create_summarization_middleware` picks, independently of the
+      others; a hand-built `SummarizationMiddleware` has truncation off unless given, so mirror
+      one with `truncate_args_settings=None`.
+    * `max_output_tokens`: reserved by the input budget `int(0.95 * window) - max_output_tokens`.
+      `"auto"`: the call's recorded `max_tokens` where the trace has it, else ChatAnthropic's
+      default (the profile's output limit, else 4096) for Anthropic models, nothing for others.
+    * `chars_per_token`: `"auto"` = 3.3 for Anthropic chat models, else 4.0.
+    * `tools`: schemas in every request: `"trace"` (as recorded), `"deepagents"` (the default
+      Deep Agents tool set), `"deepagents+trace"` (that set plus the recorded tools it lacks, as
+      a deep agent given the trace's tools would send), a list of schemas, or a token count.
+    * `system_prompt`: `"trace"` = the trace's system message, or `""` (deepagents sends an empty
+      one when none is configured).
+    * `stress`: one-argument stress mode: trigger (and truncation trigger) at this fraction of
+      the window, keep a tenth of it; the Deep Agents team runs 10-25% to multiply events.
+    * `use_usage_metadata`: let recorded `usage_metadata` scale counts and trigger, as LangChain
+      does. Off by default: recorded usage describes the recorded context, not the replayed one
+      (spec §2.3); on, every call re-reads the whole context (O(n) per call).
+    """
+
+    name: ClassVar[str] = "deepagents"
+
+    window: int | None | Literal["auto"] = AUTO
+    trigger: Any = AUTO
+    keep: Any = AUTO
+    truncate_args_settings: Any = AUTO
+    max_output_tokens: int | None | Literal["auto"] = AUTO
+    chars_per_token: float | Literal["auto"] = AUTO
+    tools: Any = "trace"
+    system_prompt: str | None = "trace"
+    tool_token_limit_before_evict: int | None = 20000
+    human_message_token_limit_before_evict: int | None = 50000
+    trim_tokens_to_summarize: int | None = None
+    summary_prompt: str = DEEPAGENTS_DEFAULT_SUMMARY_PROMPT
+    stress: float | None = None
+    use_usage_metadata: bool = False
+    model: str | None = None
+    provider: str | None = None
+
+    def params(self) -> dict[str, Any]:
+        """Parameters as given, for the store (the summary prompt only if changed)."""
+        out = {k: v for k, v in asdict(self).items() if k != "summary_prompt"}
+        if self.summary_prompt != DEEPAGENTS_DEFAULT_SUMMARY_PROMPT:
+            out["summary_prompt"] = self.summary_prompt
+        return out
+
+    def resolve(self, trace: Trace) -> Settings:
+        """Concrete thresholds for `trace`, computed the way deepagents computes its defaults."""
+        prof = lookup_profile(self.model or trace.model, self.provider or trace.provider)
+        window = prof.max_input_tokens if self.window == AUTO else self.window
+        anthropic = prof.is_anthropic
+        cpt = (
+            (tk.ANTHROPIC_CHARS_PER_TOKEN if anthropic else tk.CHARS_PER_TOKEN)
+            if self.chars_per_token == AUTO
+            else float(self.chars_per_token)
+        )
+        max_out = (
+            prof.reserved_output_tokens
+            if self.max_output_tokens == AUTO
+            else self.max_output_tokens
+        )
+        has_profile = window is not None
+        trigger, keep, truncate = self.trigger, self.keep, self.truncate_args_settings
+        if self.stress is not None:
+            if not has_profile:
+                raise ValueError("stress mode needs a window (a model profile or window=N)")
+            trigger = ("fraction", self.stress) if trigger == AUTO else trigger
+            keep = ("fraction", round(self.stress / 10, 6)) if keep == AUTO else keep
+            if truncate == AUTO:
+                truncate = {"trigger": ("fraction", self.stress), "keep": keep}
+        if trigger == AUTO:
+            trigger = ("fraction", 0.85) if has_profile else ("tokens", 170000)
+        if keep == AUTO:
+            keep = ("fraction", 0.10) if has_profile else ("messages", 6)
+        if truncate == AUTO:
+            truncate = (
+                {"trigger": ("fraction", 0.85), "keep": ("fraction", 0.10)}
+                if has_profile
+                else {"trigger": ("messages", 20), "keep": ("messages", 20)}
+            )
+        clauses = normalize_trigger(trigger)
+        keep = tuple(keep)
+        _validate_size(keep[0], keep[1], "keep")
+        if (any("fraction" in c for c in clauses) or keep[0] == "fraction") and not has_profile:
+            raise ValueError("Model profile information is required to use fractional limits")
+        truncate = dict(truncate) if truncate is not None else None
+        budget = None
+        if window is not None:
+            budget = max(0, int(window * 0.95) - (max_out or 0))
+        recorded_max_out = self.max_output_tokens == AUTO
+        return Settings(
+            window=window,
+            clauses=clauses,
+            keep=keep,
+            truncate_trigger=tuple(truncate["trigger"])
+            if truncate and truncate.get("trigger")
+            else None,
+            truncate_keep=tuple(truncate.get("keep", ("messages", 20)))
+            if truncate
+            else ("messages", 20),
+            max_arg_length=truncate.get("max_length", 2000) if truncate else 2000,
+            truncation_text=truncate.get("truncation_text", "...(argument truncated)")
+            if truncate
+            else "...(argument truncated)",
+            budget=budget,
+            recorded_max_output=recorded_max_out,
+            max_output_tokens=max_out,
+            chars_per_token=cpt,
+            tools_tokens=_tools_tokens(self.tools, trace, cpt),
+            system=_system_message(self.system_prompt, trace),
+            tool_evict_chars=NUM_CHARS_PER_TOKEN * self.tool_token_limit_before_evict
+            if self.tool_token_limit_before_evict
+            else None,
+            human_evict_chars=NUM_CHARS_PER_TOKEN * self.human_message_token_limit_before_evict
+            if self.human_message_token_limit_before_evict
+            else None,
+            trim_tokens_to_summarize=self.trim_tokens_to_summarize,
+            summary_prompt=self.summary_prompt,
+            use_usage_metadata=self.use_usage_metadata,
+            provider=prof.provider,
+        )
+
+    def start(self, trace: Trace, summarizer: Summarizer) -> DeepAgentsRun:
+        """A fresh run over `trace`."""
+        return DeepAgentsRun(self.resolve(trace), trace, summarizer)
+
+
+def _system_message(system_prompt: str | None, trace: Trace) -> SystemMessage:
+    if system_prompt == "trace":
+        if trace.messages and isinstance(trace.messages[0], SystemMessage):
+            return trace.messages[0]
+        return SystemMessage("")
+    return SystemMessage(system_prompt or "")
+
+
+def _tools_tokens(tools: Any, trace: Trace, cpt: float) -> int:
+    if isinstance(tools, bool):
+        raise TypeError("tools must be 'trace', 'deepagents', a list of schemas or a token count")
+    if isinstance(tools, int):
+        return tools
+    if tools == "trace":
+        return tk.tool_schema_tokens(visible_tools(trace.tools), cpt)
+    if tools in {"deepagents", "deepagents+trace"}:
+        from ctxlab.policies.deepagents_tools import default_tools
+
+        own = list(default_tools())
+        if tools == "deepagents+trace":
+            names = {t.name for t in own}
+            own += [t for t in visible_tools(trace.tools) if _schema_name(t) not in names]
+        return tk.tool_schema_tokens(own, cpt)
+    return tk.tool_schema_tokens(visible_tools(list(tools)), cpt)
+
+
+def _schema_name(tool: dict[str, Any]) -> str | None:
+    """Name of a recorded schema in OpenAI (`function.name`) or Anthropic/plain shape."""
+    return (tool.get("function") or {}).get("name") or tool.get("name")
+
+
+def visible_tools(tools: list[Any]) -> list[Any]:
+    """Recorded schemas as deepagents' default StateBackend would send them.
+
+    `FilesystemMiddleware` drops a top-level tool named `execute` (the backend cannot run
+    commands); nested OpenAI-shaped schemas have no top-level name and pass untouched.
+    """
+    return [t for t in tools if not (isinstance(t, dict) and t.get("name") == "execute")]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A `DeepAgents` policy resolved against one trace: only numbers and texts."""
+
+    window: int | None
+    clauses: list[dict[str, float]]
+    keep: tuple[str, float]
+    truncate_trigger: tuple[str, float] | None
+    truncate_keep: tuple[str, float]
+    max_arg_length: int
+    truncation_text: str
+    budget: int | None
+    recorded_max_output: bool
+    max_output_tokens: int | None
+    chars_per_token: float
+    tools_tokens: int
+    system: SystemMessage
+    tool_evict_chars: int | None
+    human_evict_chars: int | None
+    trim_tokens_to_summarize: int | None
+    summary_prompt: str
+    use_usage_metadata: bool
+    provider: str | None
+
+
+# --------------------------------------------------------------------------------------------
+# Incremental state
+# --------------------------------------------------------------------------------------------
+
+
+class _Prefix:
+    """Values with prefix sums; appends are O(1), edits near the end O(distance to end)."""
+
+    __slots__ = ("values", "sums")
+
+    def __init__(self) -> None:
+        self.values: list[int] = []
+        self.sums: list[int] = [0]
+
+    def append(self, value: int) -> None:
+        self.values.append(value)
+        self.sums.append(self.sums[-1] + value)
+
+    def set(self, index: int, value: int) -> None:
+        self.values[index] = value
+        sums, values = self.sums, self.values
+        for i in range(index, len(values)):
+            sums[i + 1] = sums[i] + values[i]
+
+    def total(self, start: int, stop: int) -> int:
+        return self.sums[stop] - self.sums[start]
+
+
+def _kind(message: BaseMessage) -> str:
+    if isinstance(message, AIMessage):
+        return "ai"
+    if isinstance(message, ToolMessage):
+        return "tool_results"
+    if isinstance(message, HumanMessage):
+        return (
+            "summary" if message.additional_kwargs.get("lc_source") == "summarization" else "human"
+        )
+    if isinstance(message, SystemMessage):
+        return "system"
+    return "human"
+
+
+_MESSAGE_KINDS = ("human", "ai", "tool_results", "stubs", "summary", "system")
+
+
+def _has_reasoning(message: BaseMessage) -> bool:
+    return (
+        isinstance(message, AIMessage)
+        and isinstance(message.content, list)
+        and any(isinstance(b, dict) and b.get("type") in _REASONING_TYPES for b in message.content)
+    )
+
+
+def _deterministic_hex(*parts: object) -> str:
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()
+
+
+_Undo = tuple["_SummaryEvent | None", tuple[int, list[tuple[int, int]]], str]
+
+
+@dataclass
+class _SummaryEvent:
+    cutoff: int
+    message: HumanMessage
+    tokens: int
+    created_at: int
+    file_path: str | None
+
+
+@dataclass
+class DeepAgentsRun:
+    """One trace under one `DeepAgents` policy; see `ctxlab.policies.base.Run`."""
+
+    settings: Settings
+    trace: Trace
+    summarizer: Summarizer
+    files: Files = field(default_factory=Files)
+
+    def __post_init__(self) -> None:
+        s = self.settings
+        self.cpt = s.chars_per_token
+        self.fixed = s.tools_tokens + tk.message_tokens(s.system, self.cpt)
+        self.source = self.trace.messages[1:] if self._has_system() else self.trace.messages
+        self.offset = 1 if self._has_system() else 0
+        self.view: list[BaseMessage] = []  # state as SummarizationMiddleware sees it
+        self.kinds: list[str] = []
+        self.etok = _Prefix()  # effective tokens (bound reasoning dropped where it applies)
+        self.window_kinds = dict.fromkeys(_MESSAGE_KINDS, 0)  # etok by kind over [cutoff, n)
+        self.tsaved: list[int] = [0]  # cumulative tokens truncation saves, along `tpos`
+        self.last_ai = -1  # state position of the latest AIMessage
+        self.truncated: dict[int, BaseMessage] = {}
+        self.tpos: list[int] = []  # positions in `truncated`, ascending
+        self.tagged: set[int] = set()
+        self.event: _SummaryEvent | None = None
+        self.dropped_until = 0  # state positions below this had bound reasoning dropped
+        self.session: str | None = None
+        self.pending: list[Event] = []
+        self.fed = 0
+        self.counter = 0
+        self.baseline = self.fixed
+        self.budget = self.settings.budget  # this call's input budget
+
+    def _has_system(self) -> bool:
+        msgs = self.trace.messages
+        return bool(msgs) and isinstance(msgs[0], SystemMessage)
+
+    # -- feeding the recorded history ----------------------------------------------------
+
+    def _append(
+        self, message: BaseMessage, kind: str | None = None, toks: int | None = None
+    ) -> None:
+        toks = tk.message_tokens(message, self.cpt) if toks is None else toks
+        kind = kind or _kind(message)
+        self.view.append(message)
+        self.kinds.append(kind)
+        self.etok.append(toks)
+        self.window_kinds[kind] += toks
+        if isinstance(message, AIMessage):
+            self.last_ai = len(self.view) - 1
+        if isinstance(message, AIMessage) and message.tool_calls:
+            s = self.settings
+            short = tk.derived(
+                message,
+                ("truncate", s.max_arg_length, s.truncation_text),
+                lambda: self._truncate(message),
+            )
+            if short is not None:
+                self.truncated[len(self.view) - 1] = short
+                self.tpos.append(len(self.view) - 1)
+                self.tsaved.append(self.tsaved[-1] + toks - tk.message_tokens(short, self.cpt))
+
+    def _set(self, index: int, message: BaseMessage, kind: str) -> None:
+        self.view[index] = message
+        self._retoken(index, tk.message_tokens(message, self.cpt), kind)
+
+    def _retoken(self, index: int, toks: int, kind: str) -> None:
+        if index >= self._window_start():
+            self.window_kinds[self.kinds[index]] -= self.etok.values[index]
+            self.window_kinds[kind] += toks
+        self.kinds[index] = kind
+        self.etok.set(index, toks)
+
+    def _window_start(self) -> int:
+        return self.event.cutoff if self.event is not None else 0
+
+    def _recount_window(self) -> None:
+        """Per-kind totals over the state window the effective list shows (after an event)."""
+        totals = dict.fromkeys(_MESSAGE_KINDS, 0)
+        values, kinds = self.etok.values, self.kinds
+        for p in range(min(self._window_start(), len(values)), len(values)):
+            totals[kinds[p]] += values[p]
+        self.window_kinds = totals
+
+    def _truncate(self, message: AIMessage) -> AIMessage | None:
+        s = self.settings
+        calls, changed = [], False
+        for call in message.tool_calls:
+            if call["name"] in _TRUNCATE_ARGS_TOOLS:
+                args = call.get("args", {})
+                new = {
+                    k: v[:20] + s.truncation_text
+                    if isinstance(v, str) and len(v) > s.max_arg_length
+                    else v
+                    for k, v in args.items()
+                }
+                if new != args:
+                    call, changed = {**call, "args": new}, True
+            calls.append(call)
+        if not changed:
+            return None
+        short = message.model_copy()
+        short.tool_calls = calls
+        return short
+
+    def _feed(self, upto: int) -> None:
+        """Append recorded history messages until the state holds `upto - offset` of them."""
+        while self.fed + self.offset < upto:
+            pos = self.fed + self.offset
+            message = self.source[self.fed]
+            self.fed += 1
+            toks = tk.message_tokens(message, self.cpt)
+            self.baseline += toks
+            if isinstance(message, ToolMessage):
+                self._tool_result(message, pos, toks)
+            elif isinstance(message, HumanMessage) and message.additional_kwargs.get(
+                "lc_evicted_to"
+            ):
+                self.tagged.add(len(self.view))
+                path = message.additional_kwargs["lc_evicted_to"]
+                self._append(_build_truncated_human_message(message, path), "stubs")
+            else:
+                self._append(message, toks=toks)
+
+    def _owning_call(self, message: ToolMessage) -> tuple[AIMessage | None, dict | None]:
+        """The latest AIMessage in state and its call answered by `message` (as the tool node
+        would have been asked), if any."""
+        if self.last_ai < 0:
+            return None, None
+        ai = self.view[self.last_ai]
+        call = next((c for c in ai.tool_calls if c.get("id") == message.tool_call_id), None)
+        return ai, call
+
+    def _tool_result(self, message: ToolMessage, pos: int, toks: int) -> None:
+        """`FilesystemMiddleware.wrap_tool_call`: same-path mutation check, then offload."""
+        ai, call = self._owning_call(message)
+        name = call["name"] if call else message.name
+        if call and ai and _parallel_mutation(ai, call):
+            error = ToolMessage(
+                content=_PARALLEL_MUTATION_ERROR,
+                name=name,
+                tool_call_id=call["id"],
+                status="error",
+            )
+            self._append(error)
+            return
+        limit = self.settings.tool_evict_chars
+        if limit is None or name in TOOLS_EXCLUDED_FROM_EVICTION:
+            self._append(message, toks=toks)
+            return
+        text = _text(message)
+        if len(text) <= limit:
+            self._append(message, toks=toks)
+            return
+        stub, path = self._offload(message, text)
+        before = toks
+        self._append(stub, "stubs")
+        self.pending.append(
+            Event(
+                "offload_tool_result",
+                None,
+                (pos,),
+                before,
+                tk.message_tokens(stub, self.cpt),
+                path,
+                f"> {limit} chars",
+            )
+        )
+
+    def _offload(self, message: ToolMessage, text: str) -> tuple[ToolMessage, str]:
+        if message.tool_call_id:
+            name = sanitize_tool_call_id(message.tool_call_id)
+        else:
+            name = f"unknown-{self._next_hex()[:8]}"
+        path = f"/large_tool_results/{name}"
+        self.files.write(path, text)
+        return tk.derived(message, ("offload", path), lambda: _stub(message, path, text)), path
+
+    def _next_hex(self) -> str:
+        self.counter += 1
+        return _deterministic_hex(self.trace.trace_id, self.counter)
+
+    # -- one model call --------------------------------------------------------------------
+
+    def call(self, turn: Turn) -> Call:
+        """The request for `turn`, then the recorded output joins the state."""
+        self._feed(turn.position)
+        events = [replace(e, turn=turn.index) for e in self.pending]
+        self.pending.clear()
+        tagged = self._human_offload(turn, events)
+        result = self._summarization(turn, events)
+        if tagged is not None and any(e.kind == "overflow_error" for e in events):
+            # The call raised: FilesystemMiddleware's tag never reached the state (its file
+            # stays written); the message is sent in full from now on.
+            index, original, event = tagged
+            self.tagged.discard(index)
+            self._set(index, original, _kind(original))
+            events.remove(event)
+        if turn.output is not None:
+            self._feed(turn.position + 1)
+        return result
+
+    def finish(self) -> list[Event]:
+        """Offloads of tool results after the last model call (no turn saw them)."""
+        self._feed(len(self.trace.messages))
+        out, self.pending = self.pending, []
+        return out
+
+    def _human_offload(
+        self, turn: Turn, events: list[Event]
+    ) -> tuple[int, BaseMessage, Event] | None:
+        """`FilesystemMiddleware.wrap_model_call`: stub a new trailing oversized HumanMessage.
+
+        Returns what to restore should this call end in `ContextOverflowError`.
+        """
+        limit = self.settings.human_evict_chars
+        if not limit or not self.view:
+            return None
+        last = len(self.view) - 1
+        message = self.view[last]
+        if not isinstance(message, HumanMessage) or last in self.tagged:
+            return None
+        text = _text(message)
+        if len(text) <= limit:
+            return None
+        h = self._next_hex()
+        path = f"/conversation_history/{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:32]}.md"
+        self.files.write(path, text)
+        before = self.etok.values[last]
+        tagged = message.model_copy(
+            update={"additional_kwargs": {**message.additional_kwargs, "lc_evicted_to": path}}
+        )
+        self.tagged.add(last)
+        self._set(last, _build_truncated_human_message(tagged, path), "stubs")
+        event = Event(
+            "offload_human_message",
+            turn.index,
+            (last + self.offset,),
+            before,
+            self.etok.values[last],
+            path,
+            f"> {limit} chars",
+        )
+        events.append(event)
+        return last, message, event
+
+    # effective list helpers: index j of the effective list <-> state position
+
+    def _eff_len(self) -> int:
+        n = len(self.view)
+        ev = self.event
+        if ev is None:
+            return n
+        return 1 if ev.cutoff > n else 1 + n - ev.cutoff
+
+    def _pos(self, j: int) -> int:
+        """State position of effective index `j` (-1 for the summary message)."""
+        ev = self.event
+        if ev is None:
+            return j
+        return -1 if j == 0 else ev.cutoff + j - 1
+
+    def _suffix(self, j: int, trunc_stop: int) -> int:
+        """Tokens of effective[j:], with truncation applied to effective indices < trunc_stop."""
+        n = len(self.view)
+        ev = self.event
+        if ev is not None and j == 0:
+            total = ev.tokens + (self.etok.total(ev.cutoff, n) if ev.cutoff <= n else 0)
+            start = ev.cutoff
+        else:
+            start = self._pos(j)
+            total = self.etok.total(start, n)
+        stop = self._pos(trunc_stop - 1) + 1 if trunc_stop > 0 else 0
+        if stop > start:
+            total -= self._saved(start, stop)
+        return total
+
+    def _flags(self, j: int, trunc_stop: int) -> int:
+        start = self.event.cutoff if (self.event is not None and j == 0) else self._pos(j)
+        stop = self._pos(trunc_stop - 1) + 1 if trunc_stop > 0 else 0
+        if stop <= start:
+            return 0
+        return bisect_left(self.tpos, stop) - bisect_left(self.tpos, start)
+
+    def _saved(self, start: int, stop: int) -> int:
+        """Tokens truncation saves over state positions [start, stop)."""
+        return (
+            self.tsaved[bisect_left(self.tpos, stop)] - self.tsaved[bisect_left(self.tpos, start)]
+        )
+
+    def _materialize(self, j: int, trunc_stop: int) -> BaseMessage:
+        p = self._pos(j)
+        if p < 0:
+            return self.event.message
+        message = self.view[p]
+        if j < trunc_stop and p in self.truncated:
+            message = self.truncated[p]
+        if p < self.dropped_until:
+            message = _drop_bound_reasoning(message)
+        return message
+
+    def _messages(self, start: int, stop: int, trunc_stop: int) -> list[BaseMessage]:
+        return [self._materialize(j, trunc_stop) for j in range(start, stop)]
+
+    def _scaled(self, raw: int, msgs: list[BaseMessage] | None, with_fixed: bool) -> int:
+        """Apply LangChain's usage-metadata scaling (only when enabled)."""
+        if not self.settings.use_usage_metadata or msgs is None:
+            return raw
+        fixed_msgs = [self.settings.system] if with_fixed else []
+        counted = fixed_msgs + msgs
+        per = [tk.message_tokens(m, self.cpt) for m in counted]
+        scale = tk.usage_scale(counted, per, self.settings.tools_tokens if with_fixed else 0)
+        return math.ceil(raw * scale)
+
+    def _all(self, trunc_stop: int) -> list[BaseMessage] | None:
+        if not self.settings.use_usage_metadata:
+            return None
+        return self._messages(0, self._eff_len(), trunc_stop)
+
+    def _threshold(self, kind: str, value: float) -> int | None:
+        if kind == "fraction":
+            if self.settings.window is None:
+                return None
+            return max(1, int(self.settings.window * value))
+        return max(1, int(value))
+
+    def _reported(self, threshold: float, msgs: list[BaseMessage] | None) -> bool:
+        """LangChain's reported-usage trigger (only with `use_usage_metadata`)."""
+        if msgs is None:
+            return False
+        last = next((m for m in reversed(msgs) if isinstance(m, AIMessage)), None)
+        if last is None or last.usage_metadata is None:
+            return False
+        reported = last.usage_metadata.get("total_tokens", -1)
+        provider = last.response_metadata.get("model_provider")
+        return bool(reported) and reported >= threshold and provider == self.settings.provider
+
+    def _summarization(self, turn: Turn, events: list[Event]) -> Call:
+        s = self.settings
+        self.budget = s.budget
+        if s.recorded_max_output and s.window is not None and turn.max_output_tokens is not None:
+            self.budget = max(0, int(s.window * 0.95) - turn.max_output_tokens)
+        n_eff = self._eff_len()
+        msgs = self._all(0)
+        total = self._scaled(self.fixed + self._suffix(0, 0), msgs, True)
+
+        # Step 1: request-only argument truncation.
+        trunc_stop = 0
+        if self._should_truncate(n_eff, total):
+            cut = self._truncate_cutoff(n_eff)
+            if cut < n_eff and self._flags(0, cut):
+                trunc_stop = cut
+                before = total
+                msgs = self._all(trunc_stop)
+                total = self._scaled(self.fixed + self._suffix(0, trunc_stop), msgs, True)
+                first = self.event.cutoff if self.event is not None else 0
+                lo = bisect_left(self.tpos, first)
+                hi = bisect_left(self.tpos, self._pos(cut - 1) + 1)
+                touched = tuple(p + self.offset for p in self.tpos[lo:hi])
+                events.append(
+                    Event(
+                        "truncate_args",
+                        turn.index,
+                        touched,
+                        before,
+                        total,
+                        None,
+                        f"{s.truncate_trigger[0]}:{s.truncate_trigger[1]}",
+                    )
+                )
+
+        # Step 2: trigger clauses OR input budget.
+        by_trigger = self._should_summarize(n_eff, total, msgs)
+        by_budget = self.budget is not None and total > self.budget
+        if not (by_trigger or by_budget):
+            return self._record(turn, events, trunc_stop, total)
+
+        # Step 3: summarise.
+        cutoff = self._cutoff(n_eff, trunc_stop)
+        if cutoff <= 0:
+            return self._with_budget(turn, events, trunc_stop)
+        reason = "+".join(r for r, on in (("trigger", by_trigger), ("budget", by_budget)) if on)
+        return self._summarize(turn, events, cutoff, trunc_stop, total, reason)
+
+    def _should_truncate(self, n_eff: int, total: int) -> bool:
+        trig = self.settings.truncate_trigger
+        if trig is None:
+            return False
+        kind, value = trig
+        if kind == "messages":
+            return n_eff >= value
+        if kind == "tokens":
+            return total >= value
+        if kind == "fraction":
+            if self.settings.window is None:
+                return False
+            return total >= max(1, int(self.settings.window * value))
+        return False
+
+    def _truncate_cutoff(self, n_eff: int) -> int:
+        kind, value = self.settings.truncate_keep
+        if kind == "messages":
+            return n_eff if n_eff <= value else int(n_eff - value)
+        if kind == "fraction" and self.settings.window is None:
+            return n_eff if n_eff <= 20 else n_eff - 20
+        if kind not in {"tokens", "fraction"}:
+            return n_eff
+        target = self._threshold(kind, value)
+        # Walking back, the first i with suffix(i) > target gives i + 1; suffixes only grow.
+        lo, hi = 0, n_eff  # smallest j with suffix(j) <= target (suffix(n_eff) = 0)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._suffix(mid, 0) <= target:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def _should_summarize(self, n_eff: int, total: int, msgs: list[BaseMessage] | None) -> bool:
+        for clause in self.settings.clauses:
+            met = True
+            for kind, value in clause.items():
+                if kind == "messages":
+                    met = n_eff >= value
+                else:
+                    threshold = self._threshold(kind, value)
+                    met = threshold is not None and (
+                        total >= threshold or self._reported(float(threshold), msgs)
+                    )
+                if not met:
+                    break
+            if met:
+                return True
+        return False
+
+    def _cutoff(self, n_eff: int, trunc_stop: int) -> int:
+        """`_determine_cutoff_index` on the truncated effective list."""
+        kind, value = self.settings.keep
+        if kind == "messages" or (kind == "fraction" and self.settings.window is None):
+            keep = int(value) if kind == "messages" else _DEFAULT_MESSAGES_TO_KEEP
+            if n_eff <= keep:
+                return 0
+            return self._safe(n_eff - keep, n_eff, trunc_stop)
+        if n_eff == 0:
+            return 0
+        target = self._threshold(kind, value)
+        msgs = self._all(trunc_stop)
+        whole = self._scaled(self._suffix(0, trunc_stop), msgs, False)
+        if whole <= target:
+            return 0
+        left, right, candidate = 0, n_eff, n_eff
+        for _ in range(n_eff.bit_length() + 1):
+            if left >= right:
+                break
+            mid = (left + right) // 2
+            if self._suffix(mid, trunc_stop) <= target:
+                candidate, right = mid, mid
+            else:
+                left = mid + 1
+        if candidate == n_eff:
+            candidate = left
+        if candidate >= n_eff:
+            if n_eff == 1:
+                return 0
+            candidate = n_eff - 1
+        return self._safe(candidate, n_eff, trunc_stop)
+
+    def _safe(self, cutoff: int, n_eff: int, trunc_stop: int) -> int:
+        """`_find_safe_cutoff_point`: move back to the AIMessage owning a ToolMessage at cutoff."""
+        if cutoff >= n_eff or not isinstance(self._materialize(cutoff, 0), ToolMessage):
+            return cutoff
+        ids: set[str] = set()
+        j = cutoff
+        while j < n_eff:
+            m = self._materialize(j, 0)
+            if not isinstance(m, ToolMessage):
+                break
+            if m.tool_call_id:
+                ids.add(m.tool_call_id)
+            j += 1
+        for i in range(cutoff - 1, -1, -1):
+            m = self._materialize(i, trunc_stop)
+            if isinstance(m, AIMessage) and m.tool_calls:
+                if ids & {c.get("id") for c in m.tool_calls if c.get("id")}:
+                    return i
+        return j
+
+    def _summarize(
+        self,
+        turn: Turn,
+        events: list[Event],
+        cutoff: int,
+        trunc_stop: int,
+        total: int,
+        reason: str,
+    ) -> Call:
+        old = self.event
+        to_summarize = self._messages(0, cutoff, trunc_stop)
+        session = self.session or f"session_{self._next_hex()[:32]}"
+        path = f"/conversation_history/{session}.md"
+        kept = [m for m in to_summarize if not _is_summary(m)]
+        stamp = turn.started_at or _EPOCH
+        self.files.append(
+            path,
+            lambda: f"## Summarized at {stamp}\n\n{get_buffer_string(kept, format='xml')}\n\n",
+        )
+        summary = self._summary_text(to_summarize)
+        message = HumanMessage(
+            content=(
+                "You are in the middle of a conversation that has been summarized.\n\n"
+                f"The full conversation history has been saved to {path} should you need to "
+                "refer back to it for details.\n\nA condensed summary follows:\n\n"
+                f"<summary>\n{summary}\n</summary>"
+            ),
+            additional_kwargs={"lc_source": "summarization"},
+        )
+        state_cutoff = old.cutoff + cutoff - 1 if old is not None else cutoff
+        first = old.cutoff if old is not None else 0
+        touched = tuple(range(first + self.offset, min(state_cutoff, len(self.view)) + self.offset))
+        new = _SummaryEvent(
+            state_cutoff, message, tk.message_tokens(message, self.cpt), len(self.view), path
+        )
+        # The request: [summary, *drop_reasoning(preserved)]; preserved keeps truncated args,
+        # which under the new event means state positions below `truncated_until`.
+        truncated_until = self._pos(trunc_stop - 1) + 1 if trunc_stop > 0 else 0
+        self.event = new
+        self._recount_window()
+        undo = self._drop_reasoning(new.cutoff, new.created_at)
+        index = len(events)
+        events.append(Event("summarize", turn.index, touched, total, None, path, reason))
+        committed = self._with_budget(
+            turn, events, max(0, truncated_until - new.cutoff + 1), (old, undo, session)
+        )
+        events[index] = replace(events[index], tokens_after=committed.context_tokens)
+        return committed
+
+    def _summary_text(self, messages: list[BaseMessage]) -> str:
+        s = self.settings
+        if not messages:
+            return "No previous conversation history."
+        if s.trim_tokens_to_summarize is not None:
+            from langchain_core.messages import trim_messages
+
+            try:
+                messages = trim_messages(
+                    messages,
+                    max_tokens=s.trim_tokens_to_summarize,
+                    token_counter=lambda ms: tk.count_tokens(ms, chars_per_token=self.cpt),
+                    start_on="human",
+                    strategy="last",
+                    allow_partial=True,
+                    include_system=True,
+                )
+            except Exception:  # noqa: BLE001 - LangChain falls back the same way
+                messages = messages[-15:]
+            if not messages:
+                return "Previous conversation was too long to summarize."
+        return self.summarizer.summarize(messages, prompt=s.summary_prompt).strip()
+
+    def _drop_reasoning(self, start: int, stop: int) -> tuple[int, list[tuple[int, int]]]:
+        """Kept messages from before a summary lose reasoning bound to the dropped history.
+
+        Returns what `_undo_drop` needs to restore the previous state.
+        """
+        changed = [
+            p
+            for p in range(max(start, self.dropped_until), min(stop, len(self.view)))
+            if _has_reasoning(self.view[p])
+        ]
+        undo = (self.dropped_until, [(p, self.etok.values[p]) for p in changed])
+        self.dropped_until = max(self.dropped_until, stop)
+        for p in changed:
+            self._retoken(p, tk.message_tokens(_drop_bound_reasoning(self.view[p]), self.cpt), "ai")
+        return undo
+
+    def _undo_drop(self, undo: tuple[int, list[tuple[int, int]]]) -> None:
+        self.dropped_until, changed = undo
+        for p, toks in changed:
+            self._retoken(p, toks, "ai")
+
+    def _with_budget(
+        self, turn: Turn, events: list[Event], trunc_stop: int, summarized: _Undo | None = None
+    ) -> Call:
+        """`_call_with_budget`: clip the trailing tool-result batch if the request is over budget.
+
+        `summarized` is set when this call just summarised: what to restore if deepagents would
+        raise `ContextOverflowError` (it then persists nothing: no event, no clipped results;
+        files already written stay, as the backend wrote them).
+        """
+        n_eff = self._eff_len()
+        msgs = self._all(trunc_stop)
+        count = self._scaled(self.fixed + self._suffix(0, trunc_stop), msgs, True)
+        if self.budget is None or count <= self.budget:
+            if summarized:
+                self.session = summarized[2]
+            return self._record(turn, events, trunc_stop, count)
+        # Trailing batch of ToolMessages in the request.
+        start = n_eff
+        while start > 0 and isinstance(self._materialize(start - 1, 0), ToolMessage):
+            start -= 1
+        replacements: dict[int, tuple[BaseMessage, str]] = {}
+        paths = []
+        for j in range(start, n_eff):
+            p = self._pos(j)
+            clipped, path = self._clip(p, start, trunc_stop)
+            replacements[p] = (clipped, "stubs")
+            paths.append(path)
+        saved = {p: (self.view[p], self.kinds[p]) for p in replacements}
+        for p, (m, kind) in replacements.items():
+            self._set(p, m, kind)
+        reduced = self._scaled(
+            self.fixed + self._suffix(0, trunc_stop), self._all(trunc_stop), True
+        )
+        if replacements:
+            events.append(
+                Event(
+                    "tail_clip",
+                    turn.index,
+                    tuple(p + self.offset for p in replacements),
+                    count,
+                    reduced,
+                    next((p for p in paths if p), None),
+                    "over budget",
+                )
+            )
+        if reduced > self.budget:
+            result = self._record(turn, events, trunc_stop, reduced)
+            events.append(
+                Event(
+                    "overflow_error",
+                    turn.index,
+                    (),
+                    reduced,
+                    None,
+                    None,
+                    "Context remains above the input budget after compaction",
+                )
+            )
+            for p, (m, kind) in saved.items():
+                self._set(p, m, kind)
+            if summarized:
+                self._undo_drop(summarized[1])
+                self.event = summarized[0]
+                self._recount_window()
+            return result
+        if summarized:
+            self.session = summarized[2]
+        return self._record(turn, events, trunc_stop, reduced)
+
+    def _clip(self, p: int, batch_start: int, trunc_stop: int) -> tuple[BaseMessage, str | None]:
+        """`_clip_one_tail_message`: slice a read_file result, offload any other."""
+        message = self.view[p]
+        call = None
+        for j in range(batch_start - 1, -1, -1):
+            m = self._materialize(j, trunc_stop)
+            if isinstance(m, AIMessage):
+                call = next((c for c in m.tool_calls if c.get("id") == message.tool_call_id), None)
+                if call is not None:
+                    break
+        original = (
+            call.get("args", {}).get("file_path")
+            if call and call.get("name") == "read_file"
+            else None
+        )
+        text = _text(message)
+        if isinstance(original, str) and original:
+            notice = (
+                "\n\n[Output was truncated due to context window size limits. "
+                f"The full content is at {original}. "
+                "Use read_file with offset and limit parameters to retrieve specific portions. "
+                "For example, to read the first 100 lines, call read_file with "
+                f"file_path='{original}', offset=0, limit=100.]"
+            )
+            return message.model_copy(update={"content": text[:4_000] + notice}), None
+        stub, path = self._offload(message, text)
+        return stub, path
+
+    def _record(self, turn: Turn, events: list[Event], trunc_stop: int, count: int) -> Call:
+        ev = self.event
+        start = min(self._window_start(), len(self.view))
+        by_kind = dict(self.window_kinds)
+        stop = self._pos(trunc_stop - 1) + 1 if trunc_stop > 0 else 0
+        if stop > start:
+            by_kind["ai"] -= self._saved(start, stop)
+        if ev is not None:
+            by_kind["summary"] += ev.tokens
+        by_kind["system"] += self.fixed - self.settings.tools_tokens
+        by_kind["tools"] = self.settings.tools_tokens
+        return Call(
+            turn.index, turn.position, count, by_kind, self._eff_len(), events, self.baseline
+        )
+
+
+def _stub(message: ToolMessage, path: str, text: str) -> ToolMessage:
+    """The state copy of an offloaded tool result: deepagents' stub, identity fields kept."""
+    stub_text = _render_too_large_tool_msg(
+        tool_call_id=message.tool_call_id, file_path=path, content_str=text
+    )
+    return _build_evicted_tool_message(message, _build_evicted_content(message, stub_text))
+
+
+def _text(message: BaseMessage) -> str:
+    """deepagents' `_extract_text_from_message`, skipping LangChain's content-block translation
+    (slow for big Anthropic-format results) when content is plain strings or bare text blocks."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    if all(
+        isinstance(b, str)
+        or (isinstance(b, dict) and b.get("type") == "text" and b.keys() <= {"type", "text"})
+        for b in content
+    ):
+        return "\n".join(b if isinstance(b, str) else b["text"] for b in content)
+    return _extract_text_from_message(message)
+
+
+def _is_summary(message: BaseMessage) -> bool:
+    return isinstance(message, HumanMessage) and (
+        message.additional_kwargs.get("lc_source") == "summarization"
+    )
+
+
+def _parallel_mutation(ai: AIMessage, call: dict) -> bool:
+    """`_parallel_file_mutation_error`: an earlier call in the same AIMessage hit this path."""
+    if call["name"] not in _FILE_MUTATION_TOOLS:
+        return False
+    if sum(c["name"] in _FILE_MUTATION_TOOLS for c in ai.tool_calls) < 2:
+        return False
+    path = call.get("args", {}).get("file_path")
+    if not isinstance(path, str):
+        return False
+    try:
+        target = validate_path(path)
+    except ValueError:
+        return False
+    for other in ai.tool_calls:
+        if other["id"] == call["id"]:
+            return False
+        other_path = other.get("args", {}).get("file_path")
+        if other["name"] not in _FILE_MUTATION_TOOLS or not isinstance(other_path, str):
+            continue
+        try:
+            if validate_path(other_path) == target:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+__all__ = ["DeepAgents", "DeepAgentsRun", "Settings", "normalize_trigger", "visible_tools"]

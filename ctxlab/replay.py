@@ -1,0 +1,111 @@
+"""The replay engine: one trace under one policy, open loop, into frames.
+
+At each recorded model call the policy computes the request the model would have received from
+the history so far (minus what the policy already did to it); the recorded output is then
+appended regardless. The result is a `Replay`: a per-turn frame, an events frame and the virtual
+filesystem the policy wrote (offloaded results, history files), byte-exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import polars as pl
+
+from ctxlab.policies.base import KINDS, Call, Event, Files, Policy
+from ctxlab.summarizers import Extractive, Summarizer
+from ctxlab.trace import Trace
+
+_TURN_SCHEMA = {
+    "turn": pl.Int64,
+    "position": pl.Int64,
+    "context_tokens": pl.Int64,
+    **{f"{k}_tokens": pl.Int64 for k in KINDS},
+    "messages": pl.Int64,
+    "recorded_input_tokens": pl.Int64,
+    "baseline_tokens": pl.Int64,
+    "events": pl.Int64,
+}
+_EVENT_SCHEMA = {
+    "kind": pl.Utf8,
+    "turn": pl.Int64,
+    "messages": pl.List(pl.Int64),
+    "tokens_before": pl.Int64,
+    "tokens_after": pl.Int64,
+    "file_path": pl.Utf8,
+    "reason": pl.Utf8,
+}
+
+
+@dataclass
+class Replay:
+    """A trace replayed under a policy.
+
+    * `turns`: one row per model call: `context_tokens` is the request as the policy counts it,
+      `<kind>_tokens` split it by kind (system, tools, human, ai, tool_results, stubs, summary;
+      unscaled), `baseline_tokens` is the same counter on the uncompacted context,
+      `recorded_input_tokens` what the provider reported, where known.
+    * `events`: one row per compaction action (`ctxlab.policies.base.EVENT_KINDS`).
+    * `files`: path -> text of everything the policy wrote to its virtual filesystem.
+    """
+
+    trace_id: str
+    policy: str
+    params: dict[str, Any]
+    calls: list[Call]
+    extra_events: list[Event] = field(default_factory=list)
+    files: Files = field(default_factory=Files)
+    recorded: list[int | None] = field(default_factory=list)
+
+    @cached_property
+    def turns(self) -> pl.DataFrame:
+        """Per-turn frame (see the class docstring)."""
+        rows = []
+        for call, rec in zip(self.calls, self.recorded, strict=True):
+            row: dict[str, Any] = {
+                "turn": call.turn,
+                "position": call.position,
+                "context_tokens": call.context_tokens,
+            }
+            row.update({f"{k}_tokens": call.by_kind.get(k, 0) for k in KINDS})
+            row.update(
+                messages=call.messages,
+                recorded_input_tokens=rec,
+                baseline_tokens=call.baseline_tokens,
+                events=len(call.events),
+            )
+            rows.append(row)
+        return pl.DataFrame(rows, schema=_TURN_SCHEMA)
+
+    @cached_property
+    def events(self) -> pl.DataFrame:
+        """Events frame, in order of occurrence."""
+        rows = [{**e.as_dict(), "messages": list(e.messages)} for e in self.event_list]
+        return pl.DataFrame(rows, schema=_EVENT_SCHEMA)
+
+    @property
+    def event_list(self) -> list[Event]:
+        """Events as objects, in order (offloads no model call saw come last)."""
+        return [e for c in self.calls for e in c.events] + self.extra_events
+
+    def file_bytes(self, path: str) -> bytes:
+        """A virtual file as the backend would store it (UTF-8)."""
+        return self.files[path].encode("utf-8")
+
+
+def replay(trace: Trace, policy: Policy, summarizer: Summarizer | None = None) -> Replay:
+    """Replay `trace` under `policy`; the default summariser is the offline `Extractive`."""
+    run = policy.start(trace, summarizer or Extractive())
+    calls = [run.call(turn) for turn in trace.turns]
+    extra = run.finish()
+    return Replay(
+        trace_id=trace.trace_id,
+        policy=policy.name,
+        params=policy.params(),
+        calls=calls,
+        extra_events=extra,
+        files=run.files,
+        recorded=[t.input_tokens for t in trace.turns],
+    )

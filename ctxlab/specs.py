@@ -1,0 +1,95 @@
+"""Text spellings of policy parameters, shared by the CLI, `--set` and sweeps.
+
+A size SPEC is `fraction:0.85`, `tokens:170000`, `messages:6`, or a bare number (below 1 a
+fraction, else tokens, as Inspect reads it); it becomes LangChain's tuple `("fraction", 0.85)`.
+A trigger may combine clauses the way LangChain does: `,` separates OR-ed clauses and `&` joins
+AND-ed metrics inside one, e.g. `tokens:4000&messages:10,fraction:0.9` is
+`[{"tokens": 4000, "messages": 10}, ("fraction", 0.9)]`. `none` disables a trigger.
+
+`--set name=value` takes any policy parameter by its Python name; values are read as a SPEC for
+size-valued names, as JSON when they look like JSON, else as numbers, booleans, `none`, or text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+SIZE_KINDS = ("fraction", "tokens", "messages")
+SIZE_PARAMS = frozenset({"trigger", "keep"})
+
+
+def parse_size(text: str) -> tuple[str, float | int]:
+    """One size SPEC as LangChain's `(kind, value)` tuple."""
+    text = text.strip()
+    if ":" in text:
+        kind, _, raw = text.partition(":")
+        kind = kind.strip().lower()
+        if kind not in SIZE_KINDS:
+            raise ValueError(f"unknown size kind {kind!r} in {text!r}; use {', '.join(SIZE_KINDS)}")
+        value = float(raw)
+        if kind == "fraction":
+            return kind, value
+        if value != int(value):
+            raise ValueError(f"{kind} must be a whole number, got {raw!r}")
+        return kind, int(value)
+    value = float(text)
+    if value <= 0:
+        raise ValueError(f"size must be positive, got {text!r}")
+    if value < 1:
+        return "fraction", value
+    if value != int(value):
+        raise ValueError(f"token counts must be whole numbers, got {text!r}")
+    return "tokens", int(value)
+
+
+def parse_trigger(text: str) -> Any:
+    """A trigger SPEC: a tuple for one metric, else LangChain's list/dict clause forms."""
+    text = text.strip()
+    if text.lower() in {"none", "off"}:
+        return None
+    clauses: list[Any] = []
+    for part in text.split(","):
+        metrics = [parse_size(m) for m in part.split("&")]
+        clauses.append(metrics[0] if len(metrics) == 1 else dict(metrics))
+    return clauses[0] if len(clauses) == 1 else clauses
+
+
+def format_size(size: Any) -> str:
+    """Inverse of `parse_trigger` for display (`fraction:0.85`, `tokens:4000&messages:10`)."""
+    if size is None:
+        return "none"
+    if isinstance(size, tuple):
+        return f"{size[0]}:{size[1]}"
+    if isinstance(size, dict):
+        return "&".join(f"{k}:{v}" for k, v in size.items())
+    return ",".join(format_size(s) for s in size)
+
+
+def parse_value(name: str, text: str) -> Any:
+    """The value of `--set name=text` for policy parameter `name`."""
+    if name in SIZE_PARAMS:
+        return parse_trigger(text) if name == "trigger" else parse_size(text)
+    low = text.strip().lower()
+    if low in {"none", "null"}:
+        return None
+    if low in {"true", "false"}:
+        return low == "true"
+    if text.strip()[:1] in "[{":
+        return json.loads(text)
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """`name=value` into `(name, parsed value)`; `truncate.trigger=...` style nesting is not used:
+    pass `truncate_args_settings` as JSON."""
+    name, sep, raw = text.partition("=")
+    if not sep or not name.strip():
+        raise ValueError(f"expected name=value, got {text!r}")
+    name = name.strip().replace("-", "_")
+    return name, parse_value(name, raw)

@@ -1,0 +1,557 @@
+"""`ctxlab.Store`: traces, replays and the summariser cache in one DuckDB file.
+
+Why these choices:
+
+* **Short connections.** DuckDB lets one process write a file and refuses other processes while
+  it is open. A notebook that kept the file open would lock the CLI out for hours, so the store
+  opens the file per operation and closes it at once. A second writer waits briefly
+  (`timeout`) and then gets `StoreBusyError` naming the file and the holder.
+* **Content keys.** A trace is keyed by a hash of its content, a replay by the hash of
+  (trace, policy, parameters, summariser, ctxlab version): adding the same thing twice changes
+  nothing, and a sweep can skip cells already stored (resume).
+* **Bulk, transactional writes.** Every save is Arrow frames inserted inside one transaction:
+  a crash or Ctrl-C leaves the previous state, never half a replay.
+* **Polars out.** Every read returns a `polars.DataFrame`.
+
+The schema is versioned in the `meta` table; older files are migrated on open, newer ones are
+refused with a message saying to upgrade. See `SCHEMA` for the tables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import polars as pl
+from langchain_core.load import dumpd
+from langchain_core.messages import AIMessage, BaseMessage
+
+import ctxlab
+from ctxlab.trace import Trace
+
+if TYPE_CHECKING:
+    from ctxlab.replay import Replay
+
+DEFAULT_PATH = Path("data") / "ctxlab.duckdb"
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE IF NOT EXISTS traces (
+    trace_key VARCHAR PRIMARY KEY,      -- content hash
+    trace_id VARCHAR, format VARCHAR, source VARCHAR, model VARCHAR, provider VARCHAR,
+    messages BIGINT, turns BIGINT, recorded_input_tokens BIGINT,
+    parent_trace_key VARCHAR, parent_tool_call_id VARCHAR,
+    system_prompt VARCHAR, tools JSON, metadata JSON, loaded_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS messages (
+    trace_key VARCHAR, position BIGINT, type VARCHAR, message_id VARCHAR, name VARCHAR,
+    tool_call_id VARCHAR, chars BIGINT, text VARCHAR, message JSON
+);
+CREATE TABLE IF NOT EXISTS recorded_turns (
+    trace_key VARCHAR, turn BIGINT, position BIGINT, model VARCHAR, run_id VARCHAR,
+    input_tokens BIGINT, output_tokens BIGINT, cache_read_tokens BIGINT,
+    cache_write_tokens BIGINT, compacted BOOLEAN
+);
+CREATE TABLE IF NOT EXISTS replays (
+    replay_key VARCHAR PRIMARY KEY,     -- hash of trace, policy, params, summariser, version
+    trace_key VARCHAR, trace_id VARCHAR, policy VARCHAR, params JSON, summarizer VARCHAR,
+    ctxlab_version VARCHAR, created_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS turns (
+    replay_key VARCHAR, turn BIGINT, position BIGINT, context_tokens BIGINT,
+    system_tokens BIGINT, tools_tokens BIGINT, human_tokens BIGINT, ai_tokens BIGINT,
+    tool_results_tokens BIGINT, stubs_tokens BIGINT, summary_tokens BIGINT,
+    messages BIGINT, recorded_input_tokens BIGINT, baseline_tokens BIGINT, events BIGINT
+);
+CREATE TABLE IF NOT EXISTS events (
+    replay_key VARCHAR, seq BIGINT, kind VARCHAR, turn BIGINT, messages BIGINT[],
+    tokens_before BIGINT, tokens_after BIGINT, file_path VARCHAR, reason VARCHAR
+);
+CREATE TABLE IF NOT EXISTS files (replay_key VARCHAR, path VARCHAR, bytes BIGINT, content VARCHAR);
+CREATE TABLE IF NOT EXISTS summaries (
+    cache_key VARCHAR PRIMARY KEY, model VARCHAR, prompt_sha VARCHAR, input_sha VARCHAR,
+    text VARCHAR, created_at TIMESTAMP
+);
+CREATE OR REPLACE VIEW replay_summary AS
+SELECT r.replay_key, r.trace_id, r.policy, r.params, r.summarizer,
+       max(t.context_tokens) AS peak_context_tokens,
+       sum(t.context_tokens)::BIGINT AS cumulative_input_tokens,
+       avg(t.context_tokens) AS mean_context_tokens,
+       max(t.baseline_tokens) AS peak_baseline_tokens,
+       sum(t.baseline_tokens)::BIGINT AS cumulative_baseline_tokens,
+       count(*) AS turns,
+       (SELECT count(*) FROM events e WHERE e.replay_key = r.replay_key) AS events
+FROM replays r JOIN turns t USING (replay_key)
+GROUP BY ALL;
+CREATE OR REPLACE VIEW events_by_kind AS
+SELECT replay_key, kind, count(*) AS events,
+       sum(tokens_before - tokens_after)::BIGINT AS tokens_removed
+FROM events GROUP BY ALL;
+CREATE OR REPLACE VIEW trace_policy AS
+SELECT trace_id, policy, count(*) AS replays,
+       min(peak_context_tokens) AS best_peak_context_tokens,
+       min(cumulative_input_tokens) AS best_cumulative_input_tokens,
+       avg(events) AS mean_events
+FROM replay_summary GROUP BY ALL;
+"""
+
+# Each entry upgrades a file from schema N to N + 1; none yet, the mechanism is exercised by
+# refusing files newer than this code.
+MIGRATIONS: dict[int, str] = {}
+
+TURN_COLUMNS = (
+    "turn", "position", "context_tokens", "system_tokens", "tools_tokens", "human_tokens",
+    "ai_tokens", "tool_results_tokens", "stubs_tokens", "summary_tokens", "messages",
+    "recorded_input_tokens", "baseline_tokens", "events",
+)  # fmt: skip
+
+
+class StoreError(RuntimeError):
+    """The store file cannot be used as asked; the message says what to do."""
+
+
+class StoreBusyError(StoreError):
+    """Another process holds the store file for writing longer than the timeout."""
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _message_json(msg: BaseMessage) -> str:
+    return _canonical(dumpd(msg))
+
+
+def trace_key(trace: Trace) -> str:
+    """Content hash of a trace: same conversation, same key, whatever file it came from."""
+    h = hashlib.sha256()
+    head = [trace.trace_id, trace.model, trace.provider, trace.tools, trace.parent_tool_call_id]
+    h.update(_canonical(head).encode())
+    for msg in trace.messages:
+        h.update(_message_json(msg).encode("utf-8", "surrogatepass"))
+    for t in trace.turns:
+        h.update(_canonical([t.position, t.input_tokens, t.output_tokens, t.compacted]).encode())
+    return h.hexdigest()[:32]
+
+
+def replay_key(trace_hash: str, policy: str, params: dict[str, Any], summarizer: str) -> str:
+    """Identity of a replay: a sweep cell with this key is already done."""
+    return _sha(_canonical([trace_hash, policy, params, summarizer, ctxlab.__version__]))[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class SavedReplay:
+    """What the store needs of a replay, computed where the replay ran (possibly remote)."""
+
+    replay_key: str
+    trace_key: str
+    trace_id: str
+    policy: str
+    params: str
+    summarizer: str
+    turns: pl.DataFrame
+    events: pl.DataFrame
+    files: pl.DataFrame
+
+    @classmethod
+    def of(cls, replay: Replay, trace_hash: str, summarizer: str) -> SavedReplay:
+        key = replay_key(trace_hash, replay.policy, replay.params, summarizer)
+        events = replay.events.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
+        paths = sorted(replay.files)
+        contents = [replay.files[p] for p in paths]
+        files = pl.DataFrame(
+            {
+                "path": paths,
+                "bytes": [len(c.encode("utf-8", "surrogatepass")) for c in contents],
+                "content": contents,
+            },
+            schema={"path": pl.Utf8, "bytes": pl.Int64, "content": pl.Utf8},
+        )
+        return cls(
+            replay_key=key,
+            trace_key=trace_hash,
+            trace_id=replay.trace_id,
+            policy=replay.policy,
+            params=_canonical(replay.params),
+            summarizer=summarizer,
+            turns=replay.turns.select(TURN_COLUMNS),
+            events=events.select(
+                "seq",
+                "kind",
+                "turn",
+                "messages",
+                "tokens_before",
+                "tokens_after",
+                "file_path",
+                "reason",
+            ),  # fmt: skip
+            files=files,
+        )
+
+
+def summarizer_name(summarizer: Any) -> str:
+    """A stable name for a summariser, for replay identity (its own `name` when it has one)."""
+    if summarizer is None:
+        return "default"
+    name = getattr(summarizer, "name", None)
+    return str(name) if name else type(summarizer).__name__
+
+
+class Store:
+    """A DuckDB file of traces, replays and summaries (default `data/ctxlab.duckdb`)."""
+
+    def __init__(
+        self, path: str | Path = DEFAULT_PATH, *, read_only: bool = False, timeout: float = 10.0
+    ) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        self.timeout = timeout
+        if read_only:
+            if not self.path.exists():
+                raise StoreError(f"{self.path}: no such store file")
+            with self._connect(write=False) as con:
+                self._check_version(con)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._connect(write=True) as con:
+                self._ensure_schema(con)
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r}{', read_only=True' if self.read_only else ''})"
+
+    # ------------------------------------------------------------------ connections
+
+    @contextlib.contextmanager
+    def _connect(self, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        if write and self.read_only:
+            raise StoreError(f"{self.path} was opened read-only; open Store(path) to write")
+        deadline = time.monotonic() + self.timeout
+        delay = 0.02
+        while True:
+            try:
+                con = duckdb.connect(str(self.path), read_only=not write)
+                break
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower():
+                    raise StoreError(f"{self.path}: {exc}") from exc
+                if time.monotonic() >= deadline:
+                    raise StoreBusyError(
+                        f"{self.path} is in use by another process and stayed locked for "
+                        f"{self.timeout:g} s ({_holder(exc)}); DuckDB allows one writer at a "
+                        "time: retry when it finishes, or pass a longer timeout"
+                    ) from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+            except duckdb.Error as exc:
+                raise StoreError(f"{self.path}: not a DuckDB store file ({exc})") from exc
+        try:
+            yield con
+        finally:
+            con.close()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self._connect(write=True) as con:
+            con.begin()
+            try:
+                yield con
+            except BaseException:
+                con.rollback()
+                raise
+            con.commit()
+
+    def _check_version(self, con: duckdb.DuckDBPyConnection) -> int | None:
+        tables = {
+            r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+        }
+        if not tables:
+            return None
+        if "meta" not in tables:
+            raise StoreError(
+                f"{self.path} is a DuckDB file but not a ctxlab store (no meta table); "
+                "use another path"
+            )
+        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        version = int(row[0]) if row else 0
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer ctxlab (schema {version}, this ctxlab "
+                f"reads up to {SCHEMA_VERSION}); upgrade ctxlab to open it"
+            )
+        if version < SCHEMA_VERSION and self.read_only:
+            raise StoreError(
+                f"{self.path} has schema {version}; open it once with Store(path) (not "
+                f"read-only) to migrate it to schema {SCHEMA_VERSION}"
+            )
+        return version
+
+    def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> None:
+        version = self._check_version(con)
+        con.begin()
+        if version is not None:
+            for step in range(version, SCHEMA_VERSION):
+                con.execute(MIGRATIONS[step])
+        con.execute(SCHEMA)
+        con.execute(
+            "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), ('ctxlab_version', ?)",
+            [str(SCHEMA_VERSION), ctxlab.__version__],
+        )
+        con.commit()
+
+    # ------------------------------------------------------------------ writes
+
+    def add(self, traces: Trace | Iterable[Trace]) -> list[str]:
+        """Store traces (and their subagents); returns their keys. Known traces are skipped."""
+        items = [traces] if isinstance(traces, Trace) else list(traces)
+        rows: list[tuple[Trace, str, str | None]] = []
+        keys = [self._flatten(trace, None, rows) for trace in items]
+        with self._transaction() as con:
+            known = {
+                r[0]
+                for r in con.execute(
+                    "SELECT trace_key FROM traces WHERE trace_key IN (SELECT unnest(?))",
+                    [[k for _, k, _ in rows]],
+                ).fetchall()
+            }
+            fresh = [(t, k, p) for t, k, p in rows if k not in known]
+            fresh = list({k: (t, k, p) for t, k, p in fresh}.values())
+            if fresh:
+                _insert(con, "traces", _traces_frame(fresh))
+                _insert(con, "messages", _messages_frame(fresh))
+                _insert(con, "recorded_turns", _recorded_frame(fresh))
+        return keys
+
+    def _flatten(self, trace: Trace, parent: str | None, out: list) -> str:
+        key = trace_key(trace)
+        out.append((trace, key, parent))
+        for sub in trace.subagents:
+            self._flatten(sub, key, out)
+        return key
+
+    def save(self, replay: Replay, trace: Trace, *, summarizer: Any = None) -> str:
+        """Store one replay of `trace` (the trace too, if new); returns the replay key."""
+        self.add(trace)
+        saved = SavedReplay.of(replay, trace_key(trace), summarizer_name(summarizer))
+        self.save_many([saved])
+        return saved.replay_key
+
+    def save_many(self, saved: Sequence[SavedReplay]) -> int:
+        """Store computed replays in one transaction; those already stored are skipped."""
+        if not saved:
+            return 0
+        with self._transaction() as con:
+            known = self._known(con, [s.replay_key for s in saved])
+            fresh = list({s.replay_key: s for s in saved if s.replay_key not in known}.values())
+            if not fresh:
+                return 0
+            now = _now()
+            replays = pl.DataFrame(
+                {
+                    "replay_key": [s.replay_key for s in fresh],
+                    "trace_key": [s.trace_key for s in fresh],
+                    "trace_id": [s.trace_id for s in fresh],
+                    "policy": [s.policy for s in fresh],
+                    "params": [s.params for s in fresh],
+                    "summarizer": [s.summarizer for s in fresh],
+                    "ctxlab_version": [ctxlab.__version__] * len(fresh),
+                    "created_at": [now] * len(fresh),
+                }
+            )
+            _insert(con, "replays", replays)
+            for table, attr in (("turns", "turns"), ("events", "events"), ("files", "files")):
+                frames = [
+                    getattr(s, attr).with_columns(pl.lit(s.replay_key).alias("replay_key"))
+                    for s in fresh
+                    if getattr(s, attr).height
+                ]
+                if frames:
+                    _insert(con, table, pl.concat(frames, how="vertical_relaxed"))
+        return len(fresh)
+
+    def _known(self, con: duckdb.DuckDBPyConnection, keys: list[str]) -> set[str]:
+        rows = con.execute(
+            "SELECT replay_key FROM replays WHERE replay_key IN (SELECT unnest(?))", [keys]
+        ).fetchall()
+        return {r[0] for r in rows}
+
+    def has_replays(self, keys: Iterable[str]) -> set[str]:
+        """Which of these replay keys are already stored (for resuming sweeps)."""
+        with self._connect(write=False) as con:
+            return self._known(con, list(keys))
+
+    # ------------------------------------------------------------------ summariser cache
+
+    def get_summary(self, cache_key: str) -> str | None:
+        with self._connect(write=False) as con:
+            row = con.execute(
+                "SELECT text FROM summaries WHERE cache_key = ?", [cache_key]
+            ).fetchone()
+        return row[0] if row else None
+
+    def put_summary(
+        self, cache_key: str, text: str, *, model: str = "", prompt: str = "", source: str = ""
+    ) -> None:
+        with self._transaction() as con:
+            con.execute(
+                "INSERT OR IGNORE INTO summaries VALUES (?, ?, ?, ?, ?, ?)",
+                [cache_key, model, _sha(prompt), _sha(source), text, _now()],
+            )
+
+    # ------------------------------------------------------------------ reads
+
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
+        """Any read-only SQL over the store's tables and views, as a polars frame."""
+        with self._connect(write=False) as con:
+            return pl.from_arrow(con.sql(sql, params=list(params or [])).to_arrow_table())
+
+    def traces(self) -> pl.DataFrame:
+        return self.query("SELECT * FROM traces ORDER BY loaded_at, trace_id")
+
+    def replays(self) -> pl.DataFrame:
+        return self.query("SELECT * FROM replay_summary ORDER BY trace_id, policy, params")
+
+    def turns(self, replay_key: str | None = None) -> pl.DataFrame:
+        return self._for("turns", replay_key, "turn")
+
+    def events(self, replay_key: str | None = None) -> pl.DataFrame:
+        return self._for("events", replay_key, "seq")
+
+    def files(self, replay_key: str | None = None) -> pl.DataFrame:
+        return self._for("files", replay_key, "path")
+
+    def messages(self, trace_key: str) -> pl.DataFrame:
+        return self.query(
+            "SELECT * FROM messages WHERE trace_key = ? ORDER BY position", [trace_key]
+        )
+
+    def _for(self, table: str, replay_key: str | None, order: str) -> pl.DataFrame:
+        if replay_key is None:
+            return self.query(f"SELECT * FROM {table} ORDER BY replay_key, {order}")
+        return self.query(
+            f"SELECT * FROM {table} WHERE replay_key = ? ORDER BY {order}", [replay_key]
+        )
+
+
+def _holder(exc: Exception) -> str:
+    text = str(exc)
+    marker = "PID "
+    if marker in text:
+        pid = text.split(marker, 1)[1].split(")", 1)[0]
+        return f"held by process {pid}"
+    return "held by another process"
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    """Bulk insert through Arrow, matching columns by name."""
+    arrow = frame.to_arrow()
+    con.register("_ctxlab_rows", arrow)
+    try:
+        cols = ", ".join(f'"{c}"' for c in frame.columns)
+        con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _ctxlab_rows")
+    finally:
+        con.unregister("_ctxlab_rows")
+
+
+def _traces_frame(rows: list[tuple[Trace, str, str | None]]) -> pl.DataFrame:
+    now = _now()
+    return pl.DataFrame(
+        {
+            "trace_key": [k for _, k, _ in rows],
+            "trace_id": [t.trace_id for t, _, _ in rows],
+            "format": [t.format for t, _, _ in rows],
+            "source": [t.source for t, _, _ in rows],
+            "model": [t.model for t, _, _ in rows],
+            "provider": [t.provider for t, _, _ in rows],
+            "messages": [len(t.messages) for t, _, _ in rows],
+            "turns": [len(t.turns) for t, _, _ in rows],
+            "recorded_input_tokens": [t.recorded_input_tokens for t, _, _ in rows],
+            "parent_trace_key": [p for _, _, p in rows],
+            "parent_tool_call_id": [t.parent_tool_call_id for t, _, _ in rows],
+            "system_prompt": [t.system_prompt for t, _, _ in rows],
+            "tools": [_canonical(t.tools) for t, _, _ in rows],
+            "metadata": [_canonical(t.metadata) for t, _, _ in rows],
+            "loaded_at": [now] * len(rows),
+        },
+        schema_overrides={"recorded_input_tokens": pl.Int64, "model": pl.Utf8},
+    )
+
+
+def _messages_frame(rows: list[tuple[Trace, str, str | None]]) -> pl.DataFrame:
+    cols: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "trace_key", "position", "type", "message_id", "name", "tool_call_id", "chars",
+            "text", "message",
+        )
+    }  # fmt: skip
+    for trace, key, _ in rows:
+        for pos, msg in enumerate(trace.messages):
+            text = msg.text
+            cols["trace_key"].append(key)
+            cols["position"].append(pos)
+            cols["type"].append(msg.type)
+            cols["message_id"].append(msg.id)
+            cols["name"].append(msg.name)
+            cols["tool_call_id"].append(getattr(msg, "tool_call_id", None))
+            cols["chars"].append(len(text) + _call_chars(msg))
+            cols["text"].append(text)
+            cols["message"].append(_message_json(msg))
+    return pl.DataFrame(
+        cols,
+        schema={
+            "trace_key": pl.Utf8, "position": pl.Int64, "type": pl.Utf8, "message_id": pl.Utf8,
+            "name": pl.Utf8, "tool_call_id": pl.Utf8, "chars": pl.Int64, "text": pl.Utf8,
+            "message": pl.Utf8,
+        },
+    )  # fmt: skip
+
+
+def _call_chars(msg: BaseMessage) -> int:
+    if isinstance(msg, AIMessage) and msg.tool_calls:
+        return len(_canonical([c["args"] for c in msg.tool_calls]))
+    return 0
+
+
+def _recorded_frame(rows: list[tuple[Trace, str, str | None]]) -> pl.DataFrame:
+    records = [
+        {
+            "trace_key": key,
+            "turn": t.index,
+            "position": t.position,
+            "model": t.model,
+            "run_id": t.run_id,
+            "input_tokens": t.input_tokens,
+            "output_tokens": t.output_tokens,
+            "cache_read_tokens": t.cache_read_tokens,
+            "cache_write_tokens": t.cache_write_tokens,
+            "compacted": t.compacted,
+        }
+        for trace, key, _ in rows
+        for t in trace.turns
+    ]
+    return pl.DataFrame(
+        records,
+        schema={
+            "trace_key": pl.Utf8, "turn": pl.Int64, "position": pl.Int64, "model": pl.Utf8,
+            "run_id": pl.Utf8, "input_tokens": pl.Int64, "output_tokens": pl.Int64,
+            "cache_read_tokens": pl.Int64, "cache_write_tokens": pl.Int64,
+            "compacted": pl.Boolean,
+        },
+    )  # fmt: skip
