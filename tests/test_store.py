@@ -1,0 +1,185 @@
+"""The DuckDB store: idempotent, transactional, versioned, shared between processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+import ctxlab
+from ctxlab.policies import DeepAgents
+from ctxlab.replay import replay
+from ctxlab.store import SCHEMA_VERSION, Store, StoreBusyError, StoreError, trace_key
+from ctxlab.summarizers import Fixed
+from tests.synthetic import make_trace
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def trace() -> ctxlab.Trace:
+    return make_trace(60, seed=3, model="claude-sonnet-4-5", provider="anthropic")
+
+
+def test_adding_the_same_trace_twice_changes_nothing(tmp_path: Path, trace: ctxlab.Trace) -> None:
+    store = Store(tmp_path / "s.duckdb")
+    (key,) = store.add(trace)
+    before = store.query(
+        "SELECT (SELECT count(*) FROM traces) t, (SELECT count(*) FROM messages) m"
+    )
+    assert store.add([trace, trace]) == [key, key]
+    after = store.query("SELECT (SELECT count(*) FROM traces) t, (SELECT count(*) FROM messages) m")
+    assert before.equals(after) and after["m"][0] == len(trace.messages)
+    msgs = store.messages(key)
+    assert msgs["position"].to_list() == list(range(len(trace.messages)))
+    assert msgs["type"][0] == "system"
+
+
+def test_content_key_ignores_where_a_trace_came_from(trace: ctxlab.Trace) -> None:
+    copy = ctxlab.Trace(
+        **{**{f: getattr(trace, f) for f in trace.__slots__}, "source": "elsewhere"}
+    )
+    assert trace_key(copy) == trace_key(trace)
+    other = make_trace(60, seed=4, model="claude-sonnet-4-5", provider="anthropic")
+    assert trace_key(other) != trace_key(trace)
+
+
+def test_replay_round_trip_and_views(tmp_path: Path, trace: ctxlab.Trace) -> None:
+    store = Store(tmp_path / "s.duckdb")
+    result = replay(trace, DeepAgents(window=30_000), summarizer=Fixed("short summary"))
+    key = store.save(result, trace, summarizer=Fixed("short summary"))
+    assert store.save(result, trace, summarizer=Fixed("short summary")) == key  # idempotent
+    assert store.query("SELECT count(*) n FROM replays")["n"][0] == 1
+    turns = store.turns(key).drop("replay_key")
+    assert turns.equals(result.turns.select(turns.columns))
+    events = store.events(key)
+    assert events["kind"].to_list() == result.events["kind"].to_list()
+    files = store.files(key)
+    for path, content in zip(files["path"], files["content"], strict=True):
+        assert content.encode() == result.file_bytes(path)
+    summary = store.replays().row(0, named=True)
+    assert summary["peak_context_tokens"] == result.turns["context_tokens"].max()
+    assert summary["cumulative_input_tokens"] == result.turns["context_tokens"].sum()
+    assert summary["events"] == result.events.height
+
+
+def test_failed_write_leaves_nothing(tmp_path: Path, trace: ctxlab.Trace) -> None:
+    store = Store(tmp_path / "s.duckdb")
+    with pytest.raises(RuntimeError, match="boom"):
+        with store._transaction() as con:
+            con.execute("INSERT INTO replays (replay_key) VALUES ('half')")
+            raise RuntimeError("boom")
+    assert store.query("SELECT count(*) n FROM replays")["n"][0] == 0
+
+
+def test_newer_or_foreign_files_are_refused_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    Store(path)
+    with duckdb.connect(str(path)) as con:
+        con.execute(
+            "UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION + 1)]
+        )
+    with pytest.raises(StoreError, match="newer ctxlab.*upgrade ctxlab"):
+        Store(path)
+    foreign = tmp_path / "other.duckdb"
+    with duckdb.connect(str(foreign)) as con:
+        con.execute("CREATE TABLE x (a INT)")
+    with pytest.raises(StoreError, match="not a ctxlab store"):
+        Store(foreign)
+    with pytest.raises(StoreError, match="no such store"):
+        Store(tmp_path / "missing.duckdb", read_only=True)
+
+
+HOLD = """
+import sys, time, duckdb
+con = duckdb.connect(sys.argv[1])
+con.begin()
+con.execute("INSERT INTO summaries (cache_key, text) VALUES ('held', 'x')")
+print("holding", flush=True)
+time.sleep(float(sys.argv[2]))
+con.commit()
+con.close()
+"""
+
+
+def _hold(path: Path, seconds: float) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(path), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "holding"
+    return proc
+
+
+def test_second_writer_gets_a_clear_message_or_waits(tmp_path: Path, trace: ctxlab.Trace) -> None:
+    path = tmp_path / "s.duckdb"
+    Store(path)
+    proc = _hold(path, 3.0)
+    try:
+        with pytest.raises(StoreBusyError, match=r"in use by another process.*one writer"):
+            Store(path, timeout=0.3).add(trace)
+        start = time.monotonic()
+        Store(path, timeout=20).add(trace)  # waits for the other process, then writes
+        assert time.monotonic() - start > 0.5
+    finally:
+        proc.wait(timeout=30)
+    reader = Store(path, read_only=True)
+    assert reader.query("SELECT count(*) n FROM summaries")["n"][0] == 1
+    assert reader.traces().height == 1
+
+
+def test_reads_while_another_process_writes(tmp_path: Path, trace: ctxlab.Trace) -> None:
+    path = tmp_path / "s.duckdb"
+    Store(path).add(trace)
+    proc = _hold(path, 1.5)
+    try:
+        frame = Store(path, read_only=True, timeout=20).traces()
+    finally:
+        proc.wait(timeout=30)
+    assert frame.height == 1
+
+
+def test_notebook_holding_a_store_does_not_lock_out_the_cli(
+    tmp_path: Path, trace: ctxlab.Trace
+) -> None:
+    path = tmp_path / "s.duckdb"
+    held = Store(path)  # as a notebook would keep it
+    held.add(trace)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ctxlab.cli",
+            "query",
+            "--db",
+            str(path),
+            "SELECT count(*) AS n FROM traces",
+            "--format",
+            "csv",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.splitlines() == ["n", "1"]
+    other = make_trace(20, seed=9)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
+            from ctxlab.store import Store
+            from tests.synthetic import make_trace
+            Store({str(path)!r}).add(make_trace(20, seed=9))
+        """),
+        ],
+        check=True,
+        cwd=REPO,
+    )
+    assert held.traces().height == 2 and trace_key(other) in held.traces()["trace_key"].to_list()
+    assert isinstance(held.traces(), pl.DataFrame)

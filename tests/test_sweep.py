@@ -1,0 +1,245 @@
+"""Sweeps: every trace x grid cell, parallel, resumable, crash-safe, same rows on Ray."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import ctxlab
+from ctxlab.cli import main
+from ctxlab.policies import DeepAgents
+from ctxlab.replay import replay
+from ctxlab.store import Store
+from ctxlab.sweep import SweepError, parse_grid, sweep
+from tests.synthetic import make_trace
+
+REPO = Path(__file__).resolve().parents[1]
+GRID = {"trigger": ["fraction:0.5", "fraction:0.85"], "keep": ["messages:6", "fraction:0.1"]}
+COLUMNS = [
+    "trace_id",
+    "trigger",
+    "keep",
+    "peak_context_tokens",
+    "cumulative_input_tokens",
+    "events",
+]
+
+
+@pytest.fixture(scope="module")
+def traces() -> list[ctxlab.Trace]:
+    return [make_trace(50, seed=s, model="claude-sonnet-4-5", provider="anthropic") for s in (1, 2)]
+
+
+def test_grid_cells_match_single_replays(tmp_path: Path, traces: list) -> None:
+    out = sweep(
+        traces,
+        DeepAgents(window=40_000),
+        GRID,
+        store=tmp_path / "s.duckdb",
+        workers=1,
+        progress=False,
+    )
+    assert out.height == 8 and out["trigger"].to_list()[:2] == ["fraction:0.5", "fraction:0.5"]
+    first = out.row(0, named=True)
+    direct = replay(
+        traces[0], DeepAgents(window=40_000, trigger=("fraction", 0.5), keep=("messages", 6))
+    )
+    assert first["peak_context_tokens"] == direct.turns["context_tokens"].max()
+    assert first["events"] == direct.events.height
+
+
+def test_parallel_resume_and_ray_give_the_same_rows(tmp_path: Path, traces: list) -> None:
+    path = tmp_path / "s.duckdb"
+    half = sweep(
+        traces,
+        DeepAgents(window=40_000),
+        {**GRID, "keep": ["fraction:0.1"]},
+        store=path,
+        workers=2,
+        progress=False,
+    )
+    assert half.height == 4 and Store(path).query("SELECT count(*) n FROM replays")["n"][0] == 4
+    full = sweep(traces, DeepAgents(window=40_000), GRID, store=path, workers=2, progress=False)
+    assert Store(path).query("SELECT count(*) n FROM replays")["n"][0] == 8  # 4 resumed, 4 new
+    resumed = full.filter(full["keep"] == "fraction:0.1").select(COLUMNS)
+    assert resumed.equals(half.select(COLUMNS))
+    local = sweep(
+        traces,
+        DeepAgents(window=40_000),
+        GRID,
+        store=tmp_path / "local.duckdb",
+        workers=2,
+        progress=False,
+    )
+    ray = sweep(
+        traces,
+        DeepAgents(window=40_000),
+        GRID,
+        store=tmp_path / "ray.duckdb",
+        backend="ray",
+        workers=2,
+        progress=False,
+    )
+    assert ray.select(COLUMNS).equals(local.select(COLUMNS))
+    a = Store(tmp_path / "local.duckdb").query(
+        "SELECT * EXCLUDE (created_at) FROM replays ORDER BY 1"
+    )
+    b = Store(tmp_path / "ray.duckdb").query(
+        "SELECT * EXCLUDE (created_at) FROM replays ORDER BY 1"
+    )
+    assert a.equals(b)
+    ta = Store(tmp_path / "local.duckdb").turns()
+    assert ta.equals(Store(tmp_path / "ray.duckdb").turns())
+
+
+def test_bad_requests_fail_before_any_work(tmp_path: Path, traces: list) -> None:
+    path = tmp_path / "s.duckdb"
+    with pytest.raises(SweepError, match="unknown parameter 'trigerr'.*known: .*trigger"):
+        sweep(traces, "deepagents", {"trigerr": [0.5]}, store=path, progress=False)
+    with pytest.raises(SweepError, match="grid point"):
+        sweep(
+            traces,
+            DeepAgents(window=40_000),
+            {"keep": [("fraction", 5.0)]},
+            store=path,
+            progress=False,
+        )
+    with pytest.raises(SweepError, match="missing.json.*no such file"):
+        sweep([*traces, tmp_path / "missing.json"], "deepagents", {}, store=path, progress=False)
+    with pytest.raises(SweepError, match="unknown policy"):
+        sweep(traces, "nope", {}, store=path, progress=False)
+    with pytest.raises(SweepError, match="expects name=v1"):
+        parse_grid(["trigger"])
+    assert not path.exists() or Store(path).query("SELECT count(*) n FROM replays")["n"][0] == 0
+
+
+def test_cli_sweep_query_and_load(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    trace_file = tmp_path / "t.json"
+    msgs = [{"role": "system", "content": "You are terse."}]
+    for i in range(30):
+        msgs += [
+            {"role": "user", "content": f"step {i} " + "x" * 3000},
+            {"role": "assistant", "content": f"done {i}"},
+        ]
+    trace_file.write_text(json.dumps({"model": "gpt-4o", "messages": msgs}))
+    db = tmp_path / "c.duckdb"
+    assert main(["load", str(trace_file), "--db", str(db)]) == 0
+    assert main(["load", str(trace_file), "--db", str(db)]) == 0
+    assert "0 new rows" in capsys.readouterr().out
+    summary = tmp_path / "summary.txt"
+    summary.write_text("the user asked for steps")
+    args = [
+        "sweep",
+        str(trace_file),
+        "--db",
+        str(db),
+        "--policy",
+        "deepagents",
+        "--window",
+        "20000",
+        "--grid",
+        "trigger=0.3,0.6",
+        "--summary-text-file",
+        str(summary),
+        "--format",
+        "csv",
+    ]
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("trigger,trace_id,policy") and len(lines) == 3
+    assert (
+        main(
+            [
+                "query",
+                "--db",
+                str(db),
+                "SELECT kind, count(*) AS n FROM events GROUP BY 1 ORDER BY 1",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["kind"] for r in rows} >= {"summarize"}
+    assert (
+        main(
+            [
+                "sweep",
+                str(trace_file),
+                "--db",
+                str(db),
+                "--policy",
+                "deepagents",
+                "--grid",
+                "window=big",
+            ]
+        )
+        == 2
+    )
+    assert "grid point" in capsys.readouterr().err
+
+
+KILLED = """
+import sys
+from ctxlab.policies import DeepAgents
+from ctxlab.sweep import sweep
+from tests.synthetic import make_trace
+traces = [make_trace(80, seed=s, model="claude-sonnet-4-5", provider="anthropic") for s in range(6)]
+grid = {"trigger": [f"fraction:{f / 100}" for f in range(20, 90, 5)]}
+sweep(traces, DeepAgents(window=40_000), grid, store=sys.argv[1], workers=1, progress=False,
+      batch_seconds=0.0)
+"""
+
+
+def test_killed_sweep_leaves_only_whole_replays_and_resumes(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, str(path)], cwd=REPO)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            if path.exists():
+                try:
+                    n = Store(path, read_only=True, timeout=5).query(
+                        "SELECT count(*) n FROM replays"
+                    )["n"][0]
+                except Exception:  # the schema may not exist yet
+                    continue
+                if n >= 3:
+                    break
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    store = Store(path)
+    counts = store.query(
+        "SELECT r.replay_key, r.trace_id, count(t.turn) AS turns FROM replays r "
+        "LEFT JOIN turns t USING (replay_key) GROUP BY ALL"
+    )
+    n = counts.height
+    assert 3 <= n < 6 * 14
+    assert set(counts["turns"].to_list()) == {80}  # every stored replay is whole
+    orphans = store.query(
+        "SELECT count(*) n FROM turns WHERE replay_key NOT IN (SELECT replay_key FROM replays)"
+    )
+    assert orphans["n"][0] == 0
+    # Rerunning resumes: the stored cells are skipped, the rest are added, and stored rows
+    # equal a fresh computation.
+    namespace: dict = {}
+    exec(textwrap.dedent(KILLED).split("sweep(traces")[0].replace("import sys\n", ""), namespace)
+    traces, grid = namespace["traces"], namespace["grid"]
+    out = sweep(traces, DeepAgents(window=40_000), grid, store=path, workers=2, progress=False)
+    assert out.height == 6 * 14 and store.query("SELECT count(*) n FROM replays")["n"][0] == 84
+    row = out.row(0, named=True)
+    fresh = replay(traces[0], DeepAgents(window=40_000, trigger=("fraction", 0.2)))
+    assert row["cumulative_input_tokens"] == fresh.turns["context_tokens"].sum()
+    assert isinstance(out, pl.DataFrame)
