@@ -1,13 +1,21 @@
 """ctxlab: replay recorded LLM-agent traces through context-compaction policies.
 
-The public API reads like the user's sentence: `ctxlab.load(path)` gives `Trace`s.
+The public API reads like the user's sentence: `ctxlab.load(path)` gives `Trace`s,
+`ctxlab.replay(trace, policies.DeepAgents())` a `Replay`, `ctxlab.Store()` keeps them, and
+`ctxlab.sweep(traces, policy, grid)` runs parameter grids into the store.
 """
 
+from ctxlab import policies, summarizers
 from ctxlab.errors import TraceFormatError
 from ctxlab.load import TraceList, TraceLoadWarning, load, load_all
+from ctxlab.replay import Replay, replay
+from ctxlab.store import Store
+from ctxlab.sweep import sweep
 from ctxlab.trace import Trace, Turn, from_messages
 
 __all__ = [
+    "Replay",
+    "Store",
     "Trace",
     "TraceFormatError",
     "TraceList",
@@ -16,5 +24,9 @@ __all__ = [
     "from_messages",
     "load",
     "load_all",
+    "policies",
+    "replay",
+    "summarizers",
+    "sweep",
 ]
 __version__ = "0.1.0"
