@@ -1,4 +1,4 @@
-"""`ctxlab.load`: any supported trace file, `.gz` file or directory to a list of `Trace`s.
+"""`ctxlab.load`: any trace file (plain, .gz, .xz, .bz2) or directory to a list of `Trace`s.
 
 The format is detected from content, never from the file name, because users rename exports.
 LangSmith records from every file of a directory are merged before traces are built: webhook
@@ -7,8 +7,10 @@ deliveries and paged dumps split one trace over several files.
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
+import lzma
 import warnings
 import zlib
 from pathlib import Path
@@ -21,9 +23,16 @@ from ctxlab.formats import langsmith
 from ctxlab.formats.message_lists import looks_like_message_list, trace_from_list
 from ctxlab.trace import Trace
 
-SUFFIXES = (".json", ".jsonl", ".ndjson", ".gz", ".traj")
+SUFFIXES = (".json", ".jsonl", ".ndjson", ".gz", ".xz", ".bz2", ".traj")
 
 Record = tuple[dict[str, Any], str, int | None]
+
+# Recognised by magic bytes, since users rename files.
+COMPRESSIONS = (
+    (b"\x1f\x8b", "gzip", gzip.decompress),
+    (b"\xfd7zXZ\x00", "xz", lzma.decompress),
+    (b"BZh", "bzip2", bz2.decompress),
+)
 
 
 class TraceLoadWarning(UserWarning):
@@ -45,14 +54,16 @@ def _read_bytes(path: Path) -> bytes:
         data = path.read_bytes()
     except OSError as exc:
         raise TraceFormatError(f"cannot read file: {exc.strerror or exc}", source=source) from exc
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise TraceFormatError(
-                f"truncated or corrupt gzip data ({exc}); expected a complete .gz file",
-                source=source,
-            ) from exc
+    for magic, name, decompress in COMPRESSIONS:
+        if data.startswith(magic):
+            try:
+                data = decompress(data)
+            except (EOFError, OSError, ValueError, zlib.error, lzma.LZMAError) as exc:
+                raise TraceFormatError(
+                    f"truncated or corrupt {name} data ({exc}); expected a complete {name} file",
+                    source=source,
+                ) from exc
+            break
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:

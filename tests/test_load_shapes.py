@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import gzip
 import json
+import lzma
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +20,12 @@ from tests.langsmith_shapes import (
     write_json,
 )
 
-SAMPLE = Path(__file__).resolve().parents[1] / "traces" / "deepagents_short_session.jsonl.gz"
+SAMPLE = Path(__file__).resolve().parents[1] / "traces" / "deepagents_short_session.jsonl.xz"
 
 
 @pytest.fixture(scope="module")
 def ops() -> list[dict[str, Any]]:
-    with gzip.open(SAMPLE, "rt", encoding="utf-8") as fh:
+    with lzma.open(SAMPLE, "rt", encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
 
 

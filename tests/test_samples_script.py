@@ -1,0 +1,83 @@
+"""traces/make_samples.py must reproduce the sample traces in traces/ byte for byte.
+
+The samples are only trustworthy if anyone can regenerate them, so the script is rerun into
+a temporary folder (about 15 s) and compared. The long sample must also keep the properties
+it exists for. Ops are read with plain `json`, independently of ctxlab's own loader.
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TRACES = Path(__file__).resolve().parents[1] / "traces"
+LONG = "deepagents_long_session.jsonl.xz"
+SHORT = "deepagents_short_session.jsonl.xz"
+# deepagents saves tool results longer than this to a file, except for these tools' results.
+OFFLOAD_CHARS = 80_000
+NEVER_OFFLOADED = {"ls", "glob", "grep", "read_file", "edit_file", "write_file", "delete"}
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("samples")
+    subprocess.run([sys.executable, str(TRACES / "make_samples.py"), str(out)], check=True,
+                   capture_output=True, timeout=600)
+    return out
+
+
+@pytest.mark.parametrize("name", [LONG, SHORT])
+def test_regenerated_files_are_byte_identical(regenerated: Path, name: str) -> None:
+    committed, fresh = (TRACES / name).read_bytes(), (regenerated / name).read_bytes()
+    assert lzma.decompress(fresh) == lzma.decompress(committed), f"{name}: the JSONL changed"
+    assert fresh == committed, f"{name}: same JSONL, different xz bytes (another liblzma?)"
+
+
+def merged_runs(path: Path) -> dict[str, dict[str, Any]]:
+    """Post and patch ops merged by run id, later fields winning."""
+    runs: dict[str, dict[str, Any]] = {}
+    with lzma.open(path, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            op = json.loads(line)
+            runs.setdefault(op["id"], {}).update({k: v for k, v in op.items() if k != "op"})
+    return runs
+
+
+def ancestors(run: dict[str, Any], runs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    chain = []
+    while run.get("parent_run_id"):
+        run = runs[run["parent_run_id"]]
+        chain.append(run)
+    return chain
+
+
+def output_text(tool_run: dict[str, Any]) -> str:
+    output = tool_run["outputs"]["output"]
+    content = output.get("content") if isinstance(output, dict) else output
+    return content if isinstance(content, str) else json.dumps(content)
+
+
+def test_long_session_has_what_it_is_for() -> None:
+    runs = merged_runs(TRACES / LONG)
+    llm = [r for r in runs.values() if r["run_type"] == "llm"]
+    tools = [r for r in runs.values() if r["run_type"] == "tool"]
+    main = [
+        r for r in llm
+        if r["extra"]["metadata"].get("lc_source") != "summarization"
+        and not any(a["run_type"] == "tool" for a in ancestors(r, runs))
+    ]
+    assert len(main) >= 150
+
+    offloaded = [t for t in tools if t["name"] not in NEVER_OFFLOADED
+                 and len(output_text(t)) > OFFLOAD_CHARS]
+    assert len(offloaded) >= 3
+
+    tasks = [t for t in tools if t["name"] == "task"]
+    assert len(tasks) == 1
+    assert any(tasks[0] in ancestors(r, runs) for r in llm)
