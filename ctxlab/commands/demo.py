@@ -9,6 +9,9 @@ from langchain_core.messages import AIMessage, ToolMessage
 
 from ctxlab.load import load_all
 from ctxlab.output import report_errors, table
+from ctxlab.policies import DeepAgents
+from ctxlab.replay import replay
+from ctxlab.store import DEFAULT_PATH, Store
 from ctxlab.trace import Trace
 
 SAMPLES = Path(__file__).resolve().parents[2] / "traces"
@@ -23,7 +26,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--traces", default=str(SAMPLES), help="folder of traces to use (default: bundled samples)"
     )
+    parser.add_argument("--db", default=str(DEFAULT_PATH), help="store file (default: %(default)s)")
     parser.set_defaults(run=run)
+
+
+# Deep Agents as shipped, and a stress setting as the Deep Agents team uses (trigger at 10%).
+SETTINGS = {"deepagents defaults": DeepAgents(), "stress 0.10": DeepAgents(stress=0.10)}
 
 
 def _facts(trace: Trace) -> list[object]:
@@ -60,5 +68,32 @@ def run(args: argparse.Namespace) -> int:
         "recorded_compactions",
     )
     print(table(columns, [_facts(t) for t in result]))
+    store = Store(args.db)
+    store.add(result)
+    rows = []
+    for trace in result:
+        for label, policy in SETTINGS.items():
+            replayed = replay(trace, policy)
+            store.save(replayed, trace)
+            frame = replayed.turns
+            kinds = replayed.events["kind"].value_counts(sort=True).rows()
+            rows.append(
+                [
+                    trace.trace_id[:8],
+                    label,
+                    int(frame["baseline_tokens"].max() or 0),
+                    int(frame["context_tokens"].max() or 0),
+                    int(frame["context_tokens"].sum()),
+                    ", ".join(f"{k} {n}" for k, n in kinds) or "-",
+                ]
+            )
+    print(f"\nReplayed under Deep Agents (offline extractive summaries), stored in {args.db}:\n")
+    print(
+        table(
+            ("trace", "policy", "peak_uncompacted", "peak_context", "cumulative_input", "events"),
+            rows,
+        )
+    )
+    print(f'\nNext: .venv/bin/ctxlab query --db {args.db} "SELECT * FROM replay_summary"')
     report_errors(result.errors)
     return 2 if result.errors else 0
