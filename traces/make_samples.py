@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import lzma
 import hashlib
 import json
+import lzma
 import math
 import os
 import random
