@@ -2,7 +2,8 @@
 
 The public API reads like the user's sentence: `ctxlab.load(path)` gives `Trace`s,
 `ctxlab.replay(trace, policies.DeepAgents())` a `Replay`, `ctxlab.Store()` keeps them, and
-`ctxlab.sweep(traces, policy, grid)` runs parameter grids into the store.
+`ctxlab.sweep(traces, policy, grid)` runs parameter grids into the store; `ctxlab.plots` and
+`ctxlab.widgets` draw them (imported on first use).
 """
 
 from ctxlab import policies, summarizers
@@ -30,3 +31,13 @@ __all__ = [
     "sweep",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    """`ctxlab.plots` and `ctxlab.widgets` on first use: they import plotly and ipywidgets,
+    which the CLI and sweep workers never need."""
+    if name in {"plots", "widgets"}:
+        import importlib
+
+        return importlib.import_module(f"ctxlab.{name}")
+    raise AttributeError(f"module 'ctxlab' has no attribute {name!r}")

@@ -37,6 +37,15 @@ EXTRA_TOKENS_PER_MESSAGE = 3
 TOKENS_PER_IMAGE = 85
 
 
+_ROLES: dict[type, str] = {
+    AIMessage: "assistant",
+    HumanMessage: "user",
+    ToolMessage: "tool",
+    FunctionMessage: "function",
+}
+"""Roles of the exact message classes; subclasses and the rest go through `_role`."""
+
+
 def _role(message: BaseMessage) -> str:
     """The OpenAI role string LangChain adds to every message's character count."""
     if isinstance(message, AIMessage):
@@ -52,6 +61,68 @@ def _role(message: BaseMessage) -> str:
     if isinstance(message, ChatMessage):
         return message.role
     raise ValueError(f"Unknown message type {type(message).__name__}")
+
+
+_PLAIN_ASCII = bytes(c for c in range(0x20, 0x7F) if c not in b"'\"\\")
+"""Printable ASCII that `repr` copies as is (everything but quotes and the backslash)."""
+_SHORT = 256
+"""Below this many characters `repr` itself is cheaper than counting escapes."""
+_IMAGE_TYPES = frozenset({"image", "image_url"})
+
+
+def repr_len(obj: Any) -> int:
+    """`len(repr(obj))`, exactly, without building the repr of long strings.
+
+    The counter charges `len(repr(...))` for tool calls and non-text content blocks, whose bulk
+    is long strings (file contents in `write_file` arguments). `repr` of a str costs ~4 ns per
+    character; an ASCII string's repr length follows from counting the characters `repr`
+    escapes, which the bytes `translate` below does at ~0.5 ns per character. Dicts, lists and
+    tuples are summed from their items with the separators `repr` puts between them; anything
+    else (numbers, non-ASCII or short strings, other objects) is measured with `repr` itself.
+    """
+    try:
+        return _repr_len(obj)
+    except RecursionError:  # a self-referencing container: repr prints it as "{...}"
+        return len(repr(obj))
+
+
+def _repr_len(obj: Any) -> int:
+    cls = type(obj)
+    if cls is str:
+        return len(repr(obj)) if len(obj) < _SHORT else _str_repr_len(obj)
+    if cls is dict:
+        total = 4 * len(obj) or 2  # "{", "}", ": " per item, ", " between items
+        values: Iterable[Any] = obj.values()
+        for key in obj:
+            total += len(repr(key)) if type(key) is str else _repr_len(key)
+    elif cls is list or cls is tuple:
+        n = len(obj)
+        total = 3 if n == 1 and cls is tuple else 2 * n or 2  # "(x,)"; brackets, ", " between
+        values = obj
+    else:
+        return len(repr(obj))
+    for value in values:  # leaves inline: a call per item would cost more than most leaves
+        kind = type(value)
+        if kind is str:
+            total += len(repr(value)) if len(value) < _SHORT else _str_repr_len(value)
+        elif kind is dict or kind is list or kind is tuple:
+            total += _repr_len(value)
+        else:
+            total += len(repr(value))
+    return total
+
+
+def _str_repr_len(text: str) -> int:
+    """`len(repr(text))` of a long string."""
+    if not text.isascii():
+        return len(repr(text))
+    # Left: quotes, backslashes and control characters. `repr` writes \\ \n \r \t as two
+    # characters, other controls as \xNN (four), and escapes the quote it uses.
+    special = text.encode().translate(None, _PLAIN_ASCII)
+    single, double = special.count(b"'"), special.count(b'"')
+    two = special.count(b"\\") + special.count(b"\n") + special.count(b"\r") + special.count(b"\t")
+    four = len(special) - single - double - two
+    return len(text) + 2 + two + 3 * four + (single if single and double else 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,76 +141,139 @@ class Size:
         )
 
 
-def message_size(message: BaseMessage) -> Size:
-    """Characters and images of one message, by the rules of `count_tokens_approximately`."""
-    chars = 0
-    images = 0
-    content: Any = message.content
-    if isinstance(content, str):
-        chars += len(content)
-    elif isinstance(content, list):
-        for block in content:
-            if isinstance(block, str):
-                chars += len(block)
-            elif isinstance(block, dict):
-                kind = block.get("type", "")
-                if kind in {"image", "image_url"}:
-                    images += 1
-                elif kind == "text":
-                    chars += len(block.get("text", ""))
-                else:
-                    chars += len(repr(block))
+def blocks_size(blocks: Iterable[Any]) -> tuple[int, int]:
+    """(characters, image blocks) the counter charges for a list of content blocks."""
+    chars = images = 0
+    for block in blocks:
+        if isinstance(block, str):
+            chars += len(block)
+        elif isinstance(block, dict):
+            kind = block.get("type", "")
+            if kind == "text":
+                chars += len(block.get("text", ""))
+            elif kind in _IMAGE_TYPES:
+                images += 1
             else:
-                chars += len(repr(block))
+                chars += repr_len(block)
+        else:
+            chars += repr_len(block)
+    return chars, images
+
+
+def _measure(message: BaseMessage) -> tuple[int, int]:
+    """(characters, image blocks) of one message, by the rules of `count_tokens_approximately`."""
+    content: Any = message.content
+    images = 0
+    listed = isinstance(content, list)  # tool calls are in the blocks (Anthropic format)
+    if isinstance(content, str):
+        chars = len(content)
+    elif listed:
+        chars, images = blocks_size(content)
     else:
-        chars += len(repr(content))
-    if isinstance(message, AIMessage) and not isinstance(content, list) and message.tool_calls:
-        chars += len(repr(message.tool_calls))
+        chars = repr_len(content)
+    if not listed and isinstance(message, AIMessage) and message.tool_calls:
+        chars += repr_len(message.tool_calls)
     if isinstance(message, ToolMessage):
         chars += len(message.tool_call_id)
-    chars += len(_role(message))
-    if message.name:
-        chars += len(message.name)
-    return Size(chars, images)
+    role = _ROLES.get(type(message))
+    chars += len(role if role is not None else _role(message))
+    name = message.name
+    if name:
+        chars += len(name)
+    return chars, images
 
 
-_SIZES: dict[int, tuple[weakref.ref, Size]] = {}
+def message_size(message: BaseMessage) -> Size:
+    """Characters and images of one message, by the rules of `count_tokens_approximately`."""
+    return Size(*_measure(message))
+
+
+_MEMO: dict[int, list[Any]] = {}
+"""id(message) -> [weakref to it, chars (-1 until measured), images, {key: derived value}].
+
+Messages are treated as immutable, as LangChain state treats them, so one trace replayed under
+many policies (sliders, sweeps) is measured and derived once. Entries are plain lists holding
+callback-free weak references: a lookup checks the reference still points at the message (ids
+are reused), and dead entries are swept whenever the memo has doubled since the last sweep. No
+weakref callbacks means nothing can run against half-torn-down module globals at interpreter
+exit, and a new entry costs a fraction of a keyed, callback-carrying reference.
+"""
+_sweep_at = 4096
+
+
+def _entry(message: BaseMessage) -> list[Any]:
+    key = id(message)
+    entry = _MEMO.get(key)
+    if entry is None or entry[0]() is not message:
+        entry = _new_entry(message)
+    return entry
+
+
+def _new_entry(message: BaseMessage) -> list[Any]:
+    """A fresh entry for `message`; first drops the dead ones if the memo has doubled."""
+    global _sweep_at
+    if len(_MEMO) >= _sweep_at:
+        for key in [key for key, entry in _MEMO.items() if entry[0]() is None]:
+            del _MEMO[key]
+        _sweep_at = max(4096, 2 * len(_MEMO))
+    entry = _MEMO[id(message)] = [weakref.ref(message), -1, 0, None]
+    return entry
 
 
 def cached_size(message: BaseMessage) -> Size:
-    """`message_size`, measured once per message object for as long as the object lives.
-
-    Replaying one trace under many policies (sliders, sweeps) then pays the measuring (the
-    `repr` of tool calls and content blocks, proportional to the text) once. Messages are
-    treated as immutable, as LangChain state treats them.
-    """
-    key = id(message)
-    hit = _SIZES.get(key)
-    if hit is not None and hit[0]() is message:
-        return hit[1]
-    size = message_size(message)
-    _SIZES[key] = (weakref.ref(message, lambda _ref, key=key: _SIZES.pop(key, None)), size)
-    return size
-
-
-_DERIVED: dict[tuple[int, Any], tuple[weakref.ref, Any]] = {}
+    """`message_size`, measured once per message object for as long as the object lives."""
+    entry = _entry(message)
+    if entry[1] < 0:
+        entry[1], entry[2] = _measure(message)
+    return Size(entry[1], entry[2])
 
 
 def derived(message: BaseMessage, key: Any, make: Callable[[], Any]) -> Any:
     """`make()`, memoised per live message object and `key` (for values derived from a message
-    alone, like its truncated or offloaded form), so repeated replays build them once."""
-    slot = (id(message), key)
-    hit = _DERIVED.get(slot)
-    if hit is not None and hit[0]() is message:
-        return hit[1]
-    value = make()
-    _DERIVED[slot] = (weakref.ref(message, lambda _ref, slot=slot: _DERIVED.pop(slot, None)), value)
+    alone, like its truncated or offloaded form), so repeated replays build them once.
+
+    The value must not refer to `message` itself: the memo would then keep it alive.
+    """
+    entry = _entry(message)
+    values = entry[3]
+    if values is None:
+        values = entry[3] = {}
+    elif key in values:
+        return values[key]
+    value = values[key] = make()
     return value
 
 
 def message_tokens(message: BaseMessage, chars_per_token: float = CHARS_PER_TOKEN) -> int:
     """Approximate tokens of one message (what a one-message `count_tokens_approximately` says)."""
-    return cached_size(message).tokens(chars_per_token)
+    entry = _entry(message)
+    if entry[1] < 0:
+        entry[1], entry[2] = _measure(message)
+    return (
+        math.ceil(entry[1] / chars_per_token)
+        + EXTRA_TOKENS_PER_MESSAGE
+        + TOKENS_PER_IMAGE * entry[2]
+    )
+
+
+def tokens_list(
+    messages: Iterable[BaseMessage], chars_per_token: float = CHARS_PER_TOKEN
+) -> list[int]:
+    """`message_tokens` of each message: the memo lookup inlined, for a whole history at once."""
+    out = []
+    memo = _MEMO
+    for message in messages:
+        entry = memo.get(id(message))
+        if entry is None or entry[0]() is not message:
+            entry = _new_entry(message)
+        if entry[1] < 0:
+            entry[1], entry[2] = _measure(message)
+        out.append(
+            math.ceil(entry[1] / chars_per_token)
+            + EXTRA_TOKENS_PER_MESSAGE
+            + TOKENS_PER_IMAGE * entry[2]
+        )
+    return out
 
 
 def tool_schema_chars(tools: Iterable[Any]) -> int:

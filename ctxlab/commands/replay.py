@@ -18,11 +18,12 @@ from typing import Any
 from ctxlab.load import load_all
 from ctxlab.output import report_errors, table
 from ctxlab.policies import DeepAgents
+from ctxlab.policies.catalog import PRESETS
 from ctxlab.replay import Replay, replay
 from ctxlab.specs import parse_assignment, parse_size, parse_trigger
 from ctxlab.summarizers import Extractive, Fixed
 
-POLICIES = {"deepagents": DeepAgents}
+POLICIES = PRESETS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

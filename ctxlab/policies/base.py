@@ -25,8 +25,15 @@ EVENT_KINDS = (
     "summarize",
     "tail_clip",
     "overflow_error",
+    "clear_tool_uses",
+    "mask_observations",
+    "forget",
+    "trim",
 )
-"""`overflow_error` is the request deepagents would refuse to send (`ContextOverflowError`)."""
+"""`overflow_error` is the request deepagents would refuse to send (`ContextOverflowError`).
+The catalogue (`ctxlab.policies.catalog`) adds `clear_tool_uses` (tool results replaced by a
+placeholder), `mask_observations` (old observations elided), `forget` (events dropped without a
+summary, OpenHands-style) and `trim` (oldest messages dropped to fit, `trim_messages`-style)."""
 
 KINDS = ("system", "tools", "human", "ai", "tool_results", "stubs", "summary")
 """Token buckets of a request; `stubs` are offload placeholders (tool results, human messages)."""
@@ -69,6 +76,11 @@ class Call:
     events: list[Event] = field(default_factory=list)
     baseline_tokens: int | None = None
     """The same counter over the uncompacted context (`trace.messages[:position]`)."""
+    request: tuple[tuple[int, int], ...] | None = None
+    """Optional: `(fingerprint, tokens)` of each part of the request in send order (tool
+    schemas, then messages); equal fingerprints within one replay mean identical content. The
+    prompt-cache simulation (`ctxlab.metrics`) takes longest common prefixes over it; runs that
+    leave it None get an estimate from their events instead."""
 
 
 class Files(Mapping[str, str]):

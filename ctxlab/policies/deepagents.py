@@ -27,8 +27,11 @@ from __future__ import annotations
 import hashlib
 import math
 from bisect import bisect_left
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from functools import lru_cache
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from deepagents.backends.utils import sanitize_tool_call_id, validate_path
 from deepagents.middleware._message_eviction import (
@@ -44,6 +47,7 @@ from deepagents.middleware.filesystem import (
 )
 from deepagents.middleware.summarization import (
     DEEPAGENTS_DEFAULT_SUMMARY_PROMPT,
+    _bound_reasoning_types,
     _drop_bound_reasoning,
 )
 from langchain_core.messages import (
@@ -69,7 +73,6 @@ _PARALLEL_MUTATION_ERROR = "Error: parallel file mutations to the same path are 
 _TRUNCATE_ARGS_TOOLS = frozenset({"write_file", "edit_file"})
 _DEFAULT_MESSAGES_TO_KEEP = 20
 _EPOCH = "1970-01-01T00:00:00+00:00"
-_REASONING_TYPES = frozenset({"thinking", "redacted_thinking", "reasoning_content", "reasoning"})
 
 
 # --------------------------------------------------------------------------------------------
@@ -316,26 +319,32 @@ class Settings:
 
 
 class _Prefix:
-    """Values with prefix sums; appends are O(1), edits near the end O(distance to end)."""
+    """Values with prefix sums, extended lazily: appending (once per message) is a bare
+    `list.append`; a query extends the sums (in C, with `accumulate`) only as far as it reads;
+    an edit drops the sums after it."""
 
     __slots__ = ("values", "sums")
 
     def __init__(self) -> None:
         self.values: list[int] = []
-        self.sums: list[int] = [0]
-
-    def append(self, value: int) -> None:
-        self.values.append(value)
-        self.sums.append(self.sums[-1] + value)
+        self.sums: list[int] = [0]  # sums[k] = sum(values[:k]), for k < len(sums)
 
     def set(self, index: int, value: int) -> None:
-        self.values[index] = value
-        sums, values = self.sums, self.values
-        for i in range(index, len(values)):
-            sums[i + 1] = sums[i] + values[i]
+        self.set_many([(index, value)])
+
+    def set_many(self, changes: list[tuple[int, int]]) -> None:
+        for index, value in changes:
+            self.values[index] = value
+        if changes:
+            del self.sums[min(index for index, _ in changes) + 1 :]
 
     def total(self, start: int, stop: int) -> int:
-        return self.sums[stop] - self.sums[start]
+        """sum(values[start:stop])."""
+        sums = self.sums
+        if len(sums) <= stop:
+            known = len(sums) - 1
+            sums[known:] = accumulate(self.values[known:stop], initial=sums[known])
+        return sums[stop] - sums[start]
 
 
 def _kind(message: BaseMessage) -> str:
@@ -355,14 +364,6 @@ def _kind(message: BaseMessage) -> str:
 _MESSAGE_KINDS = ("human", "ai", "tool_results", "stubs", "summary", "system")
 
 
-def _has_reasoning(message: BaseMessage) -> bool:
-    return (
-        isinstance(message, AIMessage)
-        and isinstance(message.content, list)
-        and any(isinstance(b, dict) and b.get("type") in _REASONING_TYPES for b in message.content)
-    )
-
-
 def _deterministic_hex(*parts: object) -> str:
     return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()
 
@@ -377,6 +378,61 @@ class _SummaryEvent:
     tokens: int
     created_at: int
     file_path: str | None
+
+
+class _Sent(Sequence[BaseMessage]):
+    """Messages of a request as sent, copied on first read (`DeepAgentsRun._messages`).
+
+    A summarisation hands what it summarises to the summariser and to the history file.
+    Decisions never read it, and neither does a `Fixed` summariser, so the copies with
+    truncated arguments and dropped reasoning are only made for whoever looks. Everything is
+    captured when the sequence is taken (state messages, which positions are cut, how far
+    reasoning is dropped), so a late read gives what an immediate one would have.
+    """
+
+    def __init__(
+        self,
+        summary: BaseMessage | None,
+        messages: list[BaseMessage],
+        first: int,
+        cut: frozenset[int],
+        dropped_until: int,
+        truncation: tuple[int, str],
+    ) -> None:
+        self._summary = summary
+        self._messages = messages
+        self._first = first
+        self._cut = cut
+        self._dropped_until = dropped_until
+        self._truncation = truncation
+        self._built: list[BaseMessage] | None = None
+
+    def _list(self) -> list[BaseMessage]:
+        if self._built is None:
+            built = [] if self._summary is None else [self._summary]
+            for p, message in enumerate(self._messages, self._first):
+                if p in self._cut:
+                    message = _truncated(message, *self._truncation)
+                if p < self._dropped_until:
+                    message = _dropped(message)
+                built.append(message)
+            self._built = built
+        return self._built
+
+    def __len__(self) -> int:
+        return len(self._messages) + (self._summary is not None)
+
+    @overload
+    def __getitem__(self, index: int) -> BaseMessage: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[BaseMessage]: ...
+
+    def __getitem__(self, index: int | slice) -> BaseMessage | list[BaseMessage]:
+        return self._list()[index]
+
+    def __iter__(self) -> Iterator[BaseMessage]:
+        return iter(self._list())
 
 
 @dataclass
@@ -394,14 +450,16 @@ class DeepAgentsRun:
         self.fixed = s.tools_tokens + tk.message_tokens(s.system, self.cpt)
         self.source = self.trace.messages[1:] if self._has_system() else self.trace.messages
         self.offset = 1 if self._has_system() else 0
+        self.source_tokens = tk.tokens_list(self.source, self.cpt)  # each message measured once
         self.view: list[BaseMessage] = []  # state as SummarizationMiddleware sees it
         self.kinds: list[str] = []
         self.etok = _Prefix()  # effective tokens (bound reasoning dropped where it applies)
         self.window_kinds = dict.fromkeys(_MESSAGE_KINDS, 0)  # etok by kind over [cutoff, n)
         self.tsaved: list[int] = [0]  # cumulative tokens truncation saves, along `tpos`
-        self.last_ai = -1  # state position of the latest AIMessage
-        self.truncated: dict[int, BaseMessage] = {}
+        self.calls: dict[Any, tuple[dict, bool]] = {}  # latest AIMessage's: id -> (call, rejected)
+        self.truncated: set[int] = set()  # AIMessages argument truncation would shorten
         self.tpos: list[int] = []  # positions in `truncated`, ascending
+        self.ai_key = ("deepagents-ai", s.max_arg_length, s.truncation_text)
         self.tagged: set[int] = set()
         self.event: _SummaryEvent | None = None
         self.dropped_until = 0  # state positions below this had bound reasoning dropped
@@ -411,6 +469,9 @@ class DeepAgentsRun:
         self.counter = 0
         self.baseline = self.fixed
         self.budget = self.settings.budget  # this call's input budget
+        self.budget_per_call = s.recorded_max_output and s.window is not None
+        self.truncate_when = self._truncate_when()
+        self.trigger = [[self._metric(k, v) for k, v in clause.items()] for clause in s.clauses]
 
     def _has_system(self) -> bool:
         msgs = self.trace.messages
@@ -418,28 +479,79 @@ class DeepAgentsRun:
 
     # -- feeding the recorded history ----------------------------------------------------
 
-    def _append(
-        self, message: BaseMessage, kind: str | None = None, toks: int | None = None
-    ) -> None:
+    def _feed(self, upto: int) -> None:
+        """Append recorded history messages until the state holds `upto - offset` of them.
+
+        The replay's per-message loop, so the common cases are inline: AIMessages, tool results
+        kept as they are, human messages. Offloads, rejected calls and already evicted human
+        messages take methods.
+        """
+        stop = upto - self.offset
+        fed = self.fed
+        if fed >= stop:
+            return
+        view, kinds, toks_in_state = self.view, self.kinds, self.etok.values
+        window, toks_of, limit = (
+            self.window_kinds,
+            self.source_tokens,
+            self.settings.tool_evict_chars,
+        )
+        for i, message in enumerate(self.source[fed:stop], fed):
+            toks = toks_of[i]
+            kind = "ai"
+            if isinstance(message, ToolMessage):
+                call = self.calls.get(message.tool_call_id)
+                if call is not None and call[1]:
+                    self._rejected(message, call[0])
+                    continue
+                name = call[0]["name"] if call is not None else message.name
+                if not (
+                    limit is None
+                    or name in TOOLS_EXCLUDED_FROM_EVICTION
+                    or _text_len(message) <= limit
+                ):
+                    self._offload_result(message, i + self.offset, toks, limit)
+                    continue
+                kind = "tool_results"
+            elif isinstance(message, AIMessage):
+                if message.tool_calls:
+                    self._tool_calls(message, i, toks)
+                elif self.calls:
+                    self.calls = {}
+            elif isinstance(message, HumanMessage) and message.additional_kwargs.get(
+                "lc_evicted_to"
+            ):
+                self.tagged.add(i)
+                path = message.additional_kwargs["lc_evicted_to"]
+                self._append(_build_truncated_human_message(message, path), "stubs")
+                continue
+            else:
+                kind = _kind(message)
+            view.append(message)
+            kinds.append(kind)
+            toks_in_state.append(toks)
+            window[kind] += toks
+        self.fed = stop
+        self.baseline += sum(toks_of[fed:stop])
+
+    def _append(self, message: BaseMessage, kind: str, toks: int | None = None) -> None:
+        """Append a stub or an error to the state."""
         toks = tk.message_tokens(message, self.cpt) if toks is None else toks
-        kind = kind or _kind(message)
         self.view.append(message)
         self.kinds.append(kind)
-        self.etok.append(toks)
+        self.etok.values.append(toks)
         self.window_kinds[kind] += toks
-        if isinstance(message, AIMessage):
-            self.last_ai = len(self.view) - 1
-        if isinstance(message, AIMessage) and message.tool_calls:
-            s = self.settings
-            short = tk.derived(
-                message,
-                ("truncate", s.max_arg_length, s.truncation_text),
-                lambda: self._truncate(message),
-            )
-            if short is not None:
-                self.truncated[len(self.view) - 1] = short
-                self.tpos.append(len(self.view) - 1)
-                self.tsaved.append(self.tsaved[-1] + toks - tk.message_tokens(short, self.cpt))
+
+    def _tool_calls(self, message: AIMessage, index: int, toks: int) -> None:
+        """An AIMessage with tool calls at state `index`: the calls its results will answer
+        (as the tool node would be asked), and whether argument truncation would shorten it."""
+        self.calls, short = tk.derived(
+            message, self.ai_key, lambda: _ai_facts(message, *self.ai_key[1:])
+        )
+        if short is not None:
+            self.truncated.add(index)
+            self.tpos.append(index)
+            self.tsaved.append(self.tsaved[-1] + toks - short.tokens(self.cpt))
 
     def _set(self, index: int, message: BaseMessage, kind: str) -> None:
         self.view[index] = message
@@ -463,90 +575,26 @@ class DeepAgentsRun:
             totals[kinds[p]] += values[p]
         self.window_kinds = totals
 
-    def _truncate(self, message: AIMessage) -> AIMessage | None:
-        s = self.settings
-        calls, changed = [], False
-        for call in message.tool_calls:
-            if call["name"] in _TRUNCATE_ARGS_TOOLS:
-                args = call.get("args", {})
-                new = {
-                    k: v[:20] + s.truncation_text
-                    if isinstance(v, str) and len(v) > s.max_arg_length
-                    else v
-                    for k, v in args.items()
-                }
-                if new != args:
-                    call, changed = {**call, "args": new}, True
-            calls.append(call)
-        if not changed:
-            return None
-        short = message.model_copy()
-        short.tool_calls = calls
-        return short
+    def _rejected(self, message: ToolMessage, call: dict) -> None:
+        """`FilesystemMiddleware.wrap_tool_call` answered a same-path parallel mutation with
+        an error instead of running it."""
+        error = tk.derived(message, ("deepagents-rejected", call["name"]), lambda: _error(call))
+        self._append(error, "tool_results")
 
-    def _feed(self, upto: int) -> None:
-        """Append recorded history messages until the state holds `upto - offset` of them."""
-        while self.fed + self.offset < upto:
-            pos = self.fed + self.offset
-            message = self.source[self.fed]
-            self.fed += 1
-            toks = tk.message_tokens(message, self.cpt)
-            self.baseline += toks
-            if isinstance(message, ToolMessage):
-                self._tool_result(message, pos, toks)
-            elif isinstance(message, HumanMessage) and message.additional_kwargs.get(
-                "lc_evicted_to"
-            ):
-                self.tagged.add(len(self.view))
-                path = message.additional_kwargs["lc_evicted_to"]
-                self._append(_build_truncated_human_message(message, path), "stubs")
-            else:
-                self._append(message, toks=toks)
-
-    def _owning_call(self, message: ToolMessage) -> tuple[AIMessage | None, dict | None]:
-        """The latest AIMessage in state and its call answered by `message` (as the tool node
-        would have been asked), if any."""
-        if self.last_ai < 0:
-            return None, None
-        ai = self.view[self.last_ai]
-        call = next((c for c in ai.tool_calls if c.get("id") == message.tool_call_id), None)
-        return ai, call
-
-    def _tool_result(self, message: ToolMessage, pos: int, toks: int) -> None:
-        """`FilesystemMiddleware.wrap_tool_call`: same-path mutation check, then offload."""
-        ai, call = self._owning_call(message)
-        name = call["name"] if call else message.name
-        if call and ai and _parallel_mutation(ai, call):
-            error = ToolMessage(
-                content=_PARALLEL_MUTATION_ERROR,
-                name=name,
-                tool_call_id=call["id"],
-                status="error",
-            )
-            self._append(error)
-            return
-        limit = self.settings.tool_evict_chars
-        if limit is None or name in TOOLS_EXCLUDED_FROM_EVICTION:
-            self._append(message, toks=toks)
-            return
-        text = _text(message)
-        if len(text) <= limit:
-            self._append(message, toks=toks)
-            return
-        stub, path = self._offload(message, text)
-        before = toks
+    def _offload_result(self, message: ToolMessage, pos: int, toks: int, limit: int) -> None:
+        """`FilesystemMiddleware.wrap_tool_call` offloaded an oversized result."""
+        stub, path = self._offload(message, _text(message))
         self._append(stub, "stubs")
-        self.pending.append(
-            Event(
-                "offload_tool_result",
-                None,
-                (pos,),
-                before,
-                tk.message_tokens(stub, self.cpt),
-                path,
-                f"> {limit} chars",
-            )
+        event = Event(
+            "offload_tool_result",
+            None,
+            (pos,),
+            toks,
+            self.etok.values[-1],
+            path,
+            f"> {limit} chars",
         )
+        self.pending.append(event)
 
     def _offload(self, message: ToolMessage, text: str) -> tuple[ToolMessage, str]:
         if message.tool_call_id:
@@ -555,7 +603,8 @@ class DeepAgentsRun:
             name = f"unknown-{self._next_hex()[:8]}"
         path = f"/large_tool_results/{name}"
         self.files.write(path, text)
-        return tk.derived(message, ("offload", path), lambda: _stub(message, path, text)), path
+        stub = tk.derived(message, ("deepagents-offload", path), lambda: _stub(message, path, text))
+        return stub, path
 
     def _next_hex(self) -> str:
         self.counter += 1
@@ -669,19 +718,32 @@ class DeepAgentsRun:
             self.tsaved[bisect_left(self.tpos, stop)] - self.tsaved[bisect_left(self.tpos, start)]
         )
 
-    def _materialize(self, j: int, trunc_stop: int) -> BaseMessage:
+    def _raw(self, j: int) -> BaseMessage:
+        """Effective message `j` before the request-only edits (truncated arguments, dropped
+        reasoning). Those keep a message's type and its tool calls' ids and names, which is all
+        the cutoff and tail-clip searches read, so they need no copies."""
         p = self._pos(j)
-        if p < 0:
-            return self.event.message
-        message = self.view[p]
-        if j < trunc_stop and p in self.truncated:
-            message = self.truncated[p]
-        if p < self.dropped_until:
-            message = _drop_bound_reasoning(message)
-        return message
+        return self.event.message if p < 0 else self.view[p]
 
-    def _messages(self, start: int, stop: int, trunc_stop: int) -> list[BaseMessage]:
-        return [self._materialize(j, trunc_stop) for j in range(start, stop)]
+    def _messages(self, start: int, stop: int, trunc_stop: int) -> _Sent:
+        """Effective messages [start, stop) as the request holds them (arguments truncated
+        below `trunc_stop`, bound reasoning dropped), copied only when first read."""
+        summary = None
+        if self.event is not None and start == 0 and stop > 0:
+            summary, start = self.event.message, 1
+        first = self._pos(start) if start < stop else 0
+        last = self._pos(stop - 1) + 1 if start < stop else 0
+        cut_below = self._pos(trunc_stop - 1) + 1 if trunc_stop > 0 else 0
+        cut = self.tpos[bisect_left(self.tpos, first) : bisect_left(self.tpos, cut_below)]
+        s = self.settings
+        return _Sent(
+            summary,
+            self.view[first:last],
+            first,
+            frozenset(cut),
+            self.dropped_until,
+            (s.max_arg_length, s.truncation_text),
+        )
 
     def _scaled(self, raw: int, msgs: list[BaseMessage] | None, with_fixed: bool) -> int:
         """Apply LangChain's usage-metadata scaling (only when enabled)."""
@@ -696,7 +758,7 @@ class DeepAgentsRun:
     def _all(self, trunc_stop: int) -> list[BaseMessage] | None:
         if not self.settings.use_usage_metadata:
             return None
-        return self._messages(0, self._eff_len(), trunc_stop)
+        return list(self._messages(0, self._eff_len(), trunc_stop))
 
     def _threshold(self, kind: str, value: float) -> int | None:
         if kind == "fraction":
@@ -719,7 +781,7 @@ class DeepAgentsRun:
     def _summarization(self, turn: Turn, events: list[Event]) -> Call:
         s = self.settings
         self.budget = s.budget
-        if s.recorded_max_output and s.window is not None and turn.max_output_tokens is not None:
+        if self.budget_per_call and turn.max_output_tokens is not None:
             self.budget = max(0, int(s.window * 0.95) - turn.max_output_tokens)
         n_eff = self._eff_len()
         msgs = self._all(0)
@@ -727,7 +789,8 @@ class DeepAgentsRun:
 
         # Step 1: request-only argument truncation.
         trunc_stop = 0
-        if self._should_truncate(n_eff, total):
+        when = self.truncate_when
+        if when is not None and (n_eff if when[0] else total) >= when[1]:
             cut = self._truncate_cutoff(n_eff)
             if cut < n_eff and self._flags(0, cut):
                 trunc_stop = cut
@@ -763,20 +826,23 @@ class DeepAgentsRun:
         reason = "+".join(r for r, on in (("trigger", by_trigger), ("budget", by_budget)) if on)
         return self._summarize(turn, events, cutoff, trunc_stop, total, reason)
 
-    def _should_truncate(self, n_eff: int, total: int) -> bool:
-        trig = self.settings.truncate_trigger
-        if trig is None:
-            return False
-        kind, value = trig
+    def _metric(self, kind: str, value: float) -> tuple[bool, float | None]:
+        """A trigger clause's metric as (counts messages?, limit); a None limit is never met."""
+        return (True, value) if kind == "messages" else (False, self._threshold(kind, value))
+
+    def _truncate_when(self) -> tuple[bool, int | float] | None:
+        """The truncation trigger as (counts messages?, limit), or None if it never fires."""
+        trigger = self.settings.truncate_trigger
+        if trigger is None:
+            return None
+        kind, value = trigger
         if kind == "messages":
-            return n_eff >= value
+            return True, value
         if kind == "tokens":
-            return total >= value
-        if kind == "fraction":
-            if self.settings.window is None:
-                return False
-            return total >= max(1, int(self.settings.window * value))
-        return False
+            return False, value
+        if kind == "fraction" and self.settings.window is not None:
+            return False, max(1, int(self.settings.window * value))
+        return None
 
     def _truncate_cutoff(self, n_eff: int) -> int:
         kind, value = self.settings.truncate_keep
@@ -798,19 +864,14 @@ class DeepAgentsRun:
         return lo
 
     def _should_summarize(self, n_eff: int, total: int, msgs: list[BaseMessage] | None) -> bool:
-        for clause in self.settings.clauses:
-            met = True
-            for kind, value in clause.items():
-                if kind == "messages":
-                    met = n_eff >= value
-                else:
-                    threshold = self._threshold(kind, value)
-                    met = threshold is not None and (
-                        total >= threshold or self._reported(float(threshold), msgs)
-                    )
-                if not met:
+        for clause in self.trigger:
+            for by_messages, limit in clause:
+                if by_messages:
+                    if n_eff < limit:
+                        break
+                elif limit is None or not (total >= limit or self._reported(float(limit), msgs)):
                     break
-            if met:
+            else:
                 return True
         return False
 
@@ -821,7 +882,7 @@ class DeepAgentsRun:
             keep = int(value) if kind == "messages" else _DEFAULT_MESSAGES_TO_KEEP
             if n_eff <= keep:
                 return 0
-            return self._safe(n_eff - keep, n_eff, trunc_stop)
+            return self._safe(n_eff - keep, n_eff)
         if n_eff == 0:
             return 0
         target = self._threshold(kind, value)
@@ -844,23 +905,23 @@ class DeepAgentsRun:
             if n_eff == 1:
                 return 0
             candidate = n_eff - 1
-        return self._safe(candidate, n_eff, trunc_stop)
+        return self._safe(candidate, n_eff)
 
-    def _safe(self, cutoff: int, n_eff: int, trunc_stop: int) -> int:
+    def _safe(self, cutoff: int, n_eff: int) -> int:
         """`_find_safe_cutoff_point`: move back to the AIMessage owning a ToolMessage at cutoff."""
-        if cutoff >= n_eff or not isinstance(self._materialize(cutoff, 0), ToolMessage):
+        if cutoff >= n_eff or not isinstance(self._raw(cutoff), ToolMessage):
             return cutoff
         ids: set[str] = set()
         j = cutoff
         while j < n_eff:
-            m = self._materialize(j, 0)
+            m = self._raw(j)
             if not isinstance(m, ToolMessage):
                 break
             if m.tool_call_id:
                 ids.add(m.tool_call_id)
             j += 1
         for i in range(cutoff - 1, -1, -1):
-            m = self._materialize(i, trunc_stop)
+            m = self._raw(i)
             if isinstance(m, AIMessage) and m.tool_calls:
                 if ids & {c.get("id") for c in m.tool_calls if c.get("id")}:
                     return i
@@ -879,12 +940,8 @@ class DeepAgentsRun:
         to_summarize = self._messages(0, cutoff, trunc_stop)
         session = self.session or f"session_{self._next_hex()[:32]}"
         path = f"/conversation_history/{session}.md"
-        kept = [m for m in to_summarize if not _is_summary(m)]
         stamp = turn.started_at or _EPOCH
-        self.files.append(
-            path,
-            lambda: f"## Summarized at {stamp}\n\n{get_buffer_string(kept, format='xml')}\n\n",
-        )
+        self.files.append(path, lambda: _history_section(stamp, to_summarize))
         summary = self._summary_text(to_summarize)
         message = HumanMessage(
             content=(
@@ -915,7 +972,7 @@ class DeepAgentsRun:
         events[index] = replace(events[index], tokens_after=committed.context_tokens)
         return committed
 
-    def _summary_text(self, messages: list[BaseMessage]) -> str:
+    def _summary_text(self, messages: Sequence[BaseMessage]) -> str:
         s = self.settings
         if not messages:
             return "No previous conversation history."
@@ -924,7 +981,7 @@ class DeepAgentsRun:
 
             try:
                 messages = trim_messages(
-                    messages,
+                    list(messages),
                     max_tokens=s.trim_tokens_to_summarize,
                     token_counter=lambda ms: tk.count_tokens(ms, chars_per_token=self.cpt),
                     start_on="human",
@@ -943,21 +1000,32 @@ class DeepAgentsRun:
 
         Returns what `_undo_drop` needs to restore the previous state.
         """
-        changed = [
-            p
-            for p in range(max(start, self.dropped_until), min(stop, len(self.view)))
-            if _has_reasoning(self.view[p])
-        ]
-        undo = (self.dropped_until, [(p, self.etok.values[p]) for p in changed])
+        view, cpt = self.view, self.cpt
+        changed = []
+        for p in range(max(start, self.dropped_until), min(stop, len(view))):
+            m = view[p]
+            if isinstance(m, AIMessage) and isinstance(m.content, list):
+                size = tk.derived(
+                    m, "deepagents-no-reasoning-size", lambda m=m: _size_without_reasoning(m)
+                )
+                if size is not None:
+                    changed.append((p, size.tokens(cpt)))
+        undo = (self.dropped_until, [(p, self.etok.values[p]) for p, _ in changed])
         self.dropped_until = max(self.dropped_until, stop)
-        for p in changed:
-            self._retoken(p, tk.message_tokens(_drop_bound_reasoning(self.view[p]), self.cpt), "ai")
+        self._retoken_ai(changed)
         return undo
 
     def _undo_drop(self, undo: tuple[int, list[tuple[int, int]]]) -> None:
         self.dropped_until, changed = undo
-        for p, toks in changed:
-            self._retoken(p, toks, "ai")
+        self._retoken_ai(changed)
+
+    def _retoken_ai(self, changes: list[tuple[int, int]]) -> None:
+        """New token counts for AIMessages at the given positions, in one prefix-sum pass."""
+        start = self._window_start()
+        for p, toks in changes:
+            if p >= start:
+                self.window_kinds["ai"] += toks - self.etok.values[p]
+        self.etok.set_many(changes)
 
     def _with_budget(
         self, turn: Turn, events: list[Event], trunc_stop: int, summarized: _Undo | None = None
@@ -977,13 +1045,13 @@ class DeepAgentsRun:
             return self._record(turn, events, trunc_stop, count)
         # Trailing batch of ToolMessages in the request.
         start = n_eff
-        while start > 0 and isinstance(self._materialize(start - 1, 0), ToolMessage):
+        while start > 0 and isinstance(self._raw(start - 1), ToolMessage):
             start -= 1
         replacements: dict[int, tuple[BaseMessage, str]] = {}
         paths = []
         for j in range(start, n_eff):
             p = self._pos(j)
-            clipped, path = self._clip(p, start, trunc_stop)
+            clipped, path = self._clip(p, start)
             replacements[p] = (clipped, "stubs")
             paths.append(path)
         saved = {p: (self.view[p], self.kinds[p]) for p in replacements}
@@ -1028,12 +1096,12 @@ class DeepAgentsRun:
             self.session = summarized[2]
         return self._record(turn, events, trunc_stop, reduced)
 
-    def _clip(self, p: int, batch_start: int, trunc_stop: int) -> tuple[BaseMessage, str | None]:
+    def _clip(self, p: int, batch_start: int) -> tuple[BaseMessage, str | None]:
         """`_clip_one_tail_message`: slice a read_file result, offload any other."""
         message = self.view[p]
         call = None
         for j in range(batch_start - 1, -1, -1):
-            m = self._materialize(j, trunc_stop)
+            m = self._raw(j)
             if isinstance(m, AIMessage):
                 call = next((c for c in m.tool_calls if c.get("id") == message.tool_call_id), None)
                 if call is not None:
@@ -1080,6 +1148,12 @@ def _stub(message: ToolMessage, path: str, text: str) -> ToolMessage:
     return _build_evicted_tool_message(message, _build_evicted_content(message, stub_text))
 
 
+def _text_len(message: BaseMessage) -> int:
+    """`len(_text(message))`, without joining when the content is a plain string."""
+    content = message.content
+    return len(content) if isinstance(content, str) else len(_text(message))
+
+
 def _text(message: BaseMessage) -> str:
     """deepagents' `_extract_text_from_message`, skipping LangChain's content-block translation
     (slow for big Anthropic-format results) when content is plain strings or bare text blocks."""
@@ -1095,37 +1169,145 @@ def _text(message: BaseMessage) -> str:
     return _extract_text_from_message(message)
 
 
+def _history_section(stamp: str, summarized: Sequence[BaseMessage]) -> str:
+    """One `## Summarized at` section of the history file (`_offload_to_backend`)."""
+    kept = [m for m in summarized if not _is_summary(m)]
+    return f"## Summarized at {stamp}\n\n{get_buffer_string(kept, format='xml')}\n\n"
+
+
 def _is_summary(message: BaseMessage) -> bool:
     return isinstance(message, HumanMessage) and (
         message.additional_kwargs.get("lc_source") == "summarization"
     )
 
 
+def _truncated(message: AIMessage, max_length: int, text: str) -> AIMessage:
+    """`message` with its long `write_file`/`edit_file` arguments cut, as the request holds it
+    (memoised per message: every replay that sends it sends the same copy)."""
+
+    def make() -> AIMessage:
+        calls = []
+        for call in message.tool_calls:
+            if call["name"] in _TRUNCATE_ARGS_TOOLS:
+                args = call.get("args", {})
+                new = {
+                    k: v[:20] + text if isinstance(v, str) and len(v) > max_length else v
+                    for k, v in args.items()
+                }
+                if new != args:
+                    call = {**call, "args": new}
+            calls.append(call)
+        short = message.model_copy()
+        short.tool_calls = calls
+        return short
+
+    return tk.derived(message, ("deepagents-truncated", max_length, text), make)
+
+
+def _dropped(message: BaseMessage) -> BaseMessage:
+    """`_drop_bound_reasoning(message)`, memoised per message (only real copies are kept: a
+    memo entry must not refer to its own message, or the message would never be freed)."""
+    copy = tk.derived(message, "deepagents-no-reasoning", lambda: _copy_without_reasoning(message))
+    return message if copy is None else copy
+
+
+def _copy_without_reasoning(message: BaseMessage) -> BaseMessage | None:
+    copy = _drop_bound_reasoning(message)
+    return None if copy is message else copy
+
+
+def _size_without_reasoning(message: AIMessage) -> tk.Size | None:
+    """Size of `_drop_bound_reasoning(message)` (None if it drops nothing), without the copy:
+    the blocks it drops are subtracted from the measured size."""
+    if not isinstance(message.content, list):
+        return None
+    bound = _bound_reasoning_types(message)
+    gone = [b for b in message.content if isinstance(b, dict) and b.get("type") in bound]
+    if not gone:
+        return None
+    size = tk.cached_size(message)
+    chars, images = tk.blocks_size(gone)
+    return tk.Size(size.chars - chars, size.images - images)
+
+
+def _ai_facts(
+    message: AIMessage, max_length: int, text: str
+) -> tuple[dict[Any, tuple[dict, bool]], tk.Size | None]:
+    """What the feed needs of an AIMessage with tool calls, computed once per message: its
+    calls by id (`_calls_by_id`) and the size of its truncated form (`_truncated_size`)."""
+    return _calls_by_id(message), _truncated_size(message, max_length, text)
+
+
+def _truncated_size(message: AIMessage, max_length: int, text: str) -> tk.Size | None:
+    """Size of `_truncated(message, ...)`, or None when truncation leaves it as it is.
+
+    Measured without building the copy (only a summary or usage scaling needs that): the copy
+    differs in its tool calls alone, whose repr the counter charges only when the content is a
+    string, and there only by the values cut.
+    """
+    changed, delta = False, 0
+    counted = not isinstance(message.content, list)
+    for call in message.tool_calls:
+        if call["name"] in _TRUNCATE_ARGS_TOOLS:
+            for value in call.get("args", {}).values():
+                if isinstance(value, str) and len(value) > max_length:
+                    short = value[:20] + text
+                    if short != value:
+                        changed = True
+                        if counted:
+                            delta += tk.repr_len(short) - tk.repr_len(value)
+    if not changed:
+        return None
+    size = tk.cached_size(message)
+    return tk.Size(size.chars + delta, size.images)
+
+
+def _calls_by_id(ai: AIMessage) -> dict[Any, tuple[dict, bool]]:
+    """Each tool call of `ai` by id (the first of equal ids, as a search would find it), and
+    whether deepagents rejects it as a same-path parallel mutation."""
+    calls = ai.tool_calls
+    mutations = sum(c["name"] in _FILE_MUTATION_TOOLS for c in calls) if len(calls) > 1 else 0
+    by_id: dict[Any, tuple[dict, bool]] = {}
+    for call in calls:
+        if call.get("id") not in by_id:
+            by_id[call.get("id")] = (call, mutations > 1 and _parallel_mutation(ai, call))
+    return by_id
+
+
+def _error(call: dict) -> ToolMessage:
+    """The error a rejected same-path parallel mutation gets instead of its result."""
+    return ToolMessage(
+        content=_PARALLEL_MUTATION_ERROR, name=call["name"], tool_call_id=call["id"], status="error"
+    )
+
+
 def _parallel_mutation(ai: AIMessage, call: dict) -> bool:
-    """`_parallel_file_mutation_error`: an earlier call in the same AIMessage hit this path."""
+    """`_parallel_file_mutation_error`: an earlier call in the same AIMessage hit this path
+    (only asked of messages with two or more file mutations)."""
     if call["name"] not in _FILE_MUTATION_TOOLS:
         return False
-    if sum(c["name"] in _FILE_MUTATION_TOOLS for c in ai.tool_calls) < 2:
-        return False
     path = call.get("args", {}).get("file_path")
-    if not isinstance(path, str):
-        return False
-    try:
-        target = validate_path(path)
-    except ValueError:
+    target = _validated(path) if isinstance(path, str) else None
+    if target is None:
         return False
     for other in ai.tool_calls:
         if other["id"] == call["id"]:
             return False
         other_path = other.get("args", {}).get("file_path")
-        if other["name"] not in _FILE_MUTATION_TOOLS or not isinstance(other_path, str):
-            continue
-        try:
-            if validate_path(other_path) == target:
+        if other["name"] in _FILE_MUTATION_TOOLS and isinstance(other_path, str):
+            if _validated(other_path) == target:
                 return True
-        except ValueError:
-            continue
     return False
+
+
+@lru_cache(maxsize=4096)
+def _validated(path: str) -> str | None:
+    """`validate_path(path)`, None where it raises ValueError (cached: it goes through pathlib,
+    and agents write the same paths again and again)."""
+    try:
+        return validate_path(path)
+    except ValueError:
+        return None
 
 
 __all__ = ["DeepAgents", "DeepAgentsRun", "Settings", "normalize_trigger", "visible_tools"]

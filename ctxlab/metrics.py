@@ -1,0 +1,335 @@
+"""Metrics of one replay: size, cost with and without a prompt cache, validity, information.
+
+Everything is computed from a `Replay` (its calls, events, files) and the trace it replayed:
+
+* **size**: peak context, cumulative input, mean per call, turns whose *uncompacted* context
+  would overflow the window (what `raw` would have sent);
+* **events** by kind and tokens removed per event; summariser input/output tokens (estimated
+  from summarise events: the tokens that left the request plus the summary written);
+* **prompt cache** (`cache_frame`): the cached prefix of each request is its longest common
+  prefix with the previous request, under the provider's rules (`ctxlab.pricing`): minimum
+  cacheable size, 128-token steps for OpenAI, read and write multipliers. A *cache break* is a
+  turn whose request does not extend the previous one (its cached prefix shrank below the
+  previous request), and `rebilled_tokens` counts what was sent before and is paid again.
+  Runs that fill `Call.request` (all catalogue policies) are exact; for others (`deepagents`)
+  the prefix is estimated from events: a summary, a tail clip or a changed set of truncated
+  arguments keeps only the system prompt and tools cached (`cache_exact` says which);
+* **validity**: turns whose request holds an orphaned tool call or result;
+* **information** (offline proxies): goal retention (the first user request is still in the
+  request, verbatim, after compaction), references after eviction (later recorded tool calls
+  naming a path whose every mention was evicted), recoverability (evicted content found in the
+  replay's virtual files).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+from xml.sax.saxutils import escape
+
+import polars as pl
+from langchain_core.messages import AIMessage, HumanMessage
+
+from ctxlab import tokens as tk
+from ctxlab.pricing import Price, cached_tokens, price_for
+from ctxlab.profiles import profile as lookup_profile
+
+if TYPE_CHECKING:
+    from ctxlab.replay import Replay
+    from ctxlab.trace import Trace
+
+EVICTING = frozenset(
+    {
+        "summarize",
+        "forget",
+        "trim",
+        "offload_human_message",
+        "offload_tool_result",
+        "clear_tool_uses",
+        "mask_observations",
+        "tail_clip",
+    }
+)
+"""Event kinds that take a message's original content out of the request."""
+DROPPING = frozenset({"summarize", "forget", "trim", "offload_human_message"})
+"""Event kinds that remove a whole message (the others replace a tool result's content)."""
+_BREAKING = frozenset({"summarize", "tail_clip", "forget", "trim"})
+_PATH = re.compile(r"(?:(?<=[\s'\"(=])|^)(/[\w.\-/]+\.\w+|/[\w.\-]+(?:/[\w.\-]+)+)")
+
+
+def _estimated_requests(replay: Replay) -> list[tuple[int, int] | None]:
+    """(fixed tokens, total) per call for runs without `Call.request`."""
+    out = []
+    for call in replay.calls:
+        fixed = call.by_kind.get("system", 0) + call.by_kind.get("tools", 0)
+        out.append((fixed, call.context_tokens))
+    return out
+
+
+def _lcp(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> int:
+    total = 0
+    for x, y in zip(a, b, strict=False):
+        if x[0] != y[0]:
+            break
+        total += x[1]
+    return total
+
+
+def common_prefixes(replay: Replay) -> tuple[list[int], bool]:
+    """Tokens each request shares with the previous one (0 for the first), and exactness."""
+    calls = replay.calls
+    if calls and all(getattr(c, "request", None) is not None for c in calls):
+        out, prev = [], None
+        for c in calls:
+            out.append(_lcp(prev, c.request) if prev is not None else 0)
+            prev = c.request
+        return out, True
+    out = []
+    prev_call = None
+    prev_trunc: frozenset[int] = frozenset()
+    for c in calls:
+        trunc = frozenset(p for e in c.events if e.kind == "truncate_args" for p in e.messages)
+        if prev_call is None:
+            out.append(0)
+        else:
+            broke = any(e.kind in _BREAKING for e in c.events) or trunc != prev_trunc
+            fixed = c.by_kind.get("system", 0) + c.by_kind.get("tools", 0)
+            out.append(min(fixed, prev_call.context_tokens) if broke else prev_call.context_tokens)
+        prev_call, prev_trunc = c, trunc
+    return out, False
+
+
+def _output_tokens(trace: Trace, cpt: float = tk.CHARS_PER_TOKEN) -> list[int]:
+    out = []
+    for t in trace.turns:
+        if t.output_tokens is not None:
+            out.append(int(t.output_tokens))
+        elif t.output is not None:
+            out.append(tk.message_tokens(t.output, cpt))
+        else:
+            out.append(0)
+    return out
+
+
+def model_of(trace: Trace, model: str | None = None) -> str | None:
+    """`model` if given (an override), else the trace's model."""
+    return model or trace.model
+
+
+def cache_frame(replay: Replay, trace: Trace, model: str | None = None) -> pl.DataFrame:
+    """Per turn: input, common prefix, cached read / written / uncached tokens, costs (USD)."""
+    price = price_for(model_of(trace, model))
+    prefixes, _ = common_prefixes(replay)
+    outputs = _output_tokens(trace)
+    rows = []
+    prev_total = None
+    for call, prefix, out_toks in zip(replay.calls, prefixes, outputs, strict=True):
+        total = call.context_tokens
+        read = cached_tokens(prefix, price) if price else 0
+        write = 0
+        if price and price.cache_write != 1.0 and total >= price.min_cacheable:
+            write = total - read
+        uncached = total - read - write
+        rows.append(
+            {
+                "turn": call.turn,
+                "input_tokens": total,
+                "output_tokens": out_toks,
+                "common_prefix": prefix,
+                "cache_read_tokens": read,
+                "cache_write_tokens": write,
+                "uncached_tokens": uncached,
+                "cache_break": prev_total is not None and prefix < prev_total,
+                "rebilled_tokens": (prev_total - prefix) if prev_total is not None else 0,
+                "cost_usd": _cost(price, total, 0, 0, out_toks),
+                "cost_usd_with_cache": _cost(price, uncached, read, write, out_toks),
+            }
+        )
+        prev_total = total
+    return pl.DataFrame(rows) if rows else pl.DataFrame()
+
+
+def _cost(price: Price | None, uncached: int, read: int, write: int, output: int) -> float | None:
+    if price is None:
+        return None
+    per = price.input / 1e6
+    return (
+        uncached * per
+        + read * per * price.cache_read
+        + write * per * price.cache_write
+        + output * price.output / 1e6
+    )
+
+
+def _evictions(replay: Replay) -> dict[int, int]:
+    """Full-history position -> turn of the first event that took its content out."""
+    out: dict[int, int] = {}
+    for e in replay.event_list:
+        if e.kind in EVICTING and e.turn is not None:
+            for p in e.messages:
+                out.setdefault(p, e.turn)
+    return out
+
+
+def goal_position(trace: Trace) -> int | None:
+    """Position of the first user request (the goal) in the full history."""
+    return next(
+        (
+            i
+            for i, m in enumerate(trace.messages)
+            if isinstance(m, HumanMessage)
+            and m.additional_kwargs.get("lc_source") != "summarization"
+        ),
+        None,
+    )
+
+
+def goal_retention(replay: Replay, trace: Trace) -> float | None:
+    """Share of the turns after the first compaction event whose request still holds the goal
+    verbatim (None if nothing was compacted or the trace has no user message)."""
+    goal = goal_position(trace)
+    events = [e for e in replay.event_list if e.turn is not None]
+    if goal is None or not events:
+        return None
+    first = min(e.turn for e in events)
+    gone = min((e.turn for e in events if e.kind in DROPPING and goal in e.messages), default=None)
+    after = [c.turn for c in replay.calls if c.turn >= first]
+    if not after:
+        return None
+    kept = sum(1 for t in after if gone is None or t < gone)
+    return kept / len(after)
+
+
+def _paths(text: str) -> set[str]:
+    return set(_PATH.findall(text))
+
+
+def references_after_eviction(replay: Replay, trace: Trace) -> int:
+    """Recorded tool calls that name a path every mention of which the policy had evicted by
+    then (the agent used something no longer in its context: an offline proxy for harm)."""
+    evicted = _evictions(replay)
+    if not evicted:
+        return 0
+    mentions: dict[str, list[int]] = {}
+    for p, m in enumerate(trace.messages):
+        for path in _paths(_text(m)):
+            mentions.setdefault(path, []).append(p)
+    count = 0
+    for turn in trace.turns:
+        out = turn.output
+        if not isinstance(out, AIMessage) or not out.tool_calls:
+            continue
+        for call in out.tool_calls:
+            for path in _paths(" " + json.dumps(call.get("args", {}))):
+                before = [q for q in mentions.get(path, ()) if q < turn.position]
+                if before and all(q in evicted and evicted[q] <= turn.index for q in before):
+                    count += 1
+    return count
+
+
+def _text(message: Any) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        b if isinstance(b, str) else str(b.get("text", ""))
+        for b in content
+        if isinstance(b, str | dict)
+    )
+
+
+def recoverability(replay: Replay, trace: Trace, probe: int = 200) -> float | None:
+    """Share of evicted messages whose text can be found in the replay's files (head and tail
+    probes of `probe` characters, raw or XML-escaped as history files store it)."""
+    evicted = _evictions(replay)
+    if not evicted:
+        return None
+    texts = [replay.files[path] for path in replay.files]
+    found = 0
+    counted = 0
+    for p in evicted:
+        text = _text(trace.messages[p]).strip()
+        if not text:
+            continue
+        counted += 1
+        probes = {text[:probe], text[-probe:]}
+        if any(all(pr in f or escape(pr) in f for pr in probes) for f in texts):
+            found += 1
+    return found / counted if counted else None
+
+
+def summary(
+    replay: Replay, trace: Trace, *, model: str | None = None, window: int | None = None
+) -> dict[str, Any]:
+    """One flat record of every metric (the `ctxlab compare --json` row)."""
+    frame = replay.turns
+    n = frame.height
+    name = model_of(trace, model)
+    if window is None:
+        window = lookup_profile(name, None if model else trace.provider).max_input_tokens
+    cache = cache_frame(replay, trace, model)
+    _, exact = common_prefixes(replay)
+    events = replay.event_list
+    by_kind: dict[str, int] = {}
+    removed: dict[str, int] = {}
+    for e in events:
+        by_kind[e.kind] = by_kind.get(e.kind, 0) + 1
+        if e.tokens_before is not None and e.tokens_after is not None:
+            removed[e.kind] = removed.get(e.kind, 0) + (e.tokens_before - e.tokens_after)
+    summ_in = summ_out = 0
+    for c in replay.calls:
+        for e in c.events:
+            if e.kind == "summarize" and e.tokens_before is not None and e.tokens_after is not None:
+                written = c.by_kind.get("summary", 0)
+                summ_out += written
+                summ_in += max(0, e.tokens_before - e.tokens_after + written)
+    orphans = [getattr(c, "orphans", None) for c in replay.calls]
+    price = price_for(name)
+    costs = {}
+    if price is not None and n:
+        costs["cost_usd"] = float(cache["cost_usd"].sum())
+        costs["cost_usd_with_cache"] = float(cache["cost_usd_with_cache"].sum())
+        summariser_cost = summ_in * price.input / 1e6 + summ_out * price.output / 1e6
+        costs["summarizer_cost_usd"] = summariser_cost
+    return {
+        "trace_id": replay.trace_id,
+        "policy": replay.policy,
+        "model": name,
+        "window": window,
+        "turns": n,
+        "peak_context_tokens": int(frame["context_tokens"].max() or 0) if n else 0,
+        "cumulative_input_tokens": int(frame["context_tokens"].sum()) if n else 0,
+        "mean_input_tokens": float(frame["context_tokens"].mean()) if n else 0.0,
+        "raw_overflow_turns": int((frame["baseline_tokens"] > window).sum())
+        if window and n
+        else None,
+        "overflow_turns": int((frame["context_tokens"] > window).sum()) if window and n else None,
+        "events": len(events),
+        "events_by_kind": by_kind,
+        "tokens_removed_by_kind": removed,
+        "tokens_removed_per_event": {k: removed[k] / by_kind[k] for k in removed if by_kind[k]},
+        "summarizer_input_tokens": summ_in,
+        "summarizer_output_tokens": summ_out,
+        "cost_usd": costs.get("cost_usd"),
+        "cost_usd_with_cache": costs.get("cost_usd_with_cache"),
+        "summarizer_cost_usd": costs.get("summarizer_cost_usd"),
+        "cache_read_tokens": int(cache["cache_read_tokens"].sum()) if n else 0,
+        "cache_breaks": int(cache["cache_break"].sum()) if n else 0,
+        "rebilled_tokens": int(cache["rebilled_tokens"].sum()) if n else 0,
+        "cache_exact": exact,
+        "orphan_turns": None if any(o is None for o in orphans) else sum(1 for o in orphans if o),
+        "goal_retention": goal_retention(replay, trace),
+        "references_after_eviction": references_after_eviction(replay, trace),
+        "recoverability": recoverability(replay, trace),
+    }
+
+
+__all__ = [
+    "cache_frame",
+    "common_prefixes",
+    "goal_retention",
+    "recoverability",
+    "references_after_eviction",
+    "summary",
+]

@@ -1,0 +1,586 @@
+"""Pure plotly figure builders for replays, and `export(fig, path)` for write-ups.
+
+Every builder takes frames/replays and returns a `plotly.graph_objects.Figure`; nothing here
+reads files, runs replays or keeps state, so the same figure comes out of a notebook, a widget
+(which copies it into a `FigureWidget` and updates it in place) and the CLI. Figures are styled
+for papers: a sans-serif font at readable sizes, a white background and the Okabe-Ito palette,
+which stays distinguishable for colour-blind readers and in greyscale print.
+
+Static export (PNG, SVG, PDF) goes through kaleido 1.x driving the system `chromium` (found on
+PATH, or `BROWSER_PATH`; nothing is downloaded). A cold export starts a browser (about 2 s), so
+the first static export starts kaleido's sync server and keeps it for the life of the process:
+later exports cost about a tenth of a second. HTML embeds plotly.js, so it opens offline.
+
+Trace text is untrusted: every string taken from a trace or replay that ends up in hover text
+goes through `html.escape` (plotly renders a subset of HTML in hover labels).
+"""
+
+from __future__ import annotations
+
+import atexit
+import html
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import plotly.graph_objects as go
+import polars as pl
+
+if TYPE_CHECKING:
+    from ctxlab.replay import Replay
+    from ctxlab.trace import Trace
+
+FONT = "DejaVu Sans, Arial, Helvetica, sans-serif"
+"""DejaVu ships with Debian's chromium fonts; the fallbacks cover other systems."""
+
+OKABE_ITO = {
+    "black": "#000000",
+    "orange": "#E69F00",
+    "sky": "#56B4E9",
+    "green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "purple": "#CC79A7",
+    "grey": "#999999",
+}
+
+KIND_COLORS: dict[str, str] = {
+    "system": OKABE_ITO["grey"],
+    "tools": OKABE_ITO["purple"],
+    "human": OKABE_ITO["orange"],
+    "ai": OKABE_ITO["blue"],
+    "tool_results": OKABE_ITO["sky"],
+    "stubs": OKABE_ITO["yellow"],
+    "summary": OKABE_ITO["green"],
+}
+KIND_LABELS: dict[str, str] = {
+    "system": "system prompt",
+    "tools": "tool schemas",
+    "human": "human",
+    "ai": "assistant",
+    "tool_results": "tool results",
+    "stubs": "offload stubs",
+    "summary": "summary",
+}
+
+STATUS_COLORS: dict[str, str] = {
+    "kept": OKABE_ITO["sky"],
+    "offloaded": OKABE_ITO["yellow"],
+    "truncated": OKABE_ITO["orange"],
+    "summarised": "#D9D9D9",
+    "summary": OKABE_ITO["green"],
+    "masked": OKABE_ITO["purple"],
+}
+"""Colours of the context strip's blocks, by what the policy did to the message."""
+
+EVENT_STYLE: dict[str, tuple[str, str]] = {
+    "offload_tool_result": ("triangle-down", OKABE_ITO["yellow"]),
+    "offload_human_message": ("triangle-down-open", OKABE_ITO["orange"]),
+    "truncate_args": ("line-ew-open", OKABE_ITO["orange"]),
+    "summarize": ("diamond", OKABE_ITO["green"]),
+    "tail_clip": ("x", OKABE_ITO["vermillion"]),
+    "overflow_error": ("star", OKABE_ITO["black"]),
+}
+_DEFAULT_EVENT_STYLE = ("circle", OKABE_ITO["purple"])
+
+SERIES_COLORS = [
+    OKABE_ITO[c] for c in ("blue", "vermillion", "green", "orange", "purple", "sky", "black")
+]
+"""Line colours for comparisons, in order; `SERIES_DASHES` tells them apart in greyscale."""
+SERIES_DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "solid"]
+
+FORMATS = ("png", "svg", "pdf", "html")
+
+
+def style(
+    fig: go.Figure, *, title: str | None = None, width: int = 900, height: int = 480
+) -> go.Figure:
+    """Apply the paper style in place (and return the figure, for chaining)."""
+    fig.update_layout(
+        template="simple_white",
+        font={"family": FONT, "size": 14, "color": "#222222"},
+        title={"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 16}}
+        if title
+        else None,
+        width=width,
+        height=height,
+        margin={"l": 70, "r": 20, "t": 60 if title else 30, "b": 60},
+        legend={
+            "font": {"size": 12},
+            "orientation": "h",
+            "yanchor": "top",
+            "y": -0.16,
+            "x": 0,
+            "xanchor": "left",
+            "bgcolor": "rgba(255,255,255,0.8)",
+        },
+        hoverlabel={"font": {"family": FONT, "size": 12}},
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+    )
+    fig.update_xaxes(showgrid=False, ticks="outside", zeroline=False)
+    fig.update_yaxes(showgrid=True, gridcolor="#E5E5E5", ticks="outside", zeroline=False)
+    return fig
+
+
+def esc(text: Any, limit: int | None = None) -> str:
+    """Untrusted text made safe for HTML and plotly hover labels (newlines become <br>)."""
+    s = "" if text is None else str(text)
+    if limit is not None and len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return html.escape(s, quote=True).replace("\n", "<br>")
+
+
+# --------------------------------------------------------------------------- thresholds
+
+
+def thresholds(policy: Any, trace: Trace) -> dict[str, int]:
+    """Window, trigger and input-budget lines (tokens) a policy resolves to on `trace`.
+
+    Only policies with `resolve(trace)` (DeepAgents and anything shaped like it) have lines;
+    others give `{}`. The trigger line is the lowest token threshold of the OR-ed clauses.
+    """
+    resolve = getattr(policy, "resolve", None)
+    if resolve is None:
+        return {}
+    try:
+        s = resolve(trace)
+    except (TypeError, ValueError):
+        return {}
+    out: dict[str, int] = {}
+    window = getattr(s, "window", None)
+    if window:
+        out["window"] = int(window)
+    levels = []
+    for clause in getattr(s, "clauses", []) or []:
+        if "tokens" in clause:
+            levels.append(int(clause["tokens"]))
+        elif "fraction" in clause and window:
+            levels.append(max(1, int(window * clause["fraction"])))
+    if levels:
+        out["trigger"] = min(levels)
+    budget = getattr(s, "budget", None)
+    if budget:
+        out["budget"] = int(budget)
+    return out
+
+
+# --------------------------------------------------------------------------- builders
+
+_KINDS = ("system", "tools", "human", "ai", "tool_results", "stubs", "summary")
+
+
+def _event_hover(row: Mapping[str, Any]) -> str:
+    before, after = row.get("tokens_before"), row.get("tokens_after")
+    parts = [f"<b>{esc(row['kind'])}</b> at turn {row['turn']}"]
+    if before is not None and after is not None:
+        parts.append(f"{before:,} → {after:,} tokens")
+    msgs = row.get("messages") or []
+    if msgs:
+        shown = ", ".join(str(m) for m in msgs[:8]) + (" …" if len(msgs) > 8 else "")
+        parts.append(f"messages {shown}")
+    if row.get("file_path"):
+        parts.append(f"file {esc(row['file_path'], 120)}")
+    if row.get("reason"):
+        parts.append(f"reason {esc(row['reason'], 120)}")
+    return "<br>".join(parts)
+
+
+def event_markers(replay: Replay, *, y: str = "context_tokens") -> list[go.Scatter]:
+    """One marker trace per event kind, at each event's turn and the turn's `y` value."""
+    events = replay.events
+    if events.is_empty():
+        return []
+    turns = replay.turns.select("turn", y)
+    joined = events.join(turns, on="turn", how="left")
+    traces = []
+    for kind in sorted(set(joined["kind"].to_list())):
+        rows = joined.filter(pl.col("kind") == kind).to_dicts()
+        symbol, color = EVENT_STYLE.get(kind, _DEFAULT_EVENT_STYLE)
+        traces.append(
+            go.Scatter(
+                x=[r["turn"] for r in rows],
+                y=[r[y] if r[y] is not None else r["tokens_before"] for r in rows],
+                mode="markers",
+                name=f"event: {kind}",
+                marker={
+                    "symbol": symbol,
+                    "size": 11,
+                    "color": color,
+                    "line": {"width": 1.2, "color": "#222222"},
+                },
+                hovertext=[_event_hover(r) for r in rows],
+                hoverinfo="text",
+                legendgroup="events",
+            )
+        )
+    return traces
+
+
+def context_traces(
+    replay: Replay,
+    *,
+    lines: Mapping[str, int] | None = None,
+    baseline: bool = True,
+    events: bool = True,
+) -> list[go.Scatter]:
+    """The traces of `context_tokens`, without layout: what a live widget swaps in place."""
+    turns = replay.turns
+    x = turns["turn"].to_numpy()
+    out: list[go.Scatter] = []
+    for kind in _KINDS:
+        out.append(
+            go.Scatter(
+                x=x,
+                y=turns[f"{kind}_tokens"].to_numpy(),
+                name=KIND_LABELS[kind],
+                mode="lines",
+                line={"width": 0.5, "color": KIND_COLORS[kind]},
+                fillcolor=KIND_COLORS[kind],
+                stackgroup="context",
+                hovertemplate=f"{KIND_LABELS[kind]}: %{{y:,}}<extra>turn %{{x}}</extra>",
+            )
+        )
+    if baseline:
+        out.append(
+            go.Scatter(
+                x=x,
+                y=turns["baseline_tokens"].to_numpy(),
+                name="uncompacted baseline",
+                mode="lines",
+                line={"color": OKABE_ITO["black"], "width": 2, "dash": "dash"},
+                hovertemplate="baseline: %{y:,}<extra>turn %{x}</extra>",
+            )
+        )
+    dashes = {"window": "solid", "trigger": "dash", "budget": "dot"}
+    for label, level in (lines or {}).items():
+        out.append(
+            go.Scatter(
+                x=[int(x[0]) if len(x) else 0, int(x[-1]) if len(x) else 1],
+                y=[level, level],
+                name=f"{label} {level:,}",
+                mode="lines",
+                line={
+                    "color": OKABE_ITO["vermillion"],
+                    "width": 1.5,
+                    "dash": dashes.get(label, "dashdot"),
+                },
+                hoverinfo="name",
+            )
+        )
+    if events:
+        out.extend(event_markers(replay))
+    return out
+
+
+def context_tokens(
+    replay: Replay,
+    *,
+    lines: Mapping[str, int] | None = None,
+    baseline: bool = True,
+    events: bool = True,
+    title: str | None = None,
+    width: int = 900,
+    height: int = 560,
+) -> go.Figure:
+    """Context tokens per turn, stacked by kind, against the uncompacted baseline.
+
+    `lines` maps labels to token levels drawn as horizontal lines (use `thresholds(policy,
+    trace)` for window / trigger / budget). A marker per event sits on the turn it happened.
+    Trace order is fixed (kinds, baseline, lines, events) so widgets can update in place.
+    """
+    fig = go.Figure(context_traces(replay, lines=lines, baseline=baseline, events=events))
+    fig.update_xaxes(title_text="turn (model call)")
+    fig.update_yaxes(title_text="context tokens", tickformat="~s", rangemode="tozero")
+    return style(
+        fig,
+        title=title or f"{esc(replay.policy)} on {esc(replay.trace_id[:36])}",
+        width=width,
+        height=height,
+    )
+
+
+def composition(
+    replay: Replay, *, title: str | None = None, width: int = 900, height: int = 420
+) -> go.Figure:
+    """Share of each kind in the request, per turn (100% stacked): what the context is made of."""
+    turns = replay.turns
+    x = turns["turn"].to_numpy()
+    fig = go.Figure()
+    for kind in _KINDS:
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=turns[f"{kind}_tokens"].to_numpy(),
+                name=KIND_LABELS[kind],
+                mode="lines",
+                line={"width": 0.5, "color": KIND_COLORS[kind]},
+                fillcolor=KIND_COLORS[kind],
+                stackgroup="share",
+                groupnorm="percent" if kind == _KINDS[0] else None,
+                hovertemplate=f"{KIND_LABELS[kind]}: %{{y:.1f}}%<extra>turn %{{x}}</extra>",
+            )
+        )
+    fig.update_xaxes(title_text="turn (model call)")
+    fig.update_yaxes(title_text="share of request (%)", range=[0, 100])
+    return style(fig, title=title or "Context composition", width=width, height=height)
+
+
+def events_timeline(
+    replay: Replay, *, title: str | None = None, width: int = 900, height: int = 320
+) -> go.Figure:
+    """Events by kind along the turns; marker area shows the tokens each event removed."""
+    events = replay.events
+    fig = go.Figure()
+    n_turns = replay.turns.height
+    kinds = sorted(set(events["kind"].to_list())) if not events.is_empty() else []
+    for kind in kinds:
+        rows = events.filter(pl.col("kind") == kind).to_dicts()
+        saved = [
+            max(0, (r["tokens_before"] or 0) - (r["tokens_after"] or 0))
+            if r["tokens_after"] is not None
+            else 0
+            for r in rows
+        ]
+        symbol, color = EVENT_STYLE.get(kind, _DEFAULT_EVENT_STYLE)
+        fig.add_trace(
+            go.Scatter(
+                x=[r["turn"] if r["turn"] is not None else n_turns for r in rows],
+                y=[kind] * len(rows),
+                mode="markers",
+                name=kind,
+                marker={
+                    "symbol": symbol,
+                    "color": color,
+                    "size": [8 + min(22, (s / 1000) ** 0.5 * 3) for s in saved],
+                    "line": {"width": 1, "color": "#222222"},
+                },
+                hovertext=[_event_hover(r) for r in rows],
+                hoverinfo="text",
+            )
+        )
+    fig.update_xaxes(title_text="turn (model call)", range=[-1, max(n_turns, 1)])
+    fig.update_yaxes(title_text=None, type="category", categoryorder="array", categoryarray=kinds)
+    fig.update_layout(showlegend=False)
+    return style(fig, title=title or f"Events ({events.height})", width=width, height=height)
+
+
+def comparison(
+    replays: Sequence[Replay],
+    *,
+    labels: Sequence[str] | None = None,
+    metric: str = "context_tokens",
+    cumulative: bool = False,
+    baseline: bool = True,
+    title: str | None = None,
+    width: int = 900,
+    height: int = 480,
+) -> go.Figure:
+    """Several replays' curves overlaid (one colour and dash each), with the first's baseline."""
+    labels = list(labels) if labels is not None else default_labels(replays)
+    fig = go.Figure()
+    for i, (r, label) in enumerate(zip(replays, labels, strict=True)):
+        y = r.turns[metric]
+        if cumulative:
+            y = y.cum_sum()
+        fig.add_trace(
+            go.Scatter(
+                x=r.turns["turn"].to_list(),
+                y=y.to_list(),
+                name=esc(label, 60),
+                mode="lines",
+                line={
+                    "color": SERIES_COLORS[i % len(SERIES_COLORS)],
+                    "width": 2,
+                    "dash": SERIES_DASHES[i % len(SERIES_DASHES)],
+                },
+                hovertemplate=f"{esc(label, 60)}: %{{y:,}}<extra>turn %{{x}}</extra>",
+            )
+        )
+    if baseline and replays:
+        y = replays[0].turns["baseline_tokens"]
+        if cumulative:
+            y = y.cum_sum()
+        fig.add_trace(
+            go.Scatter(
+                x=replays[0].turns["turn"].to_list(),
+                y=y.to_list(),
+                name="uncompacted baseline",
+                mode="lines",
+                line={"color": OKABE_ITO["grey"], "width": 1.5, "dash": "dot"},
+                hovertemplate="baseline: %{y:,}<extra>turn %{x}</extra>",
+            )
+        )
+    fig.update_xaxes(title_text="turn (model call)")
+    what = "cumulative input tokens" if cumulative else metric.replace("_", " ")
+    fig.update_yaxes(title_text=what, tickformat="~s", rangemode="tozero")
+    return style(fig, title=title or f"Policies compared: {what}", width=width, height=height)
+
+
+def default_labels(replays: Sequence[Replay]) -> list[str]:
+    """`policy(changed params)` per replay: enough to tell sweep cells apart in a legend."""
+    out = []
+    for r in replays:
+        shown = {k: v for k, v in r.params.items() if v not in ("auto", None, "trace")}
+        inner = ", ".join(f"{k}={v}" for k, v in list(shown.items())[:3])
+        out.append(f"{r.policy}({inner})")
+    return out
+
+
+def sweep_heatmap(
+    frame: pl.DataFrame,
+    x: str,
+    y: str,
+    z: str = "cumulative_input_tokens",
+    *,
+    agg: str = "mean",
+    title: str | None = None,
+    width: int = 700,
+    height: int = 480,
+) -> go.Figure:
+    """A sweep result frame (`ctxlab.sweep(...)`) as a heatmap of `z` over two grid columns.
+
+    Cells over several traces are aggregated with `agg` (`mean`, `median`, `sum`, `max`,
+    `min`); axes keep the order values first appear in, which is the grid's order.
+    """
+    if x not in frame.columns or y not in frame.columns or z not in frame.columns:
+        raise ValueError(f"sweep frame needs columns {x!r}, {y!r}, {z!r}; has {frame.columns}")
+    value = getattr(pl.col(z), agg)()
+    grouped = frame.group_by([x, y], maintain_order=True).agg(value.alias(z))
+    xs = list(dict.fromkeys(frame[x].cast(pl.Utf8).to_list()))
+    ys = list(dict.fromkeys(frame[y].cast(pl.Utf8).to_list()))
+    cells = {(str(r[x]), str(r[y])): r[z] for r in grouped.to_dicts()}
+    matrix = [[cells.get((xv, yv)) for xv in xs] for yv in ys]
+    text = [[f"{v:,.0f}" if v is not None else "" for v in row] for row in matrix]
+    fig = go.Figure(
+        go.Heatmap(
+            x=[esc(v) for v in xs],
+            y=[esc(v) for v in ys],
+            z=matrix,
+            text=text,
+            texttemplate="%{text}",
+            colorscale="Viridis",
+            reversescale=True,
+            colorbar={"title": {"text": z.replace("_", " ")}},
+            hovertemplate=f"{esc(x)}=%{{x}}<br>{esc(y)}=%{{y}}<br>{esc(z)}=%{{z:,.0f}}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title_text=x, type="category")
+    fig.update_yaxes(title_text=y, type="category", showgrid=False)
+    return style(
+        fig, title=title or f"Sweep: {agg} {z.replace('_', ' ')}", width=width, height=height
+    )
+
+
+# --------------------------------------------------------------------------- export
+
+
+class _Kaleido:
+    """One kaleido sync server (one chromium) per process, started on the first static export.
+
+    kaleido's own singleton refuses to open twice; this wrapper makes starting idempotent and
+    thread-safe, and stops the browser at interpreter exit so no chromium outlives Python.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.started = False
+
+    def start(self) -> None:
+        with self._lock:
+            if self.started:
+                return
+            import kaleido
+
+            # mathjax=False: no CDN request for MathJax (labels here are plain text).
+            kaleido.start_sync_server(mathjax=False, silence_warnings=True)
+            self.started = True
+            atexit.register(self.stop)
+
+    def stop(self) -> None:
+        with self._lock:
+            if not self.started:
+                return
+            import kaleido
+
+            kaleido.stop_sync_server(silence_warnings=True)
+            self.started = False
+
+
+KALEIDO = _Kaleido()
+
+
+def _as_figure(fig: Any) -> go.Figure:
+    """A plain `go.Figure` copy (FigureWidget or dict in; what kaleido and write_html want)."""
+    if isinstance(fig, go.Figure) and not isinstance(fig, go.FigureWidget):
+        return fig
+    return go.Figure(fig.to_dict() if hasattr(fig, "to_dict") else fig)
+
+
+def export(
+    fig: Any,
+    path: str | Path,
+    *,
+    format: str | None = None,
+    width: int | None = None,
+    height: int | None = None,
+    scale: float = 2.0,
+) -> Path:
+    """Write `fig` to `path` as PNG, SVG, PDF or HTML (from the suffix unless `format`).
+
+    Static formats go through the process-wide kaleido server (started here on first use); HTML
+    embeds plotly.js (about 4.8 MB) so the file works with no network. Returns the path.
+    """
+    path = Path(path)
+    fmt = (format or path.suffix.lstrip(".")).lower()
+    if fmt not in FORMATS:
+        raise ValueError(f"cannot export {path}: format {fmt!r} is not one of {', '.join(FORMATS)}")
+    figure = _as_figure(fig)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "html":
+        figure.write_html(
+            path,
+            include_plotlyjs=True,
+            full_html=True,
+            include_mathjax=False,
+            config={"displaylogo": False},
+        )
+        return path
+    import kaleido
+
+    KALEIDO.start()
+    layout = figure.layout
+    data = kaleido.calc_fig_sync(
+        figure.to_dict(),
+        opts={
+            "format": fmt,
+            "width": width or layout.width or 900,
+            "height": height or layout.height or 480,
+            "scale": scale if fmt == "png" else 1,
+        },
+    )
+    path.write_bytes(data)
+    return path
+
+
+__all__ = [
+    "EVENT_STYLE",
+    "FONT",
+    "KIND_COLORS",
+    "OKABE_ITO",
+    "STATUS_COLORS",
+    "comparison",
+    "composition",
+    "context_tokens",
+    "context_traces",
+    "default_labels",
+    "esc",
+    "event_markers",
+    "events_timeline",
+    "export",
+    "style",
+    "sweep_heatmap",
+    "thresholds",
+]

@@ -1,0 +1,474 @@
+"""The shared engine of the catalogue policies: a request is a list of items built by stages.
+
+Every catalogue policy (all but `deepagents`, which is one hand-tuned stack) is a list of
+*stages*. At each recorded model call the run hands the full history fed so far, as items
+`(pos, message, kind)`, to the first stage; each stage returns the request it would send, and
+the next stage works on that. Stages keep their own state in **full-history positions** (a
+summary's cutoff, the observations they masked), never in message objects of another stage,
+which is what makes them compose open-loop: a
+`Pipeline([ClearToolUses(), LangChainSummarization()])`
+summarises the request the clearing produced, and the clearing is recomputed on every call the
+way LangChain's request-only `ContextEditingMiddleware` recomputes it.
+
+Derived messages (masked, cleared, truncated copies) are memoised per original message through
+`ctxlab.tokens.derived`, so the same edit gives the same object on every call: token counts are
+measured once, and the prompt-cache simulation (`Call.request`) can compare requests by identity.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Protocol
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from ctxlab import tokens as tk
+from ctxlab.policies.base import Call, Event, Files
+from ctxlab.profiles import profile as lookup_profile
+
+if TYPE_CHECKING:
+    from ctxlab.summarizers import Summarizer
+    from ctxlab.trace import Trace, Turn
+
+AUTO: Literal["auto"] = "auto"
+
+
+class Item(NamedTuple):
+    """One message of a request: its full-history position (None for inserted ones, like a
+    summary), the message as sent, and its token bucket (`ctxlab.policies.base.KINDS`)."""
+
+    pos: int | None
+    msg: BaseMessage
+    kind: str
+
+
+def kind_of(message: BaseMessage) -> str:
+    """Token bucket of an unedited message."""
+    if isinstance(message, SystemMessage):
+        return "system"
+    if isinstance(message, AIMessage):
+        return "ai"
+    if isinstance(message, ToolMessage):
+        return "tool_results"
+    if isinstance(message, HumanMessage) and (
+        message.additional_kwargs.get("lc_source") == "summarization"
+    ):
+        return "summary"
+    return "human"
+
+
+@dataclass
+class Context:
+    """What a stage may read and write during one model call."""
+
+    turn: Turn
+    trace: Trace
+    summarizer: Summarizer
+    files: Files
+    events: list[Event]
+    chars_per_token: float
+    tools_tokens: int
+    window: int | None
+
+    def tokens(self, message: BaseMessage, chars_per_token: float | None = None) -> int:
+        """Approximate tokens of one message (measured once per object)."""
+        return tk.message_tokens(message, chars_per_token or self.chars_per_token)
+
+    def count(self, items: Sequence[Item], *, system: bool = True, tools: bool = True) -> int:
+        """Tokens of a request; LangChain middleware counts messages only (no system, no tools)."""
+        cpt = self.chars_per_token
+        total = self.tools_tokens if tools else 0
+        for it in items:
+            if system or it.kind != "system":
+                total += tk.message_tokens(it.msg, cpt)
+        return total
+
+    def threshold(self, kind: str, value: float, what: str) -> int:
+        """A `("tokens", N)` / `("fraction", f)` size as tokens (fractions need a window)."""
+        if kind == "fraction":
+            if self.window is None:
+                raise ValueError(
+                    f"{what}: a fraction needs the model's window (pass window=N or a model "
+                    "with a known profile)"
+                )
+            return max(1, int(self.window * value))
+        return max(1, int(value))
+
+
+class Stage(Protocol):
+    """One step of a request pipeline, with its own state for one trace."""
+
+    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        """The request this stage sends, given the request the previous stage produced."""
+        ...
+
+
+def resolve_window(window: Any, trace: Trace, model: str | None = None) -> int | None:
+    """`"auto"`: the trace's model window from the LangChain profile data, else None."""
+    if window == AUTO:
+        return lookup_profile(model or trace.model, trace.provider).max_input_tokens
+    return None if window is None else int(window)
+
+
+@dataclass(slots=True)
+class ViewCall(Call):
+    """A `Call` that also says how many tool calls / results in the request lost their pair."""
+
+    orphans: int = 0
+
+
+def count_orphans(messages: Sequence[BaseMessage]) -> int:
+    """Tool results without an earlier call in the request, plus calls never answered in it
+    (a provider rejects both with a 400)."""
+    called: set[str] = set()
+    answered: set[str] = set()
+    bad = 0
+    for m in messages:
+        if isinstance(m, AIMessage):
+            called.update(c["id"] for c in m.tool_calls if c.get("id"))
+        elif isinstance(m, ToolMessage):
+            if m.tool_call_id in called:
+                answered.add(m.tool_call_id)
+            else:
+                bad += 1
+    return bad + len(called - answered)
+
+
+class ViewRun:
+    """A trace under a list of stages; see `ctxlab.policies.base.Run`."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        summarizer: Summarizer,
+        stages: Sequence[Stage],
+        *,
+        window: int | None,
+        chars_per_token: float = tk.CHARS_PER_TOKEN,
+    ) -> None:
+        self.trace = trace
+        self.summarizer = summarizer
+        self.stages = list(stages)
+        self.window = window
+        self.cpt = chars_per_token
+        self.files = Files()
+        self.tools_tokens = tk.tool_schema_tokens(trace.tools, chars_per_token)
+        self.history: list[Item] = []
+        self.baseline = self.tools_tokens
+        self._serial: dict[int, int] = {}
+        self._alive: list[BaseMessage] = []  # keeps fingerprinted objects (and their ids) alive
+
+    def _feed(self, upto: int) -> None:
+        msgs = self.trace.messages
+        while len(self.history) < upto:
+            pos = len(self.history)
+            message = msgs[pos]
+            self.history.append(Item(pos, message, kind_of(message)))
+            self.baseline += tk.message_tokens(message, self.cpt)
+
+    def _fingerprint(self, message: BaseMessage) -> int:
+        key = id(message)
+        serial = self._serial.get(key)
+        if serial is None:
+            serial = len(self._alive) + 1
+            self._serial[key] = serial
+            self._alive.append(message)
+        return serial
+
+    def call(self, turn: Turn) -> Call:
+        """The request for `turn`; the recorded output then joins the history."""
+        self._feed(turn.position)
+        ctx = Context(
+            turn,
+            self.trace,
+            self.summarizer,
+            self.files,
+            [],
+            self.cpt,
+            self.tools_tokens,
+            self.window,
+        )
+        items = list(self.history)
+        for stage in self.stages:
+            items = stage.apply(items, ctx)
+        by_kind = {"tools": self.tools_tokens}
+        request: list[tuple[int, int]] = [(0, self.tools_tokens)] if self.tools_tokens else []
+        total = self.tools_tokens
+        for it in items:
+            toks = tk.message_tokens(it.msg, self.cpt)
+            by_kind[it.kind] = by_kind.get(it.kind, 0) + toks
+            total += toks
+            request.append((self._fingerprint(it.msg), toks))
+        call = ViewCall(
+            turn.index,
+            turn.position,
+            total,
+            by_kind,
+            len(items),
+            ctx.events,
+            self.baseline,
+            request=tuple(request),
+            orphans=count_orphans([it.msg for it in items]),
+        )
+        if turn.output is not None:
+            self._feed(turn.position + 1)
+        return call
+
+    def finish(self) -> list[Event]:
+        """Catalogue stages act only at model calls: nothing is left over."""
+        return []
+
+
+@dataclass(frozen=True)
+class StagePolicy:
+    """Base of the catalogue policies: parameters in, a `ViewRun` of `stages()` out.
+
+    Subclasses are frozen dataclasses whose field names are the upstream parameter names; they
+    set `name` and `source` as class variables and implement `stages()`.
+    """
+
+    name: ClassVar[str] = "stage-policy"
+    source: ClassVar[str] = ""
+
+    def params(self) -> dict[str, Any]:
+        """Parameters as given (dataclass fields), JSON-able."""
+        return {k: _jsonable(v) for k, v in asdict(self).items()}
+
+    def stages(self, trace: Trace, window: int | None) -> list[Stage]:
+        """Fresh stage objects for one trace."""
+        raise NotImplementedError
+
+    def window_for(self, trace: Trace) -> int | None:
+        """The window this policy resolves for `trace` (`window` field, if it has one)."""
+        return resolve_window(getattr(self, "window", None), trace, getattr(self, "model", None))
+
+    def counter_chars_per_token(self, trace: Trace) -> float:
+        """Characters per token of the reported counts: LangChain's approximate counter for the
+        trace's model (3.3 for Anthropic, else 4), the one `deepagents` reports, so policies
+        compare on one scale. Stages that decide with another counter (ClearToolUsesEdit's
+        default 4.0) keep their own for the decision."""
+        prof = lookup_profile(getattr(self, "model", None) or trace.model, trace.provider)
+        return tk.ANTHROPIC_CHARS_PER_TOKEN if prof.is_anthropic else tk.CHARS_PER_TOKEN
+
+    def start(self, trace: Trace, summarizer: Summarizer) -> ViewRun:
+        """A fresh run over `trace`."""
+        window = self.window_for(trace)
+        return ViewRun(
+            trace,
+            summarizer,
+            self.stages(trace, window),
+            window=window,
+            chars_per_token=self.counter_chars_per_token(trace),
+        )
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers shared by stages
+# ---------------------------------------------------------------------------------------------
+
+
+def owners(items: Sequence[Item]) -> dict[str, int]:
+    """tool_call_id -> index (in `items`) of the AIMessage that made the call."""
+    out: dict[str, int] = {}
+    for i, it in enumerate(items):
+        if isinstance(it.msg, AIMessage):
+            for c in it.msg.tool_calls:
+                if c.get("id"):
+                    out[c["id"]] = i
+    return out
+
+
+def drop_orphans(items: list[Item]) -> list[Item]:
+    """Remove tool results whose call is not in the request and calls whose results are all
+    missing, so a request never splits a tool call from its result (providers reject both)."""
+    called = {
+        c.get("id") for it in items if isinstance(it.msg, AIMessage) for c in it.msg.tool_calls
+    }
+    answered = {it.msg.tool_call_id for it in items if isinstance(it.msg, ToolMessage)}
+    out = []
+    for it in items:
+        if isinstance(it.msg, ToolMessage) and it.msg.tool_call_id not in called:
+            continue
+        out.append(it)
+    del answered  # calls without results are the trailing, in-flight ones: kept, as recorded
+    return out
+
+
+def safe_start(items: Sequence[Item], start: int) -> int:
+    """Move a cut forward past tool results, so the kept tail does not begin with an orphan."""
+    while start < len(items) and isinstance(items[start].msg, ToolMessage):
+        start += 1
+    return start
+
+
+def safe_cutoff_backward(items: Sequence[Item], cutoff: int) -> int:
+    """LangChain's `_find_safe_cutoff_point`: a cut at a ToolMessage moves back to the
+    AIMessage that made the call (keeping more), else forward past the tool results."""
+    if cutoff >= len(items) or not isinstance(items[cutoff].msg, ToolMessage):
+        return cutoff
+    ids: set[str] = set()
+    j = cutoff
+    while j < len(items) and isinstance(items[j].msg, ToolMessage):
+        if items[j].msg.tool_call_id:
+            ids.add(items[j].msg.tool_call_id)
+        j += 1
+    for i in range(cutoff - 1, -1, -1):
+        m = items[i].msg
+        if isinstance(m, AIMessage) and m.tool_calls:
+            if ids & {c.get("id") for c in m.tool_calls if c.get("id")}:
+                return i
+    return j
+
+
+def text_of(message: BaseMessage) -> str:
+    """Plain text of a message (text blocks joined)."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts = []
+    for b in content:
+        if isinstance(b, str):
+            parts.append(b)
+        elif isinstance(b, dict) and b.get("type") == "text":
+            parts.append(str(b.get("text", "")))
+    return "\n".join(parts)
+
+
+def replaced(message: BaseMessage, key: Any, make: Callable[[], BaseMessage]) -> BaseMessage:
+    """`make()` memoised per (message, key): the same edit yields the same object every call."""
+    return tk.derived(message, key, make)
+
+
+def summary_event(
+    ctx: Context,
+    touched: Sequence[int | None],
+    before: int,
+    after_items: Sequence[Item],
+    path: str | None,
+    reason: str,
+    kind: str = "summarize",
+) -> Event:
+    """An event over the full-history positions in `touched` (inserted items skipped)."""
+    return Event(
+        kind,
+        ctx.turn.index,
+        tuple(sorted(p for p in touched if p is not None)),
+        before,
+        ctx.count(after_items),
+        path,
+        reason,
+    )
+
+
+def write_history(ctx: Context, path: str, items: Sequence[Item]) -> None:
+    """Append the evicted messages to a virtual file, LangChain's XML rendering, so
+    recoverability can be checked (rendered lazily: decisions never read it)."""
+    from langchain_core.messages import get_buffer_string
+
+    msgs = [it.msg for it in items if it.kind != "summary"]
+    turn = ctx.turn.index
+    ctx.files.append(
+        path, lambda: f"## Evicted at turn {turn}\n\n{get_buffer_string(msgs, format='xml')}\n\n"
+    )
+
+
+def fits_ceil(chars: int, cpt: float) -> int:
+    """Tokens of `chars` characters at `cpt` characters per token."""
+    return math.ceil(chars / cpt)
+
+
+__all__ = [
+    "AUTO",
+    "Context",
+    "Item",
+    "Stage",
+    "StagePolicy",
+    "ViewRun",
+    "drop_orphans",
+    "kind_of",
+    "owners",
+    "replaced",
+    "resolve_window",
+    "safe_cutoff_backward",
+    "safe_start",
+    "summary_event",
+    "text_of",
+    "write_history",
+]
+
+
+class RebuildStage:
+    """Base of stages that rebuild the whole request when they compact (persistently).
+
+    After a compaction at call t the request is `prefix` (the rebuilt messages) followed by
+    every history message fed after t; a later compaction rebuilds from that view. This is how
+    Claude Code, Codex, Inspect and OpenHands' rolling condensers behave: the compacted history
+    replaces the old one for all later calls.
+    """
+
+    def __init__(self) -> None:
+        self.prefix: list[Item] | None = None
+        self.cut = 0
+
+    def view(self, items: list[Item]) -> list[Item]:
+        """The current request before this call's decision."""
+        if self.prefix is None:
+            return items
+        return [*self.prefix, *(it for it in items if it.pos is not None and it.pos >= self.cut)]
+
+    def commit(
+        self,
+        ctx: Context,
+        before: list[Item],
+        after: list[Item],
+        kind: str,
+        reason: str,
+        path: str | None = None,
+    ) -> list[Item]:
+        """Make `after` the new prefix; record the event over the positions that left."""
+        kept = {it.pos: it.msg for it in after if it.pos is not None}
+        gone = [
+            it.pos
+            for it in before
+            if it.pos is not None and (it.pos not in kept or kept[it.pos] is not it.msg)
+        ]
+        self.prefix = list(after)
+        self.cut = ctx.turn.position
+        ctx.events.append(
+            Event(
+                kind,
+                ctx.turn.index,
+                tuple(sorted(gone)),
+                ctx.count(before),
+                ctx.count(after),
+                path,
+                reason,
+            )
+        )
+        return after
+
+
+def summary_item(text: str) -> Item:
+    """An inserted summary message (a user-role message, as every harness here sends it)."""
+    return Item(
+        None,
+        HumanMessage(content=text, additional_kwargs={"lc_source": "summarization"}),
+        "summary",
+    )
+
+
+def first_user_index(items: Sequence[Item]) -> int | None:
+    """Index of the first real user message (the task)."""
+    return next((i for i, it in enumerate(items) if it.kind == "human"), None)

@@ -1,0 +1,133 @@
+"""OpenAI Codex CLI's local compaction (`codex-rs/core/src/codex/compact.rs`).
+
+Auto-compaction fires when the request reaches `auto_compact_token_limit`, 90% of the model's
+context window. The new history is the initial context (system prompt), then the user's own
+messages, most recent first, up to `COMPACT_USER_MESSAGE_MAX_TOKENS = 20_000` tokens (the one
+that does not fit is cut in the middle), restored to chronological order, then the summary as
+a user message prefixed with the "another language model started to solve this problem"
+handoff. Assistant messages and tool calls and results are dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from langchain_core.messages import HumanMessage
+
+from ctxlab.policies._view import (
+    AUTO,
+    Context,
+    Item,
+    RebuildStage,
+    Stage,
+    StagePolicy,
+    replaced,
+    summary_item,
+    text_of,
+    write_history,
+)
+
+if TYPE_CHECKING:
+    from ctxlab.trace import Trace
+
+CODEX_SUMMARY_PREFIX = (
+    "Another language model started to solve this problem and produced a summary of its "
+    "thinking process. You also have access to the state of the tools that were used by that "
+    "language model. Use this to build on the work that has already been done and avoid "
+    "duplicating work. Here is the summary produced by the other language model, use the "
+    "information in this summary to assist with your own analysis:"
+)
+"""`codex-rs/core/templates/compact/summary_prefix.md` (joined to the summary by a newline)."""
+
+CODEX_COMPACT_PROMPT = """You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff \
+summary for another LLM that will resume the task: the goal, progress and key decisions, \
+constraints and preferences, what remains to be done, and any critical data or references.
+
+{messages}"""
+"""After `codex-rs/core/templates/compact/prompt.md` (same five points); LLM summarisers only."""
+
+
+def _middle_cut(message: HumanMessage, budget_chars: int) -> HumanMessage:
+    """Codex `truncate_text`: keep the head and tail, mark the tokens cut in the middle."""
+    text = text_of(message)
+    half = max(0, budget_chars // 2)
+    cut = len(text) - 2 * half
+    marked = f"{text[:half]}…{cut // 4} tokens truncated…{text[len(text) - half :]}"
+    return message.model_copy(update={"content": marked})
+
+
+class CodexStage(RebuildStage):
+    """Summarise at the limit; keep user messages up to the budget."""
+
+    def __init__(self, limit: int, user_budget: int) -> None:
+        super().__init__()
+        self.limit, self.budget = limit, user_budget
+
+    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        view = self.view(items)
+        if ctx.count(view) < self.limit:
+            return view
+        system = [it for it in view if it.kind == "system"]
+        rest = [it for it in view if it.kind != "system"]
+        if not rest:
+            return view
+        remaining = self.budget
+        chosen: list[Item] = []
+        for it in reversed(rest):
+            if it.kind != "human" or not isinstance(it.msg, HumanMessage):
+                continue
+            toks = ctx.tokens(it.msg)
+            if toks <= remaining:
+                chosen.append(it)
+                remaining -= toks
+                continue
+            if remaining > 0:
+                msg = it.msg
+                budget = int(remaining * ctx.chars_per_token)
+                short = replaced(
+                    msg, ("codex-cut", budget), lambda m=msg, b=budget: _middle_cut(m, b)
+                )
+                chosen.append(Item(it.pos, short, "human"))
+            break
+        chosen.reverse()
+        path = "/conversation_history/codex_compacted.md"
+        write_history(ctx, path, rest)
+        text = ctx.summarizer.summarize([it.msg for it in rest], prompt=CODEX_COMPACT_PROMPT)
+        after = [*system, *chosen, summary_item(f"{CODEX_SUMMARY_PREFIX}\n{text.strip()}")]
+        return self.commit(ctx, view, after, "summarize", f">= {self.limit} tokens", path)
+
+
+@dataclass(frozen=True)
+class Codex(StagePolicy):
+    """`auto_compact_token_limit = 0.9 * window`; user messages kept up to 20,000 tokens."""
+
+    name: ClassVar[str] = "codex"
+    source: ClassVar[str] = (
+        "openai/codex codex-rs/core/src/codex/compact.rs (COMPACT_USER_MESSAGE_MAX_TOKENS=20_000, "
+        "build_compacted_history), model family auto_compact_token_limit = 90% of the context "
+        "window; templates/compact/prompt.md and summary_prefix.md"
+    )
+
+    window: int | None | Literal["auto"] = AUTO
+    auto_compact_fraction: float = 0.9
+    auto_compact_token_limit: int | None = None
+    user_message_max_tokens: int = 20_000
+    model: str | None = None
+
+    def stages(self, trace: Trace, window: int | None) -> list[Stage]:
+        """One compaction stage."""
+        if self.auto_compact_token_limit is not None:
+            limit = int(self.auto_compact_token_limit)
+            if window is not None:
+                limit = min(limit, int(window * self.auto_compact_fraction))
+        elif window is not None:
+            limit = int(window * self.auto_compact_fraction)
+        else:
+            raise ValueError(
+                "codex: needs the model's window (window=N) or auto_compact_token_limit"
+            )
+        return [CodexStage(limit, int(self.user_message_max_tokens))]
+
+
+__all__ = ["CODEX_COMPACT_PROMPT", "CODEX_SUMMARY_PREFIX", "Codex", "CodexStage"]

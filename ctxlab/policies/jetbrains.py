@@ -1,0 +1,119 @@
+"""The JetBrains "Complexity Trap" strategies (arXiv:2508.21433), on SWE-agent's processors.
+
+* `JetBrainsLLMSummary`: `summarize_every_n_turns(n=21, keep_last_m_turns=10)`: a turn is an
+  action (AIMessage) with its observations; the system and first user messages are never
+  summarised; when at least `n + keep_last_m_turns` turns are unprocessed, the first `n` become
+  one summary message, appended after earlier summaries (`enable_static_checkpointing=False`).
+* `JetBrainsHybrid`: the paper's hybrid: that summary with N=43, M=10, then
+  `last_n_observations(n=10)` masking on what remains.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from langchain_core.messages import AIMessage
+
+from ctxlab.policies._view import (
+    AUTO,
+    Context,
+    Item,
+    RebuildStage,
+    Stage,
+    StagePolicy,
+    summary_item,
+)
+from ctxlab.policies.masking import LastNStage
+from ctxlab.policies.openhands import OPENHANDS_SUMMARY_PROMPT
+
+if TYPE_CHECKING:
+    from ctxlab.trace import Trace
+
+
+class EveryNTurnsStage(RebuildStage):
+    """`SummarizeEveryNTurns` in append mode."""
+
+    def __init__(self, n: int, keep_last_m_turns: int) -> None:
+        super().__init__()
+        if n <= 0 or keep_last_m_turns < 0:
+            raise ValueError("n must be positive and keep_last_m_turns non-negative")
+        self.n, self.m = n, keep_last_m_turns
+
+    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        view = self.view(items)
+        # Protected head: system messages and the first user message; then earlier summaries.
+        head_end = 0
+        seen_user = False
+        while head_end < len(view):
+            it = view[head_end]
+            if (
+                it.kind == "system"
+                or it.kind == "summary"
+                or (it.kind == "human" and not seen_user)
+            ):
+                seen_user = seen_user or it.kind == "human"
+                head_end += 1
+                continue
+            break
+        starts = [i for i in range(head_end, len(view)) if isinstance(view[i].msg, AIMessage)]
+        if len(starts) < self.n + self.m:
+            return view
+        end = starts[self.n]  # first message of the first kept turn
+        chunk = view[head_end:end]
+        text = ctx.summarizer.summarize([it.msg for it in chunk], prompt=OPENHANDS_SUMMARY_PROMPT)
+        after = [*view[:head_end], summary_item(text.strip()), *view[end:]]
+        return self.commit(ctx, view, after, "summarize", f"{len(starts)} turns >= n+m")
+
+
+@dataclass(frozen=True)
+class JetBrainsLLMSummary(StagePolicy):
+    """`summarize_every_n_turns` with the paper's N=21, M=10."""
+
+    name: ClassVar[str] = "jetbrains-llm-summary"
+    source: ClassVar[str] = (
+        "JetBrains-Research/the-complexity-trap SWE-agent fork, history_processors.py "
+        "SummarizeEveryNTurns (trigger: unprocessed turns >= n + keep_last_m_turns); N=21, M=10 "
+        "from the paper's LLM-Summary config (arXiv:2508.21433)"
+    )
+
+    n: int = 21
+    keep_last_m_turns: int = 10
+    window: int | None | Literal["auto"] = AUTO
+    model: str | None = None
+
+    def stages(self, trace: Trace, window: int | None) -> list[Stage]:
+        """One summary stage."""
+        return [EveryNTurnsStage(int(self.n), int(self.keep_last_m_turns))]
+
+
+@dataclass(frozen=True)
+class JetBrainsHybrid(StagePolicy):
+    """Summary (N=43, M=10) followed by observation masking (n=10)."""
+
+    name: ClassVar[str] = "jetbrains-hybrid"
+    source: ClassVar[str] = (
+        "JetBrains-Research/the-complexity-trap README and configs: Hybrid = "
+        "summarize_every_n_turns(n=43, keep_last_m_turns=10) + last_n_observations(n=10)"
+    )
+
+    n: int = 43
+    keep_last_m_turns: int = 10
+    observations_n: int = 10
+    window: int | None | Literal["auto"] = AUTO
+    model: str | None = None
+
+    def stages(self, trace: Trace, window: int | None) -> list[Stage]:
+        """Summary, then masking of the summarised request."""
+        return [
+            EveryNTurnsStage(int(self.n), int(self.keep_last_m_turns)),
+            LastNStage(
+                int(self.observations_n),
+                1,
+                frozenset({"remove_output"}),
+                frozenset({"keep_output"}),
+            ),
+        ]
+
+
+__all__ = ["EveryNTurnsStage", "JetBrainsHybrid", "JetBrainsLLMSummary"]

@@ -1,0 +1,518 @@
+"""LangChain v1's own context policies, with their class defaults and parameter names.
+
+* `LangChainSummarization`: `langchain.agents.middleware.SummarizationMiddleware` (a
+  `before_model` hook, destructive: the state becomes `[summary, *preserved]`).
+* `ClearToolUses`: `ContextEditingMiddleware([ClearToolUsesEdit(...)])` (request-only,
+  recomputed on every call); the same defaults as Anthropic's `clear_tool_uses_20250919`.
+* `SlidingWindow`: `langchain_core.messages.trim_messages` run before every call (LangGraph's
+  "manage short-term memory" recipe), request-only.
+
+Spec: `deepagents-semantics.md` §7 and §8 (the installed langchain 1.5.2 read line by line).
+Exact texts (summary prompt, placeholder) are imported from the installed package.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from langchain.agents.middleware.context_editing import DEFAULT_TOOL_PLACEHOLDER
+from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, trim_messages
+
+from ctxlab import tokens as tk
+from ctxlab.policies._view import (
+    AUTO,
+    Context,
+    Item,
+    Stage,
+    StagePolicy,
+    replaced,
+    safe_cutoff_backward,
+)
+from ctxlab.policies.base import Event
+from ctxlab.policies.deepagents import normalize_trigger
+from ctxlab.profiles import profile as lookup_profile
+
+if TYPE_CHECKING:
+    from ctxlab.trace import Trace
+
+SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
+"""`SummarizationMiddleware._build_new_messages`: the summary HumanMessage's text before it."""
+
+
+def _cpt(chars_per_token: Any, trace: Trace, model: str | None) -> float:
+    """LangChain's `_get_approximate_token_counter`: 3.3 for ChatAnthropic, else 4.0."""
+    if chars_per_token != AUTO:
+        return float(chars_per_token)
+    prof = lookup_profile(model or trace.model, trace.provider)
+    return tk.ANTHROPIC_CHARS_PER_TOKEN if prof.is_anthropic else tk.CHARS_PER_TOKEN
+
+
+# ---------------------------------------------------------------------------------------------
+# SummarizationMiddleware
+# ---------------------------------------------------------------------------------------------
+
+
+class SummarizeStage:
+    """Trigger clauses, keep window with the backward safe cutoff, chained summaries.
+
+    State, in full-history positions: `cut` (non-system messages before it are summarised
+    away) and the current summary message, inserted after the system messages.
+    """
+
+    def __init__(
+        self,
+        *,
+        trigger: Any,
+        keep: tuple[str, float],
+        trim_tokens_to_summarize: int | None,
+        summary_prompt: str,
+        prefix: str = SUMMARY_PREFIX,
+        history_path: str | None = None,
+    ) -> None:
+        self.clauses = normalize_trigger(trigger)
+        self.keep = tuple(keep)
+        self.trim = trim_tokens_to_summarize
+        self.prompt = summary_prompt
+        self.prefix = prefix
+        self.history_path = history_path
+        self.cut = 0
+        self.summary: Item | None = None
+        self.gone: set[int] = set()  # inserted messages (earlier stages' summaries) summarised
+        self.gone_refs: list[BaseMessage] = []
+
+    def view(self, items: list[Item]) -> list[Item]:
+        """System messages, the current summary, then the messages from `cut` on."""
+        if self.summary is None:
+            return items
+        head = [it for it in items if it.kind == "system"]
+        tail = [
+            it
+            for it in items
+            if it.kind != "system"
+            and (it.pos >= self.cut if it.pos is not None else id(it.msg) not in self.gone)
+        ]
+        return [*head, self.summary, *tail]
+
+    def should(self, msgs: list[Item], total: int, ctx: Context) -> bool:
+        for clause in self.clauses:
+            met = True
+            for kind, value in clause.items():
+                if kind == "messages":
+                    met = len(msgs) >= value
+                else:
+                    met = total >= ctx.threshold(kind, value, "trigger")
+                if not met:
+                    break
+            if met:
+                return True
+        return False
+
+    def cutoff(self, msgs: list[Item], ctx: Context) -> int:
+        """`_determine_cutoff_index`."""
+        kind, value = self.keep
+        n = len(msgs)
+        if kind == "messages":
+            if n <= value:
+                return 0
+            return safe_cutoff_backward(msgs, int(n - value))
+        if n == 0:
+            return 0
+        target = ctx.threshold(kind, value, "keep")
+        suffix = [0] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            suffix[i] = suffix[i + 1] + ctx.tokens(msgs[i].msg)
+        if suffix[0] <= target:
+            return 0
+        left, right, candidate = 0, n, n
+        for _ in range(n.bit_length() + 1):
+            if left >= right:
+                break
+            mid = (left + right) // 2
+            if suffix[mid] <= target:
+                candidate, right = mid, mid
+            else:
+                left = mid + 1
+        if candidate == n:
+            candidate = left
+        if candidate >= n:
+            if n == 1:
+                return 0
+            candidate = n - 1
+        return safe_cutoff_backward(msgs, candidate)
+
+    def summary_text(self, messages: list[BaseMessage], ctx: Context) -> str:
+        """`_create_summary`: trim to the last `trim_tokens_to_summarize` tokens, then ask."""
+        if not messages:
+            return "No previous conversation history."
+        if self.trim is not None:
+            cpt = ctx.chars_per_token
+            try:
+                messages = trim_messages(
+                    messages,
+                    max_tokens=self.trim,
+                    token_counter=lambda ms: tk.count_tokens(ms, chars_per_token=cpt),
+                    start_on="human",
+                    strategy="last",
+                    allow_partial=True,
+                    include_system=True,
+                )
+            except Exception:  # noqa: BLE001 - LangChain falls back to the last 15 the same way
+                messages = messages[-15:]
+            if not messages:
+                return "Previous conversation was too long to summarize."
+        return ctx.summarizer.summarize(messages, prompt=self.prompt).strip()
+
+    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        given = items
+        items = self.view(given)
+        msgs = [it for it in items if it.kind != "system"]
+        total = ctx.count(msgs, tools=False)
+        if not self.should(msgs, total, ctx):
+            return items
+        cut = self.cutoff(msgs, ctx)
+        if cut <= 0:
+            return items
+        before = ctx.count(items)
+        gone, kept = msgs[:cut], msgs[cut:]
+        if self.history_path:
+            from ctxlab.policies._view import write_history
+
+            write_history(ctx, self.history_path, gone)
+        text = self.summary_text([it.msg for it in gone], ctx)
+        message = HumanMessage(
+            content=f"{self.prefix}{text}", additional_kwargs={"lc_source": "summarization"}
+        )
+        self.summary = Item(None, message, "summary")
+        positions = [it.pos for it in kept if it.pos is not None]
+        self.cut = positions[0] if positions else len(ctx.trace.messages)
+        self.gone |= {id(it.msg) for it in gone if it.pos is None}
+        self.gone_refs.extend(it.msg for it in gone if it.pos is None)  # ids stay unique
+        out = self.view(given)
+        ctx.events.append(
+            Event(
+                "summarize",
+                ctx.turn.index,
+                tuple(it.pos for it in gone if it.pos is not None),
+                before,
+                ctx.count(out),
+                self.history_path,
+                "trigger",
+            )
+        )
+        return out
+
+
+@dataclass(frozen=True)
+class LangChainSummarization(StagePolicy):
+    """`SummarizationMiddleware(model, trigger=None, keep=("messages", 20),
+    trim_tokens_to_summarize=4000, summary_prompt=DEFAULT_SUMMARY_PROMPT)`.
+
+    Counts messages only (no system prompt, no tools), with LangChain's approximate counter
+    (3.3 characters per token for Anthropic models). `trigger=None`, the class default, never
+    summarises: set one (`("fraction", 0.8)`, `("tokens", 100000)`, `[{...}, ...]`).
+    """
+
+    name: ClassVar[str] = "langchain-summarization"
+    source: ClassVar[str] = (
+        "langchain 1.5.2 langchain/agents/middleware/summarization.py SummarizationMiddleware "
+        "class defaults (deepagents-semantics.md §7)"
+    )
+
+    trigger: Any = None
+    keep: Any = ("messages", 20)
+    trim_tokens_to_summarize: int | None = 4000
+    summary_prompt: str = DEFAULT_SUMMARY_PROMPT
+    window: int | None | Literal["auto"] = AUTO
+    chars_per_token: float | Literal["auto"] = AUTO
+    model: str | None = None
+
+    def params(self) -> dict[str, Any]:
+        """Parameters, the summary prompt only when changed."""
+        out = super().params()
+        if self.summary_prompt == DEFAULT_SUMMARY_PROMPT:
+            out.pop("summary_prompt")
+        return out
+
+    def counter_chars_per_token(self, trace: Trace) -> float:
+        """LangChain's approximate counter for the trace's model (3.3 for Anthropic)."""
+        return _cpt(self.chars_per_token, trace, self.model)
+
+    def stages(self, trace: Trace, window: int | None) -> list[Stage]:
+        """One summarisation stage."""
+        return [
+            SummarizeStage(
+                trigger=self.trigger,
+                keep=tuple(self.keep),
+                trim_tokens_to_summarize=self.trim_tokens_to_summarize,
+                summary_prompt=self.summary_prompt,
+            )
+        ]
+
+
+# ---------------------------------------------------------------------------------------------
+# ContextEditingMiddleware + ClearToolUsesEdit
+# ---------------------------------------------------------------------------------------------
+
+
+def _cleared_result(message: ToolMessage, placeholder: str) -> ToolMessage:
+    return message.model_copy(
+        update={
+            "artifact": None,
+            "content": placeholder,
+            "response_metadata": {
+                **message.response_metadata,
+                "context_editing": {"cleared": True, "strategy": "clear_tool_uses"},
+            },
+        }
+    )
+
+
+def _cleared_input(message: AIMessage, tool_call_id: str) -> AIMessage:
+    """`ClearToolUsesEdit._build_cleared_tool_input_message`."""
+    calls, cleared = [], False
+    for call in message.tool_calls:
+        updated = dict(call)
+        if updated.get("id") == tool_call_id:
+            updated["args"] = {}
+            cleared = True
+        calls.append(updated)
+    metadata = dict(message.response_metadata)
+    entry = dict(metadata.get("context_editing", {}))
+    if cleared:
+        entry["cleared_tool_inputs"] = sorted({*entry.get("cleared_tool_inputs", []), tool_call_id})
+        metadata["context_editing"] = entry
+    return message.model_copy(update={"tool_calls": calls, "response_metadata": metadata})
+
+
+class ClearStage:
+    """`ClearToolUsesEdit.apply` on a copy of the request, every call (never persisted)."""
+
+    def __init__(
+        self,
+        *,
+        trigger: int,
+        keep: int,
+        clear_at_least: int,
+        clear_tool_inputs: bool,
+        exclude_tools: tuple[str, ...],
+        placeholder: str,
+        counter_cpt: float = tk.CHARS_PER_TOKEN,
+        event_kind: str = "clear_tool_uses",
+    ) -> None:
+        self.trigger = trigger
+        self.keep = keep
+        self.clear_at_least = clear_at_least
+        self.clear_tool_inputs = clear_tool_inputs
+        self.exclude = set(exclude_tools)
+        self.placeholder = placeholder
+        self.cpt = counter_cpt
+        self.kind = event_kind
+        self.cleared: set[int] = set()
+
+    def _count(self, items: list[Item]) -> int:
+        """`count_tokens_approximately(request.messages)` with default arguments."""
+        return sum(tk.message_tokens(it.msg, self.cpt) for it in items if it.kind != "system")
+
+    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        tokens = self._count(items)
+        if tokens <= self.trigger:
+            return items
+        out = list(items)
+        tool_idx = [i for i, it in enumerate(out) if isinstance(it.msg, ToolMessage)]
+        if self.keep >= len(tool_idx):
+            tool_idx = []
+        elif self.keep:
+            tool_idx = tool_idx[: -self.keep]
+        before = ctx.count(out)
+        last_ai: list[int] = []
+        seen = -1
+        for i, it in enumerate(out):
+            last_ai.append(seen)
+            if isinstance(it.msg, AIMessage):
+                seen = i
+        touched: list[int] = []
+        for idx in tool_idx:
+            message = out[idx].msg
+            if message.response_metadata.get("context_editing", {}).get("cleared"):
+                continue
+            ai_idx = last_ai[idx]
+            if ai_idx < 0:
+                continue
+            ai = out[ai_idx].msg
+            call = next((c for c in ai.tool_calls if c.get("id") == message.tool_call_id), None)
+            if call is None:
+                continue
+            if (message.name or call["name"]) in self.exclude:
+                continue
+            stub = replaced(
+                message,
+                ("clear", self.placeholder),
+                lambda m=message: _cleared_result(m, self.placeholder),
+            )
+            out[idx] = Item(out[idx].pos, stub, "stubs")
+            if out[idx].pos is not None:
+                touched.append(out[idx].pos)
+            if self.clear_tool_inputs:
+                tid = message.tool_call_id
+                new_ai = replaced(
+                    ai, ("clear_input", tid), lambda a=ai, t=tid: _cleared_input(a, t)
+                )
+                out[ai_idx] = Item(out[ai_idx].pos, new_ai, "ai")
+            if self.clear_at_least > 0 and max(0, tokens - self._count(out)) >= self.clear_at_least:
+                break
+        new = [p for p in touched if p not in self.cleared]
+        self.cleared = set(touched)
+        if new:
+            ctx.events.append(
+                Event(
+                    self.kind,
+                    ctx.turn.index,
+                    tuple(new),
+                    before,
+                    ctx.count(out),
+                    None,
+                    f"{tokens} > {self.trigger} tokens",
+                )
+            )
+        return out
+
+
+@dataclass(frozen=True)
+class ClearToolUses(StagePolicy):
+    """`ClearToolUsesEdit(trigger=100_000, keep=3, clear_at_least=0, clear_tool_inputs=False,
+    exclude_tools=(), placeholder="[cleared]")` inside `ContextEditingMiddleware`.
+
+    When the request's messages (LangChain's approximate count, default arguments, no system
+    prompt or tools) exceed `trigger`, every tool result but the last `keep` is replaced by the
+    placeholder, oldest first, until `clear_at_least` tokens are gone (0: all of them). The
+    same defaults as Anthropic's server-side `clear_tool_uses_20250919`.
+    """
+
+    name: ClassVar[str] = "clear-tool-uses"
+    source: ClassVar[str] = (
+        "langchain 1.5.2 langchain/agents/middleware/context_editing.py ClearToolUsesEdit "
+        "defaults (DEFAULT_TOOL_PLACEHOLDER imported); Anthropic clear_tool_uses_20250919 docs "
+        "(trigger 100k input tokens, keep 3 tool uses)"
+    )
+
+    trigger: int = 100_000
+    keep: int = 3
+    clear_at_least: int = 0
+    clear_tool_inputs: bool = False
+    exclude_tools: tuple[str, ...] = ()
+    placeholder: str = DEFAULT_TOOL_PLACEHOLDER
+    window: int | None | Literal["auto"] = AUTO
+    model: str | None = None
+
+    def stages(self, trace: Trace, window: int | None) -> list[Stage]:
+        """One clearing stage."""
+        return [
+            ClearStage(
+                trigger=int(self.trigger),
+                keep=int(self.keep),
+                clear_at_least=int(self.clear_at_least),
+                clear_tool_inputs=self.clear_tool_inputs,
+                exclude_tools=tuple(self.exclude_tools),
+                placeholder=self.placeholder,
+            )
+        ]
+
+
+# ---------------------------------------------------------------------------------------------
+# trim_messages
+# ---------------------------------------------------------------------------------------------
+
+
+class TrimStage:
+    """`trim_messages(messages, max_tokens=..., strategy=..., start_on=..., ...)` every call."""
+
+    def __init__(self, *, max_tokens: int | None, options: dict[str, Any], cpt: float) -> None:
+        self.max_tokens = max_tokens
+        self.options = options
+        self.cpt = cpt
+        self.dropped: set[int] = set()
+
+    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        limit = self.max_tokens if self.max_tokens is not None else ctx.window
+        if limit is None:
+            raise ValueError("sliding-window: max_tokens needs a value (or a known window)")
+        cpt = self.cpt
+
+        def counter(messages: list[BaseMessage]) -> int:
+            return sum(tk.message_tokens(m, cpt) for m in messages)
+
+        kept = trim_messages(
+            [it.msg for it in items], max_tokens=int(limit), token_counter=counter, **self.options
+        )
+        by_id = {id(it.msg): it for it in items}
+        out = [by_id.get(id(m)) or Item(None, m, "human") for m in kept]
+        kept_pos = {it.pos for it in out}
+        dropped = {it.pos for it in items if it.pos is not None and it.pos not in kept_pos}
+        new = sorted(dropped - self.dropped)
+        self.dropped = dropped
+        if new:
+            ctx.events.append(
+                Event(
+                    "trim",
+                    ctx.turn.index,
+                    tuple(new),
+                    ctx.count(items),
+                    ctx.count(out),
+                    None,
+                    f"max_tokens={limit}",
+                )
+            )
+        return out
+
+
+@dataclass(frozen=True)
+class SlidingWindow(StagePolicy):
+    """`trim_messages` before every model call: keep the most recent messages that fit.
+
+    `max_tokens` is required by `trim_messages`; `"auto"` uses the model's window, so the
+    preset trims only what would not fit. `start_on="human"` makes the kept history begin at a
+    user turn (so no tool result loses its call), `include_system=True` keeps the system prompt:
+    the settings of LangGraph's short-term-memory recipe.
+    """
+
+    name: ClassVar[str] = "sliding-window"
+    source: ClassVar[str] = (
+        "langchain_core 1.8 langchain_core/messages/utils.py trim_messages (strategy='last', "
+        "allow_partial=False); LangGraph docs 'manage short-term memory' recipe "
+        "(start_on='human', include_system=True)"
+    )
+
+    max_tokens: int | Literal["auto"] = AUTO
+    strategy: Literal["first", "last"] = "last"
+    allow_partial: bool = False
+    start_on: str | None = "human"
+    end_on: Any = None
+    include_system: bool = True
+    window: int | None | Literal["auto"] = AUTO
+    model: str | None = None
+
+    def stages(self, trace: Trace, window: int | None) -> list[Stage]:
+        """One trimming stage."""
+        options: dict[str, Any] = {
+            "strategy": self.strategy,
+            "allow_partial": self.allow_partial,
+            "start_on": self.start_on,
+            "end_on": tuple(self.end_on) if isinstance(self.end_on, list) else self.end_on,
+        }
+        if self.strategy == "last":
+            options["include_system"] = self.include_system
+        max_tokens = None if self.max_tokens == AUTO else int(self.max_tokens)
+        return [TrimStage(max_tokens=max_tokens, options=options, cpt=tk.CHARS_PER_TOKEN)]
+
+
+__all__ = [
+    "ClearStage",
+    "ClearToolUses",
+    "LangChainSummarization",
+    "SUMMARY_PREFIX",
+    "SlidingWindow",
+    "SummarizeStage",
+    "TrimStage",
+]

@@ -1,0 +1,267 @@
+"""OpenHands condensers (V0 `openhands/memory/condenser/impl/`), one message = one event.
+
+* `OpenHandsLLMSummarizing` (`llm`, the default with `enable_default_condenser`): when the view
+  exceeds `max_size` events, keep `keep_first` head events and the most recent ones so that
+  head + summary + tail = `max_size // 2`, and replace the middle by a rolling summary (the
+  previous summary is part of the summariser's input).
+* `OpenHandsAmortized` (`amortized`): the same cut, without a summary.
+* `OpenHandsRecent` (`recent`): every call, `keep_first` head events plus the most recent ones
+  up to `max_events` (not rolling: nothing is remembered between calls).
+* `OpenHandsConversationWindow` (`conversation_window`): on a context overflow, keep the system
+  message and the first user message, then about half of the rest, starting at an action.
+
+Condensations are persistent (they are events in OpenHands' log; the view is rebuilt from them).
+Tool results whose call was forgotten are dropped from the view, as OpenHands' conversation
+memory filters unmatched tool calls, so pairs are never split.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from langchain_core.messages import BaseMessage, ToolMessage
+
+from ctxlab.policies._view import (
+    AUTO,
+    Context,
+    Item,
+    RebuildStage,
+    Stage,
+    StagePolicy,
+    first_user_index,
+    replaced,
+    safe_start,
+    summary_item,
+    text_of,
+)
+
+if TYPE_CHECKING:
+    from ctxlab.trace import Trace
+
+OPENHANDS_SUMMARY_PROMPT = """You are maintaining a context-aware state summary for an \
+interactive agent. Given the events an agent took and the most recent previous summary, keep \
+track of: USER_CONTEXT (essential user requirements and goals), TASK_TRACKING (active tasks with \
+their IDs and statuses), COMPLETED, PENDING, CURRENT_STATE; for code tasks also CODE_STATE, \
+TESTS, CHANGES, DEPS, VERSION_CONTROL_STATUS. Keep every section concise.
+
+<EVENTS>
+{messages}
+</EVENTS>
+
+Now summarize the events using the rules above."""
+"""A paraphrase of the prompt in OpenHands `llm_summarizing_condenser.py` (same sections);
+only LLM summarisers read it."""
+
+
+def _clip(message: BaseMessage, limit: int) -> BaseMessage:
+    """`truncate_content(max_chars=max_event_length)`: head and tail halves of long events."""
+    text = text_of(message)
+    if len(text) <= limit:
+        return message
+    half = limit // 2
+    clipped = text[:half] + "\n<response clipped>\n" + text[-half:]
+    return message.model_copy(update={"content": clipped})
+
+
+class RollingStage(RebuildStage):
+    """`LLMSummarizingCondenser` (with `summarize=True`) or `AmortizedForgettingCondenser`."""
+
+    def __init__(self, max_size: int, keep_first: int, summarize: bool, max_event_length: int):
+        super().__init__()
+        if keep_first >= max_size // 2:
+            raise ValueError(
+                f"keep_first ({keep_first}) must be less than half of max_size ({max_size})"
+            )
+        self.max_size, self.keep_first = max_size, keep_first
+        self.summarize, self.max_event_length = summarize, max_event_length
+
+    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        view = self.view(items)
+        if len(view) <= self.max_size:
+            return view
+        head = view[: self.keep_first]
+        target = self.max_size // 2
+        from_tail = target - len(head) - (1 if self.summarize else 0)
+        if from_tail <= 0 or len(view) <= len(head) + from_tail:
+            return view
+        tail_start = safe_start(view, len(view) - from_tail)
+        tail = view[tail_start:]
+        middle = view[self.keep_first : len(view) - from_tail]
+        if not self.summarize:
+            return self.commit(
+                ctx, view, [*head, *tail], "forget", f"{len(view)} > {self.max_size} events"
+            )
+        previous = [it.msg for it in middle if it.kind == "summary"]
+        forgotten = [
+            replaced(
+                it.msg,
+                ("oh-clip", self.max_event_length),
+                lambda m=it.msg: _clip(m, self.max_event_length),
+            )
+            for it in middle
+            if it.kind != "summary"
+        ]
+        text = ctx.summarizer.summarize(
+            [*previous[-1:], *forgotten], prompt=OPENHANDS_SUMMARY_PROMPT
+        ).strip()
+        path = "/conversation_history/openhands_condensed.md"
+        from ctxlab.policies._view import write_history
+
+        write_history(ctx, path, [it for it in middle if it.kind != "summary"])
+        return self.commit(
+            ctx,
+            view,
+            [*head, summary_item(text), *tail],
+            "summarize",
+            f"{len(view)} > {self.max_size} events",
+            path,
+        )
+
+
+class RecentStage:
+    """`RecentEventsCondenser.condense`: head + the last `max_events - len(head)` events."""
+
+    def __init__(self, keep_first: int, max_events: int) -> None:
+        self.keep_first, self.max_events = keep_first, max_events
+        self.dropped: set[int] = set()
+
+    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        head = items[: self.keep_first]
+        tail_len = max(0, self.max_events - len(head))
+        start = max(len(head), len(items) - tail_len) if tail_len else len(items)
+        out = [*head, *items[safe_start(items, start) :]]
+        kept = {it.pos for it in out}
+        dropped = {it.pos for it in items if it.pos is not None and it.pos not in kept}
+        new = sorted(dropped - self.dropped)
+        self.dropped = dropped
+        if new:
+            from ctxlab.policies.base import Event
+
+            ctx.events.append(
+                Event(
+                    "forget",
+                    ctx.turn.index,
+                    tuple(new),
+                    ctx.count(items),
+                    ctx.count(out),
+                    None,
+                    f"max_events={self.max_events}",
+                )
+            )
+        return out
+
+
+class WindowStage(RebuildStage):
+    """`ConversationWindowCondenser.get_condensation`, run when the request overflows."""
+
+    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        view = self.view(items)
+        if ctx.window is None:
+            raise ValueError("openhands-conversation-window needs the model's window (window=N)")
+        if ctx.count(view) <= ctx.window:
+            return view
+        first = first_user_index(view)
+        if first is None:
+            return view
+        essential = [i for i, it in enumerate(view) if it.kind == "system"][:1] + [first]
+        rest = len(view) - len(essential)
+        keep = max(1, rest // 2)
+        start = max(0, len(view) - keep)
+        while start < len(view) and isinstance(view[start].msg, ToolMessage):
+            start += 1
+        kept_idx = sorted(set(essential) | set(range(start, len(view))))
+        after = [view[i] for i in kept_idx]
+        return self.commit(ctx, view, after, "forget", f"context > window {ctx.window}")
+
+
+@dataclass(frozen=True)
+class OpenHandsLLMSummarizing(StagePolicy):
+    """`LLMSummarizingCondenser(max_size=100, keep_first=1, max_event_length=10_000)`."""
+
+    name: ClassVar[str] = "openhands-llm-summarizing"
+    source: ClassVar[str] = (
+        "OpenHands openhands/memory/condenser/impl/llm_summarizing_condenser.py and "
+        "openhands/core/config/condenser_config.py LLMSummarizingCondenserConfig defaults "
+        "(OpenHands@d6fab190bf)"
+    )
+
+    max_size: int = 100
+    keep_first: int = 1
+    max_event_length: int = 10_000
+    window: int | None | Literal["auto"] = AUTO
+    model: str | None = None
+
+    def stages(self, trace: Trace, window: int | None) -> list[Stage]:
+        """One rolling-summary stage."""
+        return [
+            RollingStage(int(self.max_size), int(self.keep_first), True, int(self.max_event_length))
+        ]
+
+
+@dataclass(frozen=True)
+class OpenHandsAmortized(StagePolicy):
+    """`AmortizedForgettingCondenser` with the config defaults `max_size=100, keep_first=1`."""
+
+    name: ClassVar[str] = "openhands-amortized"
+    source: ClassVar[str] = (
+        "OpenHands openhands/memory/condenser/impl/amortized_forgetting_condenser.py; defaults "
+        "from openhands/core/config/condenser_config.py AmortizedForgettingCondenserConfig"
+    )
+
+    max_size: int = 100
+    keep_first: int = 1
+    window: int | None | Literal["auto"] = AUTO
+    model: str | None = None
+
+    def stages(self, trace: Trace, window: int | None) -> list[Stage]:
+        """One forgetting stage."""
+        return [RollingStage(int(self.max_size), int(self.keep_first), False, 0)]
+
+
+@dataclass(frozen=True)
+class OpenHandsRecent(StagePolicy):
+    """`RecentEventsCondenser` with the config defaults `keep_first=1, max_events=100`."""
+
+    name: ClassVar[str] = "openhands-recent"
+    source: ClassVar[str] = (
+        "OpenHands openhands/memory/condenser/impl/recent_events_condenser.py; defaults from "
+        "openhands/core/config/condenser_config.py RecentEventsCondenserConfig"
+    )
+
+    keep_first: int = 1
+    max_events: int = 100
+    window: int | None | Literal["auto"] = AUTO
+    model: str | None = None
+
+    def stages(self, trace: Trace, window: int | None) -> list[Stage]:
+        """One recency stage."""
+        return [RecentStage(int(self.keep_first), int(self.max_events))]
+
+
+@dataclass(frozen=True)
+class OpenHandsConversationWindow(StagePolicy):
+    """`ConversationWindowCondenser` (OpenHands' default agent condenser): it acts on a context
+    overflow; offline, when the request exceeds `window` tokens."""
+
+    name: ClassVar[str] = "openhands-conversation-window"
+    source: ClassVar[str] = (
+        "OpenHands openhands/memory/condenser/impl/conversation_window_condenser.py "
+        "(essentials: system + first user message; keep half of the rest; no dangling observations)"
+    )
+
+    window: int | None | Literal["auto"] = AUTO
+    model: str | None = None
+
+    def stages(self, trace: Trace, window: int | None) -> list[Stage]:
+        """One window stage."""
+        return [WindowStage()]
+
+
+__all__ = [
+    "OPENHANDS_SUMMARY_PROMPT",
+    "OpenHandsAmortized",
+    "OpenHandsConversationWindow",
+    "OpenHandsLLMSummarizing",
+    "OpenHandsRecent",
+]

@@ -1,0 +1,12 @@
+"""Notebook widgets: scrub a replay, tune thresholds live, diff summary prompts, compare.
+
+Each widget is an `ipywidgets` box (display it as the last expression of a cell) with a plotly
+`FigureWidget` updated in place and an Export button writing PNG, SVG, PDF or HTML.
+"""
+
+from ctxlab.widgets.compare import Compare
+from ctxlab.widgets.explorer import ThresholdExplorer
+from ctxlab.widgets.prompt_diff import PromptDiff
+from ctxlab.widgets.scrubber import Scrubber
+
+__all__ = ["Compare", "PromptDiff", "Scrubber", "ThresholdExplorer"]

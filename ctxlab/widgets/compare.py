@@ -1,0 +1,100 @@
+"""`Compare(*replays)`: several policies' curves overlaid, and a metrics table.
+
+For the question after scrubbing one replay: which policy (or which sweep cell) keeps the
+context smallest for the same trace, at what cost in events. The metric toggle switches
+between per-turn context and cumulative input tokens (what a provider bills).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import ipywidgets as W
+
+from ctxlab import plots
+from ctxlab.plots import esc
+from ctxlab.replay import Replay
+from ctxlab.trace import Trace
+from ctxlab.widgets._common import ExportBar, figure_widget, metrics, update_in_place
+
+
+def metrics_table_html(
+    replays: Sequence[Replay], labels: Sequence[str], trace: Trace | None = None
+) -> str:
+    """One row per replay: peak, cumulative, saved vs baseline, events (and cost if known)."""
+    rows = [metrics(r, trace) for r in replays]
+    cost_keys = sorted({k for m in rows for k in m if k.startswith("cost")})
+    head = "".join(
+        f"<th>{esc(h)}</th>"
+        for h in [
+            "replay",
+            "peak",
+            "cumulative",
+            "saved",
+            "events",
+            "summaries",
+            *[k.replace("_", " ") for k in cost_keys],
+        ]
+    )
+    body = []
+    for label, m in zip(labels, rows, strict=True):
+        cells = [
+            esc(label, 80),
+            f"{m['peak']:,}",
+            f"{m['cumulative']:,}",
+            f"{m['saved']:.0%}",
+            str(m["events"]),
+            str(m["events_by_kind"].get("summarize", 0)),
+            *[f"${m[k]:,.2f}" if isinstance(m.get(k), float) else "" for k in cost_keys],
+        ]
+        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return (
+        f"<table class='ctx-metrics' style='font-size:13px'><tr>{head}</tr>{''.join(body)}</table>"
+    )
+
+
+class Compare(W.VBox):
+    """Overlaid curves of `replays` (same trace, different policies) and a metrics table."""
+
+    def __init__(
+        self,
+        *replays: Replay,
+        labels: Sequence[str] | None = None,
+        trace: Trace | None = None,
+    ) -> None:
+        if len(replays) == 1 and isinstance(replays[0], list | tuple):
+            replays = tuple(replays[0])
+        if not replays:
+            raise ValueError("Compare needs at least one replay")
+        self.replays = list(replays)
+        self.labels = list(labels) if labels is not None else plots.default_labels(self.replays)
+        if len(set(self.labels)) < len(self.labels):
+            self.labels = [f"{i}: {label}" for i, label in enumerate(self.labels)]
+        self.trace = trace
+        self.metric = W.ToggleButtons(
+            options=[("context per turn", "context"), ("cumulative", "cumulative")],
+            value="context",
+        )
+        self.metric.add_class("ctx-metric")
+        self.figure = figure_widget(self._figure(), "ctx-compare-chart")
+        self.table = W.HTML(metrics_table_html(self.replays, self.labels, trace))
+        self.table.add_class("ctx-compare-table")
+        self.exporter = ExportBar(lambda: self.figure, "compare")
+        self.metric.observe(lambda _: self.redraw(), names="value")
+        super().__init__([self.metric, self.figure, self.table, self.exporter])
+        self.add_class("ctx-compare")
+
+    def _figure(self) -> Any:
+        return plots.comparison(
+            self.replays, labels=self.labels, cumulative=self.metric.value == "cumulative"
+        )
+
+    def redraw(self) -> None:
+        """Redraw the curves for the chosen metric, in place."""
+        update_in_place(self.figure, self._figure())
+        self.figure.layout.yaxis.title.text = self._figure().layout.yaxis.title.text
+
+    def export(self, path: Any) -> Any:
+        """Write the chart (PNG, SVG, PDF or HTML by suffix)."""
+        return self.exporter.export(path)

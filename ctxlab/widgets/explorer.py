@@ -1,0 +1,331 @@
+"""`ThresholdExplorer(trace)`: move a policy's thresholds and watch the replay change.
+
+A policy dropdown (Deep Agents, plus the policy catalogue's presets when `ctxlab.policies.catalog`
+is installed) and one slider per threshold the chosen policy has: window, trigger, keep,
+tool-result limit and argument max length for Deep Agents; every numeric parameter for others.
+Sliders fire on release; a short debounce coalesces bursts; each change re-replays the trace
+(the engine's warm replay of a 1,000-turn trace takes tens of milliseconds) and updates the
+FigureWidget in place. The readout gives peak and cumulative tokens, events, and cost with and
+without cache when `ctxlab.metrics` exists; `last_latency_ms` is what the bench measures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import ipywidgets as W
+import plotly.graph_objects as go
+
+from ctxlab import plots
+from ctxlab.plots import esc
+from ctxlab.policies import DeepAgents
+from ctxlab.replay import Replay, replay
+from ctxlab.summarizers import Summarizer
+from ctxlab.trace import Trace
+from ctxlab.widgets._common import (
+    Debouncer,
+    ExportBar,
+    figure_widget,
+    metrics,
+    now_ms,
+    readout_html,
+    update_in_place,
+)
+from ctxlab.widgets._fast import CachedExtractive
+
+_LINE_LABELS = ("window", "trigger", "budget")
+
+
+def catalogue() -> dict[str, Any]:
+    """Policies to offer: Deep Agents, plus the catalogue's (issue 4) when it is installed.
+
+    Values are policy instances (defaults). The catalogue is imported lazily and read
+    defensively, so the explorer keeps working, Deep Agents only, without it.
+    """
+    found: dict[str, Any] = {"deepagents": DeepAgents()}
+    try:
+        from ctxlab.policies import catalog  # type: ignore[attr-defined]
+    except ImportError:
+        return found
+    entries: Any = getattr(catalog, "PRESETS", None)
+    items = list(entries.items()) if isinstance(entries, dict) else []
+    for name, entry in items:
+        try:
+            policy = entry if hasattr(entry, "start") else entry()
+        except (TypeError, ValueError):
+            continue
+        if hasattr(policy, "start") and hasattr(policy, "params"):
+            found.setdefault(str(name), policy)
+    return found
+
+
+@dataclass
+class Control:
+    """One slider and how its value enters the policy's parameters."""
+
+    name: str
+    widget: W.ValueWidget
+    apply: Callable[[dict[str, Any], Any], None]
+
+
+def _slider(
+    cls: type, description: str, value: float, lo: float, hi: float, step: float, **kw: Any
+) -> W.ValueWidget:
+    widget = cls(
+        value=value,
+        min=lo,
+        max=hi,
+        step=step,
+        description=description,
+        continuous_update=False,
+        style={"description_width": "150px"},
+        layout=W.Layout(width="520px"),
+        **kw,
+    )
+    widget.add_class(f"ctx-{description.split()[0].lower()}")
+    return widget
+
+
+def deepagents_controls(policy: DeepAgents, trace: Trace) -> list[Control]:
+    """Sliders for Deep Agents: window, trigger, keep, tool-result limit, argument length.
+
+    Starting values are what the policy resolves to on this trace, so the first replay is the
+    policy's own; a trace without a model profile starts at a 200k window.
+    """
+    try:
+        s = policy.resolve(trace)
+        window = s.window or 200_000
+        trigger = next(
+            (c["fraction"] for c in s.clauses if "fraction" in c),
+            next((c["tokens"] / window for c in s.clauses if "tokens" in c), 0.85),
+        )
+        keep = s.keep[1] if s.keep[0] == "fraction" else 0.10
+        max_len = s.max_arg_length
+    except (TypeError, ValueError):
+        window, trigger, keep, max_len = 200_000, 0.85, 0.10, 2000
+    tool_limit = policy.tool_token_limit_before_evict or 20_000
+
+    def set_window(p: dict[str, Any], v: Any) -> None:
+        p["window"] = int(v)
+
+    def set_trigger(p: dict[str, Any], v: Any) -> None:
+        p["trigger"] = ("fraction", round(float(v), 4))
+
+    def set_keep(p: dict[str, Any], v: Any) -> None:
+        p["keep"] = ("fraction", round(float(v), 4))
+
+    def set_tool(p: dict[str, Any], v: Any) -> None:
+        p["tool_token_limit_before_evict"] = int(v)
+
+    def set_args(p: dict[str, Any], v: Any) -> None:
+        p["truncate_args_settings"] = {
+            "trigger": p.get("trigger", ("fraction", 0.85)),
+            "keep": p.get("keep", ("fraction", 0.10)),
+            "max_length": int(v),
+        }
+
+    return [
+        Control(
+            "window",
+            _slider(W.IntSlider, "window (tokens)", window, 4_000, max(400_000, window), 1_000),
+            set_window,
+        ),
+        Control(
+            "trigger",
+            _slider(W.FloatSlider, "trigger (fraction)", min(1.0, trigger), 0.05, 1.0, 0.01),
+            set_trigger,
+        ),
+        Control(
+            "keep",
+            _slider(W.FloatSlider, "keep (fraction)", min(0.9, keep), 0.01, 0.9, 0.01),
+            set_keep,
+        ),
+        Control(
+            "tool_limit",
+            _slider(
+                W.IntSlider,
+                "tool-result limit (tokens)",
+                tool_limit,
+                500,
+                max(50_000, tool_limit),
+                500,
+            ),
+            set_tool,
+        ),
+        Control(
+            "max_arg_length",
+            _slider(W.IntSlider, "arg max length (chars)", max_len, 50, max(20_000, max_len), 50),
+            set_args,
+        ),
+    ]
+
+
+def generic_controls(policy: Any) -> list[Control]:
+    """Sliders for a catalogue policy: every int/float parameter, and `(kind, number)` pairs."""
+    controls: list[Control] = []
+    if not dataclasses.is_dataclass(policy):
+        return controls
+    for f in dataclasses.fields(policy):
+        value = getattr(policy, f.name)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int | float):
+            cls = W.IntSlider if isinstance(value, int) else W.FloatSlider
+            hi = max(value * 4, 1) if value else 1
+            step = 1 if cls is W.IntSlider else max(hi / 200, 0.001)
+            widget = _slider(cls, f.name.replace("_", " "), value, 0, hi, step)
+
+            def put(p: dict[str, Any], v: Any, name: str = f.name) -> None:
+                p[name] = v
+
+            controls.append(Control(f.name, widget, put))
+        elif (
+            isinstance(value, tuple)
+            and len(value) == 2
+            and isinstance(value[0], str)
+            and isinstance(value[1], int | float)
+            and not isinstance(value[1], bool)
+        ):
+            kind, number = value
+            frac = kind == "fraction"
+            cls = W.FloatSlider if frac or isinstance(number, float) else W.IntSlider
+            hi = 1.0 if frac else max(number * 4, 1)
+            widget = _slider(
+                cls,
+                f"{f.name.replace('_', ' ')} ({kind})",
+                number,
+                0.01 if frac else 1,
+                hi,
+                0.01 if frac else max(1, int(hi // 200)),
+            )
+
+            def put_pair(p: dict[str, Any], v: Any, name: str = f.name, k: str = kind) -> None:
+                p[name] = (k, v)
+
+            controls.append(Control(f.name, widget, put_pair))
+    return controls
+
+
+class ThresholdExplorer(W.VBox):
+    """Tune a policy's thresholds on `trace` with live re-replays.
+
+    `debounce` (seconds) coalesces changes inside a running kernel; outside one (tests, the
+    benchmark) updates are synchronous. `replay`/`policy` always hold the current state.
+    """
+
+    def __init__(
+        self,
+        trace: Trace,
+        *,
+        policy: str = "deepagents",
+        summarizer: Summarizer | None = None,
+        debounce: float = 0.03,
+    ) -> None:
+        self.trace = trace
+        self.summarizer = summarizer or CachedExtractive()
+        self.policies = catalogue()
+        if policy not in self.policies:
+            raise ValueError(f"unknown policy {policy!r}; known: {', '.join(self.policies)}")
+        self.choice = W.Dropdown(options=list(self.policies), value=policy, description="policy")
+        self.choice.add_class("ctx-policy")
+        self.controls: list[Control] = []
+        self.sliders = W.VBox()
+        self.readout = W.HTML()
+        self.readout.add_class("ctx-readout-box")
+        self.last_latency_ms: float | None = None
+        self.replays = 0
+        self.policy: Any = None
+        self.replay: Replay | None = None
+        self._debounced = Debouncer(self.apply, debounce)
+        self._build_controls()
+        self.policy = self._policy()
+        self.replay = replay(trace, self.policy, self.summarizer)
+        self.figure = figure_widget(self._figure(), "ctx-explorer-chart")
+        self.exporter = ExportBar(lambda: self.figure, "explorer")
+        self.readout.value = readout_html(metrics(self.replay, trace))
+        self.choice.observe(self._policy_changed, names="value")
+        super().__init__([self.choice, self.sliders, self.readout, self.figure, self.exporter])
+        self.add_class("ctx-explorer")
+
+    # -- controls -----------------------------------------------------------------------
+
+    def _build_controls(self) -> None:
+        base = self.policies[self.choice.value]
+        if isinstance(base, DeepAgents):
+            self.controls = deepagents_controls(base, self.trace)
+        else:
+            self.controls = generic_controls(base)
+        for c in self.controls:
+            c.widget.observe(self._debounced, names="value")
+        self.sliders.children = [c.widget for c in self.controls]
+
+    def _policy_changed(self, _: Any) -> None:
+        for c in self.controls:
+            c.widget.unobserve(self._debounced, names="value")
+        self._build_controls()
+        self.apply()
+
+    def control(self, name: str) -> W.ValueWidget:
+        """The slider named `name` (`window`, `trigger`, `keep`, `tool_limit`, ...)."""
+        for c in self.controls:
+            if c.name == name:
+                return c.widget
+        raise KeyError(f"no control {name!r}; have {[c.name for c in self.controls]}")
+
+    def _policy(self) -> Any:
+        base = self.policies[self.choice.value]
+        params: dict[str, Any] = {}
+        for c in self.controls:
+            c.apply(params, c.widget.value)
+        if "truncate_args_settings" in params and isinstance(base, DeepAgents):
+            params["truncate_args_settings"] = {
+                **params["truncate_args_settings"],
+                "trigger": params.get("trigger", ("fraction", 0.85)),
+                "keep": params.get("keep", ("fraction", 0.10)),
+            }
+        return dataclasses.replace(base, **params) if dataclasses.is_dataclass(base) else base
+
+    # -- redraw ---------------------------------------------------------------------------
+
+    def _lines(self) -> dict[str, int]:
+        found = plots.thresholds(self.policy, self.trace)
+        return {k: found[k] for k in _LINE_LABELS if k in found}
+
+    def _title(self, m: dict[str, Any] | None = None) -> str:
+        assert self.replay is not None
+        m = m or metrics(self.replay, self.trace)
+        return (
+            f"{esc(self.policy.name)} on {esc(self.trace.trace_id, 40)}: peak {m['peak']:,}, "
+            f"cumulative {m['cumulative']:,}, {m['events']} events"
+        )
+
+    def _figure(self) -> go.Figure:
+        assert self.replay is not None
+        return plots.context_tokens(self.replay, lines=self._lines(), title=self._title())
+
+    def apply(self) -> None:
+        """Re-replay with the sliders' values and redraw in place (sliders call this)."""
+        start = now_ms()
+        try:
+            policy = self._policy()
+            result = replay(self.trace, policy, self.summarizer)
+        except (TypeError, ValueError) as exc:
+            self.readout.value = (
+                f"<span style='color:#D55E00'>invalid settings: {esc(exc, 300)}</span>"
+            )
+            return
+        self.policy, self.replay = policy, result
+        self.replays += 1
+        m = metrics(result, self.trace)  # once: with the catalogue it prices every turn
+        update_in_place(
+            self.figure, plots.context_traces(result, lines=self._lines()), self._title(m)
+        )
+        self.last_latency_ms = now_ms() - start
+        self.readout.value = readout_html(m, self.last_latency_ms)
+
+    def export(self, path: Any) -> Any:
+        """Write the chart (PNG, SVG, PDF or HTML by suffix)."""
+        return self.exporter.export(path)

@@ -1,0 +1,194 @@
+"""`Scrubber(replay, trace)`: walk through a replay turn by turn.
+
+A turn slider with a play button drives three views that update in place: the context-tokens
+chart (a FigureWidget: stacked kinds, baseline, window/trigger lines, a marker per event and a
+cursor on the current turn), the context strip (one block per message, sized by tokens,
+coloured by status, hover for before/after; pick a block for its full text) and the list of
+events so far. Clicking a point on the chart jumps to that turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import ipywidgets as W
+import plotly.graph_objects as go
+
+from ctxlab import plots
+from ctxlab.plots import esc
+from ctxlab.replay import Replay
+from ctxlab.trace import Trace
+from ctxlab.widgets._common import (
+    Block,
+    ExportBar,
+    Timeline,
+    block_detail,
+    events_html,
+    figure_widget,
+    metrics,
+    readout_html,
+    strip_html,
+)
+
+
+def cursor_trace(replay: Replay, turn: int) -> go.Scatter:
+    """The current-turn marker: the last trace of the scrubber's chart."""
+    row = replay.turns.row(turn, named=True)
+    return go.Scatter(
+        x=[turn],
+        y=[row["context_tokens"]],
+        mode="markers",
+        name="current turn",
+        marker={"symbol": "circle-open", "size": 16, "color": "#000000", "line": {"width": 2.5}},
+        hovertemplate="turn %{x}: %{y:,} tokens<extra></extra>",
+        showlegend=False,
+    )
+
+
+def cursor_shape(turn: int) -> dict[str, Any]:
+    """A vertical line at the current turn (layout shape, full height)."""
+    return {
+        "type": "line",
+        "xref": "x",
+        "yref": "paper",
+        "x0": turn,
+        "x1": turn,
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": "#555555", "width": 1, "dash": "dot"},
+    }
+
+
+def title_at(replay: Replay, turn: int) -> str:
+    """Chart title naming the turn and its tokens (the browser test reads it)."""
+    row = replay.turns.row(turn, named=True)
+    return (
+        f"turn {turn}: {row['context_tokens']:,} tokens "
+        f"(baseline {row['baseline_tokens']:,}) · {esc(replay.policy)}"
+    )
+
+
+class Scrubber(W.VBox):
+    """Scrub `replay` turn by turn. Pass the `trace` it came from for per-message content
+    (a `Replay` does not keep its trace); without it the strip shows one block per kind.
+
+    `lines` are horizontal levels for the chart (e.g. `plots.thresholds(policy, trace)`);
+    `summaries` are the summary texts in order when the caller recorded them.
+    """
+
+    def __init__(
+        self,
+        replay: Replay,
+        trace: Trace | None = None,
+        *,
+        lines: Mapping[str, int] | None = None,
+        policy: Any = None,
+        summaries: Sequence[str] = (),
+        turn: int | None = None,
+        play_interval_ms: int = 300,
+    ) -> None:
+        self.replay = replay
+        self.trace = trace
+        if lines is None and policy is not None and trace is not None:
+            lines = plots.thresholds(policy, trace)
+        self.lines = dict(lines or {})
+        self.timeline = Timeline(replay, trace, summaries)
+        n = replay.turns.height
+        if n == 0:
+            raise ValueError("this replay has no turns to scrub")
+        start = n - 1 if turn is None else max(0, min(turn, n - 1))
+        self.slider = W.IntSlider(
+            value=start,
+            min=0,
+            max=n - 1,
+            description="turn",
+            continuous_update=True,
+            layout=W.Layout(width="600px"),
+        )
+        self.slider.add_class("ctx-turn")
+        self.play = W.Play(
+            value=start, min=0, max=n - 1, interval=play_interval_ms, description="play"
+        )
+        W.jslink((self.play, "value"), (self.slider, "value"))
+        self.figure = figure_widget(self._figure(start), "ctx-chart")
+        self.figure.data[-1].on_click(lambda *_: None)  # the cursor trace ignores clicks
+        for trace_ in self.figure.data[:-1]:
+            trace_.on_click(self._clicked)
+        self.strip = W.HTML()
+        self.strip.add_class("ctx-strip")
+        self.block = W.Dropdown(description="block", layout=W.Layout(width="520px"))
+        self.block.add_class("ctx-block-pick")
+        self.detail = W.HTML()
+        self.detail.add_class("ctx-detail-box")
+        self.events = W.HTML()
+        self.events.add_class("ctx-event-list")
+        self.readout = W.HTML(readout_html(metrics(replay, trace)))
+        self.exporter = ExportBar(lambda: self.figure, f"context_{replay.policy}")
+        self._blocks: list[Block] = []
+        self.slider.observe(lambda c: self.show(c["new"]), names="value")
+        self.block.observe(lambda c: self._pick(c["new"]), names="value")
+        self.show(start, force=True)
+        super().__init__(
+            [
+                W.HBox([self.play, self.slider]),
+                self.readout,
+                self.figure,
+                self.strip,
+                self.block,
+                self.detail,
+                self.events,
+                self.exporter,
+            ]
+        )
+        self.add_class("ctx-scrubber")
+
+    def _figure(self, turn: int) -> go.Figure:
+        fig = plots.context_tokens(self.replay, lines=self.lines)
+        fig.add_trace(cursor_trace(self.replay, turn))
+        fig.update_layout(title_text=title_at(self.replay, turn), shapes=[cursor_shape(turn)])
+        return fig
+
+    @property
+    def turn(self) -> int:
+        """The turn shown."""
+        return int(self.slider.value)
+
+    def show(self, turn: int, *, force: bool = False) -> None:
+        """Move every view to `turn` (the slider calls this; so can code)."""
+        if not force and turn != self.slider.value:
+            self.slider.value = turn  # re-enters through the observer
+            return
+        cursor = cursor_trace(self.replay, turn)
+        with self.figure.batch_update():
+            self.figure.data[-1].x = cursor.x
+            self.figure.data[-1].y = cursor.y
+            self.figure.layout.title.text = title_at(self.replay, turn)
+            self.figure.layout.shapes = [cursor_shape(turn)]
+        self._blocks = self.timeline.blocks(turn)
+        self.strip.value = strip_html(self._blocks, turn)
+        self.events.value = events_html(self.replay, turn)
+        options = [
+            (f"{i}: {b.role[:60]} · {b.status} · {b.tokens:,} tok", i)
+            for i, b in enumerate(self._blocks)
+        ]
+        keep = self.block.value if isinstance(self.block.value, int) else None
+        self.block.options = options
+        self.block.value = (
+            keep
+            if keep is not None and keep < len(options)
+            else (len(options) - 1 if options else None)
+        )
+        self._pick(self.block.value)
+
+    def _pick(self, index: int | None) -> None:
+        block = self._blocks[index] if index is not None and index < len(self._blocks) else None
+        self.detail.value = block_detail(block)
+
+    def _clicked(self, trace: Any, points: Any, state: Any) -> None:
+        if points.xs:
+            self.slider.value = int(points.xs[0])
+
+    def export(self, path: Any) -> Any:
+        """Write the chart (PNG, SVG, PDF or HTML by suffix)."""
+        return self.exporter.export(path)

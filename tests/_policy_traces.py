@@ -1,0 +1,16 @@
+"""Small hand-built conversations shared by the policy tests."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+
+def agent(n: int, size: int = 400, *, system: bool = True) -> list:
+    """system?, task, then n (tool call, result) turns, then a final answer."""
+    msgs = [SystemMessage("sys")] if system else []
+    msgs.append(HumanMessage("fix the bug in /src/app.py"))
+    for i in range(n):
+        msgs.append(AIMessage("", tool_calls=[{"name": "run", "args": {"i": i}, "id": f"c{i}"}]))
+        msgs.append(ToolMessage("line\n" * (size // 5), tool_call_id=f"c{i}", name="run"))
+    msgs.append(AIMessage("done"))
+    return msgs

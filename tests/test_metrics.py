@@ -1,0 +1,115 @@
+"""Metrics against hand-computed examples."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxlab import replay
+from ctxlab.metrics import cache_frame, common_prefixes, summary
+from ctxlab.policies import ObservationMasking, Raw, get
+from ctxlab.policies.base import Call
+from ctxlab.pricing import PRICES, cached_tokens, price_for
+from ctxlab.replay import Replay
+from ctxlab.trace import from_messages
+from tests._policy_traces import agent
+
+
+def test_pricing_lookup_and_cache_rules():
+    assert price_for("claude-sonnet-4-5-20250929") is PRICES["claude-sonnet-4-5"]
+    assert price_for("openai:gpt-4o-2024-08-06") is PRICES["gpt-4o"]
+    assert price_for("no-such-model") is None
+    gpt = PRICES["gpt-4o"]
+    assert cached_tokens(1023, gpt) == 0
+    assert cached_tokens(1024 + 127, gpt) == 1024  # 128-token steps
+    assert cached_tokens(1024 + 128, gpt) == 1152
+    assert cached_tokens(5000, PRICES["claude-sonnet-4-5"]) == 5000
+
+
+def _replay(requests: list[tuple[tuple[int, int], ...]], outputs: int) -> tuple[Replay, object]:
+    trace = from_messages(agent(len(requests) - 1), model="claude-sonnet-4-5")
+    calls = [
+        Call(i, t.position, sum(x[1] for x in r), {}, len(r), [], None, request=r)
+        for i, (t, r) in enumerate(zip(trace.turns, requests, strict=True))
+    ]
+    return Replay(trace.trace_id, "x", {}, calls, recorded=[None] * len(calls)), trace
+
+
+def test_cache_simulation_by_hand():
+    """Three requests: 2000 -> 2000+500 (extends) -> rewritten after the first 1500 tokens."""
+    a, b, c = (1, 1500), (2, 500), (3, 500)
+    r1 = (a, b)
+    r2 = (a, b, c)
+    r3 = (a, (9, 400), c)
+    replayed, trace = _replay([r1, r2, r3], 0)
+    prefixes, exact = common_prefixes(replayed)
+    assert exact and prefixes == [0, 2000, 1500]
+    frame = cache_frame(replayed, trace)
+    assert frame["cache_read_tokens"].to_list() == [0, 2000, 1500]
+    # Anthropic: what is not read is written (1.25x), requests above the 1,024 minimum
+    assert frame["cache_write_tokens"].to_list() == [2000, 500, 900]
+    assert frame["cache_break"].to_list() == [False, False, True]
+    assert frame["rebilled_tokens"].to_list() == [0, 0, 1000]
+    out = frame["output_tokens"].to_list()
+    p = PRICES["claude-sonnet-4-5"]
+    no_cache = (2000 + 2500 + 2400) * p.input / 1e6 + sum(out) * p.output / 1e6
+    assert frame["cost_usd"].sum() == pytest.approx(no_cache)
+    with_cache = (
+        (2000 + 1500) * p.input * p.cache_read / 1e6
+        + (2000 + 500 + 900) * p.input * 1.25 / 1e6
+        + sum(out) * p.output / 1e6
+    )
+    assert frame["cost_usd_with_cache"].sum() == pytest.approx(with_cache)
+
+
+def test_summary_size_metrics_by_hand():
+    trace = from_messages(agent(3), model="gpt-4o")
+    result = replay(trace, Raw())
+    s = summary(result, trace, window=50)
+    tokens = result.turns["context_tokens"].to_list()
+    assert s["peak_context_tokens"] == max(tokens)
+    assert s["cumulative_input_tokens"] == sum(tokens)
+    assert s["mean_input_tokens"] == pytest.approx(sum(tokens) / len(tokens))
+    assert s["raw_overflow_turns"] == sum(1 for t in tokens if t > 50)
+    assert s["cache_breaks"] == 0 and s["events"] == 0 and s["orphan_turns"] == 0
+
+
+def test_masking_breaks_the_cache_and_evictions_are_not_recoverable():
+    trace = from_messages(agent(8), model="gpt-4o")
+    result = replay(trace, ObservationMasking(n=2))
+    s = summary(result, trace)
+    assert s["cache_breaks"] == len({e.turn for e in result.event_list})
+    assert s["recoverability"] == 0.0  # masking writes no file
+    assert s["goal_retention"] == 1.0  # the task is never masked
+
+
+def test_goal_retention_and_recoverability_after_summaries():
+    trace = from_messages(agent(12), model="gpt-4o")
+    result = replay(
+        trace, get("claude-code", window=2000, max_output_tokens=0, autocompact_buffer=500)
+    )
+    s = summary(result, trace)
+    assert s["goal_retention"] is not None and s["goal_retention"] < 1.0
+    assert s["recoverability"] == 1.0  # the compacted history file holds every evicted message
+    assert s["summarizer_input_tokens"] > 0 and s["summarizer_output_tokens"] > 0
+
+
+def test_reference_after_eviction():
+    """A later call naming a path whose only mention was masked counts once."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    msgs = [SystemMessage("s"), HumanMessage("go")]
+    msgs += [
+        AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "a"}]),
+        ToolMessage("found /src/deep/mod.py here", tool_call_id="a"),
+    ]
+    for i in range(3):
+        msgs += [
+            AIMessage("", tool_calls=[{"name": "run", "args": {"i": i}, "id": f"r{i}"}]),
+            ToolMessage("ok", tool_call_id=f"r{i}"),
+        ]
+    msgs.append(
+        AIMessage("", tool_calls=[{"name": "read", "args": {"p": "/src/deep/mod.py"}, "id": "z"}])
+    )
+    trace = from_messages(msgs)
+    assert summary(replay(trace, ObservationMasking(n=1)), trace)["references_after_eviction"] == 1
+    assert summary(replay(trace, Raw()), trace)["references_after_eviction"] == 0

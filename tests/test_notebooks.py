@@ -1,0 +1,121 @@
+"""The notebooks run top to bottom headless (nbclient, a real kernel) and write their figures
+to `$CTXLAB_FIGURES`, never into the repository; they are committed without outputs.
+
+The quickstart runs through `ctxlab quickstart`, the README's command, so the command and the
+notebook are tested together.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = REPO / "notebooks"
+
+
+def _kernel_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}  # stay offline
+    env.update(
+        CTXLAB_FIGURES=str(tmp_path / "figures"),
+        CTXLAB_STORE=str(tmp_path / "store.duckdb"),
+        JUPYTER_PLATFORM_DIRS="1",
+    )
+    return env
+
+
+def _valid(path: Path) -> bool:
+    data = path.read_bytes()
+    return {
+        ".pdf": data[:5] == b"%PDF-",
+        ".png": data[:8] == b"\x89PNG\r\n\x1a\n",
+        ".svg": b"<svg" in data[:2000],
+        ".html": b"Plotly.newPlot" in data,
+    }[path.suffix]
+
+
+def _repo_figures() -> dict[str, float]:
+    folder = REPO / "data" / "figures"
+    return {p.name: p.stat().st_mtime for p in folder.glob("*")} if folder.is_dir() else {}
+
+
+def test_notebooks_are_committed_without_outputs() -> None:
+    found = sorted(NOTEBOOKS.glob("*.ipynb"))
+    assert [p.name for p in found] == [
+        "01_quickstart.ipynb",
+        "02_prompt_diff.ipynb",
+        "03_compare_and_sweep.ipynb",
+    ]
+    for path in found:
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, path.name
+        assert "widgets" not in nb.metadata, f"{path.name} carries saved widget state"
+
+
+@pytest.mark.parametrize(
+    ("name", "figures"),
+    [
+        ("02_prompt_diff.ipynb", ["prompt_diff_anchors.pdf"]),
+        ("03_compare_and_sweep.ipynb", ["sweep_heatmap.pdf", "compare_cumulative.pdf"]),
+    ],
+)
+def test_notebook_runs_headless(tmp_path: Path, name: str, figures: list[str]) -> None:
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    client = NotebookClient(
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        store_widget_state=False,
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    )
+    client.execute(env=_kernel_env(tmp_path))
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    assert not errors
+    for fig in figures:
+        assert _valid(tmp_path / "figures" / fig), fig
+    widgets = [
+        o
+        for c in nb.cells
+        for o in c.get("outputs", [])
+        if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    ]
+    assert widgets, "the widget cell displayed no widget"
+
+
+def test_quickstart_command_runs_the_notebook(tmp_path: Path) -> None:
+    out = tmp_path / "figures"
+    before = _repo_figures()
+    proc = subprocess.run(
+        [sys.executable, "-m", "ctxlab.cli", "quickstart", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=_kernel_env(tmp_path),
+        cwd=REPO,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    printed = [Path(line) for line in proc.stdout.splitlines() if line.startswith(str(out))]
+    suffixes = {p.suffix for p in printed}
+    assert {".pdf", ".png", ".svg", ".html"} <= suffixes
+    for path in printed:
+        assert path.exists() and _valid(path), path
+    assert _repo_figures() == before, "the test wrote figures into the repository"
+
+
+def test_quickstart_command_reports_a_missing_notebook(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "ctxlab.cli", "quickstart", "--notebook", str(tmp_path / "x.ipynb")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert proc.returncode == 2 and "no such notebook" in proc.stderr

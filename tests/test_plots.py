@@ -1,0 +1,138 @@
+"""Figure builders and `plots.export`: real plotly figures, real kaleido + Debian chromium.
+
+Exports are checked by content (magic bytes, parseable XML, no network script sources), not by
+"a file exists"; builders by the numbers they carry, against the replay they were built from.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+from synthetic import make_trace
+
+import ctxlab
+from ctxlab import plots
+from ctxlab.policies import DeepAgents
+
+
+@pytest.fixture(scope="module")
+def trace() -> ctxlab.Trace:
+    return make_trace(120, fmt="anthropic", model="claude-sonnet-4-5", provider="anthropic")
+
+
+@pytest.fixture(scope="module")
+def stressed(trace: ctxlab.Trace) -> tuple[DeepAgents, ctxlab.Replay]:
+    policy = DeepAgents(stress=0.1)
+    return policy, ctxlab.replay(trace, policy)
+
+
+def needs_chromium() -> None:
+    if not (shutil.which("chromium") or Path("/usr/bin/chromium").exists()):
+        pytest.skip("no chromium on PATH (apt-get install chromium): static export needs it")
+
+
+def test_context_tokens_carries_the_replay(trace, stressed) -> None:
+    policy, replay = stressed
+    lines = plots.thresholds(policy, trace)
+    assert lines["window"] == 200_000 and lines["trigger"] == 20_000
+    fig = plots.context_tokens(replay, lines=lines)
+    by_name = {t.name: t for t in fig.data}
+    ai = by_name[plots.KIND_LABELS["ai"]]
+    assert list(ai.y) == replay.turns["ai_tokens"].to_list()
+    stacked = [list(by_name[plots.KIND_LABELS[k]].y) for k in plots.KIND_COLORS]
+    assert [sum(col) for col in zip(*stacked, strict=True)] == replay.turns[
+        "context_tokens"
+    ].to_list()
+    assert list(by_name["uncompacted baseline"].y) == replay.turns["baseline_tokens"].to_list()
+    assert list(by_name["trigger 20,000"].y) == [20_000, 20_000]
+    markers = [t for t in fig.data if t.name.startswith("event: ")]
+    assert sum(len(t.x) for t in markers) == sum(1 for e in replay.event_list if e.turn is not None)
+    summarize = next(t for t in markers if t.name == "event: summarize")
+    turns = [e.turn for e in replay.event_list if e.kind == "summarize"]
+    assert list(summarize.x) == turns
+
+
+def test_figures_are_deterministic(trace, stressed) -> None:
+    _, replay = stressed
+    again = ctxlab.replay(trace, DeepAgents(stress=0.1))
+    for build in (plots.context_tokens, plots.composition, plots.events_timeline):
+        assert build(replay).to_json() == build(again).to_json()
+
+
+def test_composition_events_comparison(trace, stressed) -> None:
+    _, replay = stressed
+    default = ctxlab.replay(trace, DeepAgents())
+    comp = plots.composition(replay)
+    assert comp.data[0].groupnorm == "percent"
+    timeline = plots.events_timeline(replay)
+    assert sum(len(t.x) for t in timeline.data) == replay.events.height
+    both = plots.comparison([replay, default], labels=["stress", "default"], cumulative=True)
+    assert [t.name for t in both.data] == ["stress", "default", "uncompacted baseline"]
+    assert both.data[0].y[-1] == replay.turns["context_tokens"].sum()
+
+
+def test_sweep_heatmap_from_a_real_sweep(tmp_path, trace) -> None:
+    frame = ctxlab.sweep(
+        [trace],
+        DeepAgents(window=200_000),
+        {
+            "trigger": [("fraction", 0.1), ("fraction", 0.5)],
+            "keep": [("fraction", 0.05), ("fraction", 0.1)],
+        },
+        store=tmp_path / "s.duckdb",
+        workers=1,
+        progress=False,
+    )
+    fig = plots.sweep_heatmap(frame, "trigger", "keep")
+    heat = fig.data[0]
+    assert list(heat.x) == ["fraction:0.1", "fraction:0.5"]
+    for row in frame.to_dicts():
+        i, j = list(heat.y).index(row["keep"]), list(heat.x).index(row["trigger"])
+        assert heat.z[i][j] == row["cumulative_input_tokens"]
+    with pytest.raises(ValueError, match="needs columns"):
+        plots.sweep_heatmap(frame, "trigger", "nope")
+
+
+def test_hover_text_is_escaped() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    evil = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    trace = ctxlab.from_messages(
+        [
+            HumanMessage("go"),
+            AIMessage("", tool_calls=[{"name": "execute", "args": {"command": "x"}, "id": "c1"}]),
+            ToolMessage(evil * 5000, tool_call_id="c1", name="execute"),
+            AIMessage("done"),
+        ],
+        trace_id=evil,
+    )
+    replay = ctxlab.replay(trace, DeepAgents(window=100_000))
+    fig = plots.context_tokens(replay)
+    text = fig.to_json()
+    assert "<script" not in text and "<img" not in text
+    assert "&lt;script&gt;" in text
+
+
+def test_export_all_formats(tmp_path, stressed) -> None:
+    needs_chromium()
+    _, replay = stressed
+    fig = plots.context_tokens(replay)
+    png = plots.export(fig, tmp_path / "f.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pdf = plots.export(fig, tmp_path / "f.pdf")
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+    svg = plots.export(go.FigureWidget(fig), tmp_path / "f.svg")  # widgets export too
+    root = ET.parse(svg).getroot()
+    assert root.tag.endswith("svg")
+    assert "context tokens" in svg.read_text()
+    html_path = plots.export(fig, tmp_path / "f.html")
+    page = html_path.read_text()
+    assert "Plotly.newPlot" in page and len(page) > 1_000_000  # plotly.js embedded
+    assert not re.search(r"<script[^>]*\bsrc\s*=\s*[\"']?(https?:)?//", page)
+    with pytest.raises(ValueError, match="not one of"):
+        plots.export(fig, tmp_path / "f.gif")

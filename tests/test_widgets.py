@@ -1,0 +1,355 @@
+"""Widget state in Python: real ipywidgets and plotly FigureWidgets, driven as a user would
+(slider values, dropdowns, button clicks), checked against replays computed independently.
+
+The browser side (the same widgets rendered by JupyterLab) is `test_browser.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import ipywidgets as W
+import plotly.graph_objects as go
+import pytest
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from synthetic import make_trace
+
+import ctxlab
+from ctxlab.policies import DeepAgents
+from ctxlab.summarizers import LLM, Extractive
+from ctxlab.widgets import Compare, PromptDiff, Scrubber, ThresholdExplorer
+from ctxlab.widgets._common import Debouncer, Timeline, message_text
+from ctxlab.widgets._fast import CachedExtractive
+
+
+@pytest.fixture(scope="module")
+def trace() -> ctxlab.Trace:
+    return make_trace(150, fmt="anthropic", model="claude-sonnet-4-5", provider="anthropic")
+
+
+@pytest.fixture(scope="module")
+def stressed(trace):
+    policy = DeepAgents(stress=0.1)
+    return policy, ctxlab.replay(trace, policy)
+
+
+@pytest.fixture(autouse=True)
+def figures(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXLAB_FIGURES", str(tmp_path / "figures"))
+    return tmp_path / "figures"
+
+
+# ----------------------------------------------------------------------------- scrubber
+
+
+def test_scrubber_slider_moves_chart_strip_and_events(trace, stressed) -> None:
+    policy, replay = stressed
+    s = Scrubber(replay, trace, policy=policy)
+    assert isinstance(s.figure, go.FigureWidget) and isinstance(s, W.VBox)
+    first_event = min(e.turn for e in replay.event_list if e.kind == "summarize")
+    s.slider.value = first_event - 1
+    cursor = s.figure.data[-1]
+    assert list(cursor.x) == [first_event - 1]
+    assert list(cursor.y) == [replay.turns["context_tokens"][first_event - 1]]
+    strip_before, events_before = s.strip.value, s.events.value
+    assert "ctx-summarised" not in strip_before
+    s.slider.value = first_event
+    assert list(s.figure.data[-1].x) == [first_event]
+    assert f"turn {first_event}:" in s.figure.layout.title.text
+    assert s.strip.value != strip_before and "ctx-summarised" in s.strip.value
+    assert 'data-status="summary"' in s.strip.value
+    shown = int(re.search(r"data-count='(\d+)'", s.events.value).group(1))
+    assert shown == sum(
+        1 for e in replay.event_list if e.turn is not None and e.turn <= first_event
+    )
+    assert s.events.value != events_before
+    # the shapes move with the cursor, and the chart's other traces are the replay's
+    assert s.figure.layout.shapes[0].x0 == first_event
+    assert list(s.figure.data[0].y) == replay.turns["system_tokens"].to_list()
+
+
+def test_scrubber_blocks_follow_events(trace, stressed) -> None:
+    _, replay = stressed
+    timeline = Timeline(replay, trace)
+    offload = next(e for e in replay.event_list if e.kind == "offload_tool_result")
+    (p,) = offload.messages
+    at = {b.first: b for b in timeline.blocks(offload.turn) if b.first == b.last}
+    assert at[p].status == "offloaded" and at[p].tokens == offload.tokens_after
+    assert offload.file_path in at[p].after
+    assert at[p].before.startswith(trace.messages[p].text[:50])
+    trunc = next(e for e in replay.event_list if e.kind == "truncate_args")
+    blocks = {b.first: b for b in timeline.blocks(trunc.turn) if b.first == b.last}
+    for q in trunc.messages:
+        if q in blocks:
+            assert blocks[q].status == "truncated"
+    # blocks cover the history exactly once (runs of summarised messages included)
+    turn = replay.turns.height - 1
+    covered = [q for b in timeline.blocks(turn) if b.first >= 0 for q in range(b.first, b.last + 1)]
+    assert covered == list(range(replay.turns["position"][turn]))
+
+
+def test_scrubber_block_detail_and_chart_click(trace, stressed) -> None:
+    _, replay = stressed
+    s = Scrubber(replay, trace, turn=30)
+    s.block.value = 1
+    assert "before" in s.detail.value and "after" in s.detail.value
+    assert s.block.options[1][0].startswith("1: ")
+    from plotly.callbacks import Points
+
+    s._clicked(s.figure.data[0], Points(point_inds=[25], xs=[25], ys=[0]), None)
+    assert s.slider.value == 25
+    assert list(s.figure.data[-1].x) == [25]
+
+
+def test_scrubber_without_trace_shows_kinds(stressed) -> None:
+    _, replay = stressed
+    s = Scrubber(replay)
+    s.slider.value = 10
+    assert "ctx-block" in s.strip.value and "pass the trace" in s.strip.value
+
+
+# ----------------------------------------------------------------------------- explorer
+
+
+def test_explorer_rereplays_on_slider_change(trace) -> None:
+    ex = ThresholdExplorer(trace, debounce=0)
+    assert [c.name for c in ex.controls] == [
+        "window",
+        "trigger",
+        "keep",
+        "tool_limit",
+        "max_arg_length",
+    ]
+    before = list(ex.figure.data[3].y)  # assistant tokens
+    replays = ex.replays
+    ex.control("trigger").value = 0.1
+    assert ex.replays == replays + 1
+    assert ex.policy.trigger == ("fraction", 0.1)
+    expected = ctxlab.replay(trace, ex.policy)
+    assert list(ex.figure.data[3].y) == expected.turns["ai_tokens"].to_list()
+    assert list(ex.figure.data[3].y) != before
+    assert f"{expected.turns['context_tokens'].max():,}" in ex.readout.value
+    names = [t.name for t in ex.figure.data]
+    assert "trigger 20,000" in names
+    ex.control("window").value = 100_000
+    assert "trigger 10,000" in [t.name for t in ex.figure.data]
+    ex.control("max_arg_length").value = 500
+    assert ex.policy.truncate_args_settings["max_length"] == 500
+    assert ex.policy.truncate_args_settings["trigger"] == ("fraction", 0.1)
+    assert ex.last_latency_ms is not None and ex.last_latency_ms > 0
+
+
+def test_explorer_policy_dropdown_uses_catalogue_when_present(trace) -> None:
+    ex = ThresholdExplorer(trace, debounce=0)
+    options = list(ex.choice.options)
+    assert options[0] == "deepagents"
+    try:
+        from ctxlab.policies import catalog
+    except ImportError:
+        assert options == ["deepagents"]
+        return
+    other = next(n for n in options if n != "deepagents" and n in catalog.PRESETS)
+    ex.choice.value = other
+    assert ex.policy.name == ex.policies[other].name
+    assert ex.replay.policy == ex.policy.name
+
+
+def test_debouncer_coalesces_inside_an_event_loop() -> None:
+    calls: list[int] = []
+    deb = Debouncer(lambda: calls.append(1), wait=0.02)
+
+    async def burst() -> None:
+        for _ in range(5):
+            deb()
+        await asyncio.sleep(0.1)
+
+    asyncio.run(burst())
+    assert calls == [1]
+    deb()  # no running loop: synchronous
+    assert calls == [1, 1]
+
+
+def test_cached_extractive_matches_extractive(trace) -> None:
+    fast, slow = CachedExtractive(), Extractive()
+    assert fast.name == slow.name
+    msgs = trace.messages
+    prior = HumanMessage(
+        "## SESSION INTENT\nFix it\n\n## SUMMARY\n- x",
+        additional_kwargs={"lc_source": "summarization"},
+    )
+    for stop in range(2, len(msgs), 17):
+        part = msgs[1:stop]
+        assert fast.summarize(part) == slow.summarize(part)
+        assert fast.summarize([prior, *part]) == slow.summarize([prior, *part])
+    for s in (Extractive(), CachedExtractive()):
+        r = ctxlab.replay(trace, DeepAgents(stress=0.1), s)
+        assert (
+            r.turns["context_tokens"].to_list()
+            == ctxlab.replay(trace, DeepAgents(stress=0.1), Extractive())
+            .turns["context_tokens"]
+            .to_list()
+        )
+
+
+# ----------------------------------------------------------------------------- prompt diff
+
+
+class EchoChat(BaseChatModel):
+    """A LangChain chat model with no network: answers with the prompt's first line and the
+    number of messages in it, so a different prompt gives a different summary."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "echo"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
+        text = messages[-1].text
+        first = text.strip().splitlines()[0]
+        answer = f"{first} | {text.count('<message')} messages | /src/module_1_0.py"
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(answer))])
+
+
+def test_prompt_diff_offline_and_with_a_chat_model(trace) -> None:
+    pd = PromptDiff(trace, summarizer=(Extractive(), Extractive(max_items=2, line_chars=60)))
+    assert pd.points and pd.points[0].turn is not None
+    a, b = pd.sides
+    assert a.summary != b.summary
+    assert "ctx-del" in pd.summary_a.value or "ctx-ins" in pd.summary_b.value
+    assert f"{a.tokens:,} tokens" in pd.summary_a.value
+    assert a.kept["paths"] and all(p in a.summary for p in a.kept["paths"])
+    slice_text = "\n".join(message_text(m) for m in pd.slice())
+    assert all(p in slice_text for p in a.kept["paths"])
+    assert len(a.kept["paths"]) >= len(b.kept["paths"])  # B keeps at most 2 artifacts
+    bars = pd.figure.data
+    assert bars[0].y[0] == len(a.kept["paths"]) and bars[1].y[0] == len(b.kept["paths"])
+
+    pd2 = PromptDiff(
+        trace,
+        "Prompt A says hello.\n{messages}",
+        "Prompt B differs.\n{messages}",
+        summarizer=LLM(EchoChat()),
+    )
+    a2, b2 = pd2.sides
+    assert a2.summary.startswith("Prompt A says hello.")
+    assert b2.summary.startswith("Prompt B differs.")
+    pd2.prompt_b.value = "Edited prompt.\n{messages}"
+    pd2.run_button.click()
+    assert pd2.sides[1].summary.startswith("Edited prompt.")
+    assert "/src/module_1_0.py" in pd2.sides[1].kept["paths"] or not any(
+        "/src/module_1_0.py" in m.text for m in pd2.slice()
+    )
+    n_points = len(pd2.point.options)
+    if n_points > 1:
+        first = pd2.sides
+        pd2.point.value = 1
+        assert pd2.sides != first
+
+
+# ----------------------------------------------------------------------------- compare
+
+
+def test_compare_curves_and_table(trace, stressed) -> None:
+    _, stressed_replay = stressed
+    default = ctxlab.replay(trace, DeepAgents())
+    c = Compare(stressed_replay, default, labels=["stress", "default"], trace=trace)
+    assert [t.name for t in c.figure.data][:2] == ["stress", "default"]
+    assert c.table.value.count("<tr>") == 3
+    assert f"{stressed_replay.turns['context_tokens'].sum():,}" in c.table.value
+    c.metric.value = "cumulative"
+    assert c.figure.data[0].y[-1] == stressed_replay.turns["context_tokens"].sum()
+    c.metric.value = "context"
+    assert c.figure.data[0].y[-1] == stressed_replay.turns["context_tokens"][-1]
+
+
+# ----------------------------------------------------------------------------- export
+
+
+def test_every_widget_exports_from_its_button(trace, stressed, figures) -> None:
+    policy, replay = stressed
+    widgets = [
+        Scrubber(replay, trace),
+        ThresholdExplorer(trace, debounce=0),
+        PromptDiff(trace),
+        Compare(replay, replay),
+    ]
+    for i, w in enumerate(widgets):
+        w.exporter.name.value = f"w{i}"
+        w.exporter.format.value = "html"
+        w.exporter.button.click()
+        out = figures / f"w{i}.html"
+        assert out.exists() and "Plotly.newPlot" in out.read_text()
+        assert "wrote" in w.exporter.status.value
+
+
+# ----------------------------------------------------------------------------- escaping
+
+EVIL = "<script>alert('x')</script><img src=x onerror=alert(1)>"
+
+
+def _evil_trace() -> ctxlab.Trace:
+    msgs = [SystemMessage("sys " + EVIL), HumanMessage("Task: " + EVIL)]
+    for i in range(40):
+        call = {
+            "name": "write_file" if i % 2 else "execute",
+            "args": {"file_path": f"/src/{EVIL}_{i}.py", "content": EVIL * 200}
+            if i % 2
+            else {"command": EVIL},
+            "id": f"call_{i}",
+        }
+        msgs.append(AIMessage(f"step {i} {EVIL}", tool_calls=[call]))
+        body = (EVIL + " /tmp/evil_path.py 12345 some_ident\n") * (3000 if i % 7 == 3 else 20)
+        msgs.append(ToolMessage(body, tool_call_id=f"call_{i}", name=call["name"]))
+    msgs.append(AIMessage("done " + EVIL))
+    return ctxlab.from_messages(
+        msgs, trace_id="id-" + EVIL, model="claude-sonnet-4-5", provider="anthropic"
+    )
+
+
+def _rendered(widget: W.Widget) -> list[str]:
+    """Every string a browser would interpret as HTML: HTML widgets and plotly text."""
+    out: list[str] = []
+    stack = [widget]
+    while stack:
+        w = stack.pop()
+        if isinstance(w, W.HTML):
+            out.append(w.value)
+        if isinstance(w, go.FigureWidget):  # plotly renders these strings as (pseudo) HTML
+            out.append(str(w.layout.title.text))
+            for t in w.data:
+                for prop in ("name", "hovertext", "text", "hovertemplate"):
+                    value = getattr(t, prop, None)
+                    if value is not None:
+                        out.extend(map(str, value) if isinstance(value, tuple) else [str(value)])
+                for prop in ("x", "y"):  # category axes (heatmaps, timelines)
+                    value = getattr(t, prop, None)
+                    if value is not None and any(isinstance(v, str) for v in value):
+                        out.extend(str(v) for v in value)
+        stack.extend(getattr(w, "children", ()))
+    return out
+
+
+def test_untrusted_text_is_escaped_in_every_widget() -> None:
+    trace = _evil_trace()
+    policy = DeepAgents(window=30_000, trigger=("fraction", 0.3), keep=("fraction", 0.1))
+    replay = ctxlab.replay(trace, policy)
+    assert {"summarize", "offload_tool_result"} <= {e.kind for e in replay.event_list}
+    scrubber = Scrubber(replay, trace, policy=policy)
+    explorer = ThresholdExplorer(trace, debounce=0)
+    explorer.control("trigger").value = 0.2
+    diff = PromptDiff(trace, EVIL + "{messages}", "B " + EVIL + "{messages}")
+    compare = Compare(replay, ctxlab.replay(trace, DeepAgents()), labels=[EVIL, "b"], trace=trace)
+    for widget in (scrubber, explorer, diff, compare):
+        texts = []
+        for turn in (0, replay.turns.height // 2, replay.turns.height - 1):
+            if widget is scrubber:
+                scrubber.slider.value = turn
+                for i in range(len(scrubber.block.options)):
+                    scrubber.block.value = i
+                    texts += _rendered(widget)
+        texts += _rendered(widget)
+        joined = "\n".join(texts)
+        assert "<script" not in joined and "<img" not in joined, type(widget).__name__
+        assert "&lt;script&gt;" in joined or "&amp;lt;script" in joined, type(widget).__name__
