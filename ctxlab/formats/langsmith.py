@@ -513,55 +513,32 @@ def _chain(calls: list[Call]) -> tuple[list[BaseMessage], list[Turn], list[BaseM
         position = len(history)
         if call.output is not None:
             add(call.output)
-        usage = call_usage(call.run, call.output)
-        model, provider = call_model(call.run, call.output)
-        turns.append(
-            Turn(
-                index=len(turns),
-                position=position,
-                inputs=tuple(call.inputs),
-                output=call.output,
-                model=model,
-                provider=provider,
-                run_id=call.run.id,
-                name=call.run.name,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_read_tokens=usage.cache_read,
-                cache_write_tokens=usage.cache_write,
-                max_output_tokens=call_max_tokens(call.run),
-                compacted=compacted,
-                started_at=call.run.start_time,
-            )
-        )
+        turns.append(_turn(call, len(turns), position, compacted))
         prev_sent = prints + ([fp(call.output)] if call.output is not None else [])
     return history, turns, inserted
 
 
-def _harness_turns(calls: list[Call]) -> list[Turn]:
-    out = []
-    for i, call in enumerate(calls):
-        usage = call_usage(call.run, call.output)
-        model, provider = call_model(call.run, call.output)
-        out.append(
-            Turn(
-                index=i,
-                position=-1,
-                inputs=tuple(call.inputs),
-                output=call.output,
-                model=model,
-                provider=provider,
-                run_id=call.run.id,
-                name=call.run.name,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_read_tokens=usage.cache_read,
-                cache_write_tokens=usage.cache_write,
-                max_output_tokens=call_max_tokens(call.run),
-                started_at=call.run.start_time,
-            )
-        )
-    return out
+def _turn(call: Call, index: int, position: int, compacted: bool = False) -> Turn:
+    """A recorded call as a `Turn`; harness calls have no place in the history (position -1)."""
+    usage = call_usage(call.run, call.output)
+    model, provider = call_model(call.run, call.output)
+    return Turn(
+        index=index,
+        position=position,
+        inputs=tuple(call.inputs),
+        output=call.output,
+        model=model,
+        provider=provider,
+        run_id=call.run.id,
+        name=call.run.name,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read,
+        cache_write_tokens=usage.cache_write,
+        max_output_tokens=call_max_tokens(call.run),
+        compacted=compacted,
+        started_at=call.run.start_time,
+    )
 
 
 _CALL_ID_IN_REPR = re.compile(r"tool_call_id='([^']+)'")
@@ -710,7 +687,7 @@ def build_trace(
         provider=provider,
         parent_trace_id=parent,
         parent_tool_call_id=parent_call,
-        harness_calls=_harness_turns(harness),
+        harness_calls=[_turn(call, i, -1) for i, call in enumerate(harness)],
         inserted=inserted,
         metadata={"restored_tool_results": restored, "root_run_id": main[0].run.id},
     )
