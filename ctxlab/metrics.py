@@ -12,7 +12,7 @@ Everything is computed from a `Replay` (its calls, events, files) and the trace 
   turn whose request does not extend the previous one (its cached prefix shrank below the
   previous request), and `rebilled_tokens` counts what was sent before and is paid again.
   Runs that fill `Call.request` (all catalogue policies) are exact; for others (`deepagents`)
-  the prefix is estimated from events: a summary, a tail clip or a changed set of truncated
+  the prefix is estimated from events: a summary or a changed set of truncated
   arguments keeps only the system prompt and tools cached (`cache_exact` says which);
 * **validity**: turns whose request holds an orphaned tool call or result;
 * **information** (offline proxies): goal retention (the first user request is still in the
@@ -54,7 +54,8 @@ EVICTING = frozenset(
 """Event kinds that take a message's original content out of the request."""
 DROPPING = frozenset({"summarize", "forget", "trim", "offload_human_message"})
 """Event kinds that remove a whole message (the others replace a tool result's content)."""
-_BREAKING = frozenset({"summarize", "tail_clip", "forget", "trim"})
+_BREAKING = frozenset({"summarize", "forget", "trim"})
+"""Events that rewrite the start of the request (a tail clip only edits the newest results)."""
 _PATH = re.compile(r"(?:(?<=[\s'\"(=])|^)(/[\w.\-/]+\.\w+|/[\w.\-]+(?:/[\w.\-]+)+)")
 
 

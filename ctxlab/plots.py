@@ -72,6 +72,7 @@ STATUS_COLORS: dict[str, str] = {
     "summarised": "#D9D9D9",
     "summary": OKABE_ITO["green"],
     "masked": OKABE_ITO["purple"],
+    "dropped": "#6E6E6E",
 }
 """Colours of the context strip's blocks, by what the policy did to the message."""
 
@@ -419,11 +420,34 @@ def comparison(
     return style(fig, title=title or f"Policies compared: {what}", width=width, height=height)
 
 
+def _default_params(policy: str) -> dict[str, Any]:
+    """The parameters a policy has at its defaults (to show only what a replay changed)."""
+    factories: dict[str, Any] = {}
+    try:
+        from ctxlab.policies import catalog  # the policy catalogue, when installed
+
+        factories.update(getattr(catalog, "PRESETS", {}))
+    except ImportError:
+        pass
+    from ctxlab.policies import DeepAgents
+
+    factories.setdefault("deepagents", DeepAgents)
+    for factory in factories.values():
+        try:
+            made = factory()
+        except (TypeError, ValueError):
+            continue
+        if getattr(made, "name", None) == policy:
+            return made.params()
+    return {}
+
+
 def default_labels(replays: Sequence[Replay]) -> list[str]:
     """`policy(changed params)` per replay: enough to tell sweep cells apart in a legend."""
     out = []
     for r in replays:
-        shown = {k: v for k, v in r.params.items() if v not in ("auto", None, "trace")}
+        defaults = _default_params(r.policy)
+        shown = {k: v for k, v in r.params.items() if k not in defaults or defaults[k] != v}
         inner = ", ".join(f"{k}={v}" for k, v in list(shown.items())[:3])
         out.append(f"{r.policy}({inner})")
     return out

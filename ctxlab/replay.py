@@ -61,29 +61,36 @@ class Replay:
 
     @cached_property
     def turns(self) -> pl.DataFrame:
-        """Per-turn frame (see the class docstring)."""
-        rows = []
-        for call, rec in zip(self.calls, self.recorded, strict=True):
-            row: dict[str, Any] = {
-                "turn": call.turn,
-                "position": call.position,
-                "context_tokens": call.context_tokens,
-            }
-            row.update({f"{k}_tokens": call.by_kind.get(k, 0) for k in KINDS})
-            row.update(
-                messages=call.messages,
-                recorded_input_tokens=rec,
-                baseline_tokens=call.baseline_tokens,
-                events=len(call.events),
-            )
-            rows.append(row)
-        return pl.DataFrame(rows, schema=_TURN_SCHEMA)
+        """Per-turn frame (see the class docstring), built column by column."""
+        calls = self.calls
+        if len(self.recorded) != len(calls):
+            raise ValueError("one recorded input count per call expected")
+        columns: dict[str, list[Any]] = {
+            "turn": [c.turn for c in calls],
+            "position": [c.position for c in calls],
+            "context_tokens": [c.context_tokens for c in calls],
+            **{f"{k}_tokens": [c.by_kind.get(k, 0) for c in calls] for k in KINDS},
+            "messages": [c.messages for c in calls],
+            "recorded_input_tokens": self.recorded,
+            "baseline_tokens": [c.baseline_tokens for c in calls],
+            "events": [len(c.events) for c in calls],
+        }
+        return pl.DataFrame(columns, schema=_TURN_SCHEMA)
 
     @cached_property
     def events(self) -> pl.DataFrame:
-        """Events frame, in order of occurrence."""
-        rows = [{**e.as_dict(), "messages": list(e.messages)} for e in self.event_list]
-        return pl.DataFrame(rows, schema=_EVENT_SCHEMA)
+        """Events frame, in order of occurrence, built column by column."""
+        events = self.event_list
+        columns: dict[str, list[Any]] = {
+            "kind": [e.kind for e in events],
+            "turn": [e.turn for e in events],
+            "messages": [list(e.messages) for e in events],
+            "tokens_before": [e.tokens_before for e in events],
+            "tokens_after": [e.tokens_after for e in events],
+            "file_path": [e.file_path for e in events],
+            "reason": [e.reason for e in events],
+        }
+        return pl.DataFrame(columns, schema=_EVENT_SCHEMA)
 
     @property
     def event_list(self) -> list[Event]:

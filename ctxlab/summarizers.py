@@ -19,8 +19,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -139,6 +141,47 @@ class LLM:
 
 
 _PATH = re.compile(r"(?:(?<=[\s'\"(=])|^)(/[\w.\-/]+\.\w+|/[\w.\-]+(?:/[\w.\-]+)+)")
+_IDENT = re.compile(r"\b(?:[A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*)\b")
+_NUMBER = re.compile(r"(?<![\w.\-/])\d{2,}(?:\.\d+)?(?![\w/])")
+_ERROR_LINE = re.compile(
+    r"\s*(?:E\s+)?(?:FAILED\b|ERROR\b|Error\b|error\b|fatal:|\w*(?:Error|Exception):)"
+)
+_ERROR_MESSAGE = re.compile(r"\w(?:Error|Exception): \S")
+"""A line saying what went wrong (pytest's `E   KeyError: 'x'`), preferred over a bare FAILED."""
+_HEADING = re.compile(r"^[ \t]*(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
+_TAG = re.compile(r"<section\s+(?:name|title)\s*=\s*[\"']([^\"'\n]+)[\"']\s*/?>", re.I)
+_ITEM = re.compile(
+    r"^[ \t]*(\d+[.)]|[-*•])[ \t]+(\*\*)?([A-Z][\w &/'-]{0,60}?)(?(2)\*\*)"
+    r"[ \t]*(?::|[ \t][-–—][ \t]|$)",
+    re.M,
+)
+_NUMBER_WORDS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty"
+).split()
+_COUNT = r"(\d+|" + "|".join(_NUMBER_WORDS) + r")"
+_UNIT = r"(words?|bullets?(?:[ -]points?)?|points?|items?|lines?)"
+_CAP = re.compile(
+    rf"\b(at most|no more than|up to|maximum of|max\.?|within|under|fewer than|less than)\s+"
+    rf"{_COUNT}\s+{_UNIT}|\b{_COUNT}\s+{_UNIT}\s+or\s+(?:fewer|less)\b",
+    re.I,
+)
+_PER_SECTION = re.compile(r"\b(?:per|each|every)\s+(?:section|heading)\b", re.I)
+
+_KEYWORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("questions", ("question", "unknown", "unclear", "clarif")),
+    ("next", ("next", "todo", "to do", "remaining", "pending", "open", "follow", "plan")),
+    ("errors", ("error", "fail", "problem", "issue", "bug", "exception", "fix")),
+    ("users", ("user message", "all user", "human message")),
+    ("said", ("done", "complet", "progress", "accomplish")),
+    ("intent", ("intent", "goal", "task", "objective", "request", "purpose", "aim")),
+    ("artifacts", ("artifact", "file", "path", "resource", "code", "change", "modif", "document")),
+    ("identifiers", ("identifier", "number", "value", "name", "variable", "symbol", "concept")),
+    ("tools", ("tool", "command", "action")),
+    ("said", ("decision", "summary", "context", "current", "work", "state", "status", "finding")),
+)
+"""Heading keywords -> extractor, first match wins: specific asks ("pending tasks", "open
+questions", "problem solving") must beat the generic words they contain ("task", "open")."""
 
 
 def _first_line(text: str, limit: int) -> str:
@@ -146,14 +189,246 @@ def _first_line(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
+def _kind(title: str) -> str | None:
+    """The extractor a section title asks for, by keyword; None if no keyword matches."""
+    low = title.lower()
+    return next((kind for kind, words in _KEYWORDS if any(w in low for w in words)), None)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section the prompt asks for, written back in the prompt's own notation."""
+
+    title: str
+    header: str
+    """The line that opens the section: `## GOAL`, `1. Goal:` or `<section name="Goal">`."""
+    kind: str
+    footer: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a prompt asks for: its sections and length limits (None = no limit)."""
+
+    sections: tuple[Section, ...]
+    bullets: int | None = None
+    words: int | None = None
+    per_section: bool = False
+
+    def share(self, total: int | None, index: int) -> int | None:
+        """Section `index`'s part of a limit: the whole if the prompt says "per section", else an
+        even split (earlier sections get the remainder) so the summary as a whole obeys it."""
+        if total is None or self.per_section:
+            return total
+        n = len(self.sections)
+        return total // n + (index < total % n)
+
+
+def _sections(prompt: str) -> tuple[Section, ...]:
+    """The sections `prompt` names: markdown headings (the deepest level used twice or more,
+    so a `# Output format` title above `## GOAL`, `## FILES` is skipped), else
+    `<section name=...>` tags, else a list of labelled items (`1. Goal: ...`); empty when none
+    of them maps to a known extractor, so the caller falls back to the deepagents sections."""
+    headings = _HEADING.findall(prompt)
+    levels = sorted({len(h) for h, _ in headings if sum(len(g) == len(h) for g, _ in headings) > 1})
+    if headings:
+        chosen = [(h, t) for h, t in headings if not levels or len(h) == levels[-1]]
+        found = tuple(Section(t, f"{h} {t}", _kind(t) or "said") for h, t in chosen)
+    elif tags := _TAG.findall(prompt):
+        found = tuple(
+            Section(t, f'<section name="{t}">', _kind(t) or "said", "</section>") for t in tags
+        )
+    else:
+        items = [(m, t.strip()) for m, _, t in _ITEM.findall(prompt) if len(t.split()) <= 6]
+        found = tuple(
+            Section(t, f"{n}. {t}:" if m[0].isdigit() else f"- {t}:", _kind(t) or "said")
+            for n, (m, t) in enumerate(items, 1)
+        )
+        found = found if len(found) > 1 else ()
+    titles = [s.title for s in found]
+    return found if any(_kind(t) for t in titles) else ()
+
+
+def _count(word: str) -> int:
+    return int(word) if word.isdigit() else _NUMBER_WORDS.index(word.lower())
+
+
+@lru_cache(maxsize=256)
+def plan(prompt: str) -> Plan:
+    """Parse `prompt` once (replays send the same template at every summarisation point)."""
+    sections = _sections(prompt) or _sections(DEFAULT_PROMPT)
+    caps: dict[str, int] = {}
+    per_section = False
+    for found in _CAP.finditer(prompt):
+        how, count, unit = found.group(1, 2, 3) if found.group(1) else (None, *found.group(4, 5))
+        strict = how is not None and how.lower() in ("under", "fewer than", "less than")
+        n = _count(count) - strict
+        caps.setdefault("words" if unit.lower().startswith("word") else "bullets", n)
+        sentence = re.split(r"[.\n]", prompt[found.end() :], maxsplit=1)[0]
+        per_section = per_section or bool(_PER_SECTION.search(found.group(0) + sentence))
+    return Plan(sections, caps.get("bullets"), caps.get("words"), per_section)
+
+
+def _clip_words(lines: list[str], budget: int) -> list[str]:
+    """`lines` cut to `budget` words in total; a leading "- " bullet marker is not a word."""
+    out = []
+    for line in lines:
+        if budget <= 0:
+            break
+        marker = "- " if line.startswith("- ") else ""
+        words = line[len(marker) :].split()
+        out.append(marker + " ".join(words[:budget]) + ("..." if len(words) > budget else ""))
+        budget -= len(words)
+    return out
+
+
+class _Conversation:
+    """The facts extractors read, each computed at most once per summary and only if a section
+    asks for it (replays summarise often; most prompts need three or four of these)."""
+
+    def __init__(self, messages: Sequence[BaseMessage], line_chars: int) -> None:
+        self.messages = messages
+        self.line_chars = line_chars
+        humans = [m for m in messages if isinstance(m, HumanMessage) and m.text.strip()]
+        self.prior = [h for h in humans if h.additional_kwargs.get("lc_source") == "summarization"]
+        self.asks = [h for h in humans if h not in self.prior]
+
+    def line(self, text: str) -> str:
+        return _first_line(text, self.line_chars)
+
+    @cached_property
+    def said(self) -> list[str]:
+        return [
+            self.line(m.text) for m in self.messages if isinstance(m, AIMessage) and m.text.strip()
+        ]
+
+    @cached_property
+    def calls(self) -> dict[str, dict[str, Any]]:
+        return {
+            call["id"]: call
+            for m in self.messages
+            if isinstance(m, AIMessage)
+            for call in m.tool_calls
+            if call.get("id")
+        }
+
+    def intent(self, section: Section, limit: int) -> list[str]:
+        """The first request (a prior summary's own intent line when chaining)."""
+        intent = "None"
+        if self.prior:
+            found = re.search(re.escape(section.header) + r"\s*\n(.+)", self.prior[0].text)
+            intent = found.group(1).strip() if found else intent
+        if intent == "None" and self.asks:
+            intent = self.line(self.asks[0].text)
+        return [intent][:limit]
+
+    def statements(self, section: Section, limit: int) -> list[str]:
+        """The last assistant statements: the most recent state of the work."""
+        return [f"- {s}" for s in self.said[-limit:]] if limit else []
+
+    def artifacts(self, section: Section, limit: int) -> list[str]:
+        """Paths a tool call read or wrote (with the tool), then paths seen in results and asks."""
+        found: dict[str, str] = {}
+        for m in self.messages:
+            if isinstance(m, AIMessage):
+                for call in m.tool_calls:
+                    path = call.get("args", {}).get("file_path") or call.get("args", {}).get("path")
+                    if isinstance(path, str):
+                        found.setdefault(path, call["name"])
+        for m in self.messages:
+            if isinstance(m, ToolMessage | HumanMessage):
+                for path in _PATH.findall(m.text[:4000]):
+                    found.setdefault(path, "mentioned")
+        return [f"- {p} ({how})" for p, how in list(found.items())[:limit]]
+
+    def next(self, section: Section, limit: int) -> list[str]:
+        """What was asked last and what the assistant was doing: where to resume."""
+        steps = [f"- Last request: {self.line(self.asks[-1].text)}"] if self.asks else []
+        if self.said:
+            steps.append(f"- Last assistant step: {self.said[-1]}")
+        return steps[:limit]
+
+    def errors(self, section: Section, limit: int) -> list[str]:
+        """Failed tool calls and error lines in tool results, latest last, one per result."""
+        found: dict[str, None] = {}
+        for m in self.messages:
+            if not isinstance(m, ToolMessage):
+                continue
+            lines = [ln for ln in m.text.splitlines() if _ERROR_LINE.match(ln)]
+            if not lines and m.status != "error":
+                continue
+            tool = m.name or self.calls.get(m.tool_call_id, {}).get("name", "tool")
+            said = next(
+                (ln for ln in lines if _ERROR_MESSAGE.search(ln)), lines[0] if lines else ""
+            )
+            first = self.line(m.text if m.status == "error" else said)
+            more = f" (+{len(lines) - 1} more)" if len(lines) > 1 else ""
+            found.pop(entry := f"- {tool}: {first}{more}", None)
+            found[entry] = None
+        return list(found)[-limit:] if limit else []
+
+    def questions(self, section: Section, limit: int) -> list[str]:
+        """Questions the user or the assistant asked, latest last."""
+        found: dict[str, None] = {}
+        for m in self.messages:
+            if isinstance(m, HumanMessage | AIMessage):
+                for ln in m.text.splitlines():
+                    if ln.strip().endswith("?"):
+                        found.pop(q := f"- {self.line(ln)}", None)
+                        found[q] = None
+        return list(found)[-limit:] if limit else []
+
+    def users(self, section: Section, limit: int) -> list[str]:
+        """Every user request, latest last."""
+        return [f"- {self.line(h.text)}" for h in self.asks[-limit:]] if limit else []
+
+    def identifiers(self, section: Section, limit: int) -> list[str]:
+        """Names and numbers the conversation repeats most (ties: first seen first)."""
+        text = "\n".join(m.text[:4000] for m in self.messages)
+        lines = []
+        for label, pattern in (("Identifiers", _IDENT), ("Numbers", _NUMBER)):
+            common = [w for w, _ in Counter(pattern.findall(text)).most_common(limit)]
+            if common:
+                lines.append(f"- {label}: {', '.join(common)}")
+        return lines[:limit]
+
+    def tools(self, section: Section, limit: int) -> list[str]:
+        """The last tool calls, each with its first string argument."""
+        out = []
+        for call in list(self.calls.values())[-limit:] if limit else []:
+            arg = next((v for v in call.get("args", {}).values() if isinstance(v, str)), "")
+            out.append(f"- {call['name']}" + (f": {self.line(arg)}" if arg.strip() else ""))
+        return out
+
+
+_EXTRACTORS: dict[str, Callable[[_Conversation, Section, int], list[str]]] = {
+    "intent": _Conversation.intent,
+    "said": _Conversation.statements,
+    "artifacts": _Conversation.artifacts,
+    "next": _Conversation.next,
+    "errors": _Conversation.errors,
+    "questions": _Conversation.questions,
+    "users": _Conversation.users,
+    "identifiers": _Conversation.identifiers,
+    "tools": _Conversation.tools,
+}
+
+
 @dataclass(frozen=True)
 class Extractive:
-    """Offline, deterministic summary in the deepagents sections, built from the messages.
+    """Offline, deterministic summary in the sections the prompt asks for, built from the
+    messages, so two prompts give two different summaries without a model (`PromptDiff`).
 
-    * SESSION INTENT: the first human request (a prior summary's intent when chaining).
-    * SUMMARY: the last few assistant statements.
-    * ARTIFACTS: file paths written, edited or read (tool-call arguments), then paths seen.
-    * NEXT STEPS: the last human request and the last assistant statement.
+    Sections come from the prompt's `## HEADING` lines (or `<section name=...>` tags, or a list
+    of labelled items) and are filled by keyword: intent/goal/task -> the first request;
+    summary/decisions/progress/current -> the last assistant statements; artifact/file/path ->
+    paths with the tool that touched them; next/todo/pending -> the last request and step;
+    error/failure/problem -> failing tool results; question -> questions asked; identifier/
+    number/value -> names and numbers repeated most; tool/command -> the last tool calls;
+    "user messages" -> every request. Other headings get the last assistant statements. A
+    prompt with none of these gets deepagents' four sections. "At most N words/bullets" is
+    honoured across the whole summary (headings not counted), or per section if it says so.
+    The deepagents prompt gives exactly the text this class wrote before it read prompts.
     """
 
     max_items: int = 8
@@ -161,55 +436,22 @@ class Extractive:
 
     @property
     def name(self) -> str:
-        """`extractive:<max_items>:<line_chars>`."""
+        """`extractive:<max_items>:<line_chars>` (the prompt is part of the policy's identity)."""
         return f"extractive:{self.max_items}:{self.line_chars}"
 
     def summarize(self, messages: Sequence[BaseMessage], *, prompt: str = DEFAULT_PROMPT) -> str:
-        """The four sections; "None" where the conversation gives nothing."""
-        humans = [m for m in messages if isinstance(m, HumanMessage) and m.text.strip()]
-        prior = [h for h in humans if h.additional_kwargs.get("lc_source") == "summarization"]
-        asks = [h for h in humans if h not in prior]
-        intent = "None"
-        if prior:
-            found = re.search(r"## SESSION INTENT\s*\n(.+)", prior[0].text)
-            intent = found.group(1).strip() if found else intent
-        if intent == "None" and asks:
-            intent = _first_line(asks[0].text, self.line_chars)
-        said = [
-            _first_line(m.text, self.line_chars)
-            for m in messages
-            if isinstance(m, AIMessage) and m.text.strip()
-        ]
-        artifacts: dict[str, str] = {}
-        for m in messages:
-            if isinstance(m, AIMessage):
-                for call in m.tool_calls:
-                    path = call.get("args", {}).get("file_path") or call.get("args", {}).get("path")
-                    if isinstance(path, str):
-                        artifacts.setdefault(path, call["name"])
-        for m in messages:
-            if isinstance(m, ToolMessage | HumanMessage):
-                for path in _PATH.findall(m.text[:4000]):
-                    artifacts.setdefault(path, "mentioned")
-        items = list(artifacts.items())[: self.max_items]
-        steps = [f"- Last request: {_first_line(asks[-1].text, self.line_chars)}"] if asks else []
-        if said:
-            steps.append(f"- Last assistant step: {said[-1]}")
-        return "\n".join(
-            [
-                "## SESSION INTENT",
-                intent,
-                "",
-                "## SUMMARY",
-                "\n".join(f"- {s}" for s in said[-self.max_items :]) or "None",
-                "",
-                "## ARTIFACTS",
-                "\n".join(f"- {p} ({how})" for p, how in items) or "None",
-                "",
-                "## NEXT STEPS",
-                "\n".join(steps) or "None",
-            ]
-        )
+        """One block per section of `prompt`; "None" where the conversation gives nothing."""
+        asked = plan(prompt)
+        conversation = _Conversation(messages, self.line_chars)
+        blocks = []
+        for i, section in enumerate(asked.sections):
+            bullets = asked.share(asked.bullets, i)
+            limit = self.max_items if bullets is None else min(self.max_items, bullets)
+            lines = _EXTRACTORS[section.kind](conversation, section, limit)
+            words = asked.share(asked.words, i)
+            body = "\n".join(lines if words is None else _clip_words(lines, words)) or "None"
+            blocks.append("\n".join(filter(None, [section.header, body, section.footer])))
+        return "\n\n".join(blocks)
 
 
 __all__ = ["DEFAULT_PROMPT", "LLM", "Extractive", "Fixed", "Summarizer", "format_prompt"]

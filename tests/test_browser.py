@@ -32,6 +32,7 @@ CHROMIUM_ARGS = [
 CHART_TITLE = ".ctx-chart.js-plotly-plot .gtitle"  # add_class lands on the plotly div itself
 CURSOR = ".ctx-chart.js-plotly-plot .scatterlayer .trace:last-child .point"
 STRIP = ".ctx-strip .ctx-strip-inner"
+EXPLORER_TITLE = ".ctx-explorer-chart.js-plotly-plot .gtitle"
 KERNEL_IDLE = """() => {
   const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
   const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
@@ -166,6 +167,29 @@ def test_quickstart_scrubber_in_jupyterlab(lab: str, artifacts: Path) -> None:
             page.locator(".ctx-scrubber").first.screenshot(
                 path=str(artifacts / "scrubber_after.png")
             )
+
+            # the explorer: a released slider goes through the kernel's debounce (call_later on
+            # the kernel's event loop) and re-replays: the replay counter and chart change
+            readout = ".ctx-explorer .ctx-readout"
+            page.locator(readout).wait_for(state="attached", timeout=60_000)
+            assert page.locator(readout).get_attribute("data-replays") == "0"
+            title_before = page.locator(EXPLORER_TITLE).text_content()
+            trigger = page.locator(".ctx-explorer .ctx-trigger .noUi-handle").first
+            trigger.scroll_into_view_if_needed()
+            trigger.focus()
+            for _ in range(60):  # 0.85 -> 0.25 of the window: the sample now summarises
+                trigger.press("ArrowLeft")
+            page.wait_for_function(
+                "(css) => Number(document.querySelector(css)?.dataset.replays) >= 1",
+                arg=readout,
+                timeout=60_000,
+            )
+            page.wait_for_function(
+                "([css, old]) => document.querySelector(css)?.textContent !== old",
+                arg=[EXPLORER_TITLE, title_before],
+                timeout=60_000,
+            )
+            page.locator(".ctx-explorer").first.screenshot(path=str(artifacts / "explorer.png"))
         except Exception:
             page.screenshot(path=str(artifacts / "browser_failure.png"))
             raise

@@ -113,3 +113,26 @@ def test_reference_after_eviction():
     trace = from_messages(msgs)
     assert summary(replay(trace, ObservationMasking(n=1)), trace)["references_after_eviction"] == 1
     assert summary(replay(trace, Raw()), trace)["references_after_eviction"] == 0
+
+
+def test_deepagents_cache_estimate_breaks_at_summaries():
+    """Runs without `Call.request` (deepagents) get the event-based estimate: a summary keeps
+    only the system prompt and tools cached; other turns reuse the whole previous request."""
+    from ctxlab.policies import DeepAgents
+
+    trace = from_messages(agent(30), model="gpt-4o")
+    policy = DeepAgents(window=3000, truncate_args_settings=None)
+    result = replay(trace, policy)
+    prefixes, exact = common_prefixes(result)
+    assert not exact
+    summarized = {e.turn for e in result.event_list if e.kind == "summarize"}
+    assert summarized
+    s = summary(result, trace)
+    assert s["cache_breaks"] == len(summarized)
+    calls = result.calls
+    for i in range(1, len(calls)):
+        if calls[i].turn in summarized:
+            fixed = calls[i].by_kind["system"] + calls[i].by_kind["tools"]
+            assert prefixes[i] == min(fixed, calls[i - 1].context_tokens)
+        else:
+            assert prefixes[i] == calls[i - 1].context_tokens

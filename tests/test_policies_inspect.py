@@ -43,3 +43,24 @@ def test_inspect_summary_keeps_input():
     result = replay(trace, InspectSummary(threshold=1500, window=2000), summarizer=Fixed("S"))
     first = next(c for c in result.calls if c.events)
     assert first.messages == 3  # system, task, summary
+
+
+def test_inspect_summary_instructions_reach_the_summariser():
+    """`instructions` are inserted into the prompt the summariser receives."""
+
+    class Recording:
+        name = "recording"
+
+        def __init__(self) -> None:
+            self.prompts: list[str] = []
+
+        def summarize(self, messages, *, prompt):
+            self.prompts.append(prompt)
+            return "S"
+
+    rec = Recording()
+    trace = from_messages(agent(12))
+    policy = InspectSummary(threshold=1500, window=2000, instructions="Keep file paths.")
+    replay(trace, policy, summarizer=rec)
+    assert rec.prompts and "Keep file paths." in rec.prompts[0]
+    assert "{messages}" in rec.prompts[0]

@@ -47,6 +47,12 @@ def run_notebook(notebook: Path, figures: Path, timeout: int = 600) -> list[Path
 
     figures.mkdir(parents=True, exist_ok=True)
     nb = nbformat.read(notebook, as_version=4)
+    # Look the "python3" kernel up in this environment first, so a user-level kernelspec for
+    # another Python (without ctxlab) cannot take the run over.
+    here = str(Path(sys.prefix) / "share" / "jupyter")
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(
+        [here, *[p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]]
+    )
     env = {**os.environ, "CTXLAB_FIGURES": str(figures), "JUPYTER_PLATFORM_DIRS": "1"}
     started = time.time() - 1
     client = NotebookClient(

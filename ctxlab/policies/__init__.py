@@ -13,6 +13,7 @@ from ctxlab.policies.inspect import InspectEdit, InspectSummary, InspectTrim
 from ctxlab.policies.jetbrains import JetBrainsHybrid, JetBrainsLLMSummary
 from ctxlab.policies.langchain import ClearToolUses, LangChainSummarization, SlidingWindow
 from ctxlab.policies.masking import ObservationMasking, OpenHandsObservationMasking, SWEAgentMasking
+from ctxlab.policies.offload import ToolResultOffload
 from ctxlab.policies.openhands import (
     OpenHandsAmortized,
     OpenHandsConversationWindow,
@@ -50,6 +51,7 @@ __all__ = [
     "Run",
     "SWEAgentMasking",
     "SlidingWindow",
+    "ToolResultOffload",
     "describe",
     "get",
 ]

@@ -17,7 +17,6 @@ measured once, and the prompt-cache simulation (`Call.request`) can compare requ
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Protocol
@@ -59,6 +58,27 @@ def kind_of(message: BaseMessage) -> str:
     return "human"
 
 
+class TokenCache:
+    """Tokens of a message object at one characters-per-token, looked up once per object.
+
+    Keeps a reference to every message it measured, so an `id` is never reused while cached
+    (a replay's messages live as long as the run anyway)."""
+
+    __slots__ = ("cpt", "_d")
+
+    def __init__(self, chars_per_token: float) -> None:
+        self.cpt = chars_per_token
+        self._d: dict[int, tuple[BaseMessage, int]] = {}
+
+    def __call__(self, message: BaseMessage) -> int:
+        hit = self._d.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        toks = tk.message_tokens(message, self.cpt)
+        self._d[id(message)] = (message, toks)
+        return toks
+
+
 @dataclass
 class Context:
     """What a stage may read and write during one model call."""
@@ -71,19 +91,21 @@ class Context:
     chars_per_token: float
     tools_tokens: int
     window: int | None
+    tok: TokenCache
 
     def tokens(self, message: BaseMessage, chars_per_token: float | None = None) -> int:
         """Approximate tokens of one message (measured once per object)."""
-        return tk.message_tokens(message, chars_per_token or self.chars_per_token)
+        if chars_per_token is None or chars_per_token == self.chars_per_token:
+            return self.tok(message)
+        return tk.message_tokens(message, chars_per_token)
 
     def count(self, items: Sequence[Item], *, system: bool = True, tools: bool = True) -> int:
         """Tokens of a request; LangChain middleware counts messages only (no system, no tools)."""
-        cpt = self.chars_per_token
+        tok = self.tok
         total = self.tools_tokens if tools else 0
-        for it in items:
-            if system or it.kind != "system":
-                total += tk.message_tokens(it.msg, cpt)
-        return total
+        if system:
+            return total + sum(tok(it.msg) for it in items)
+        return total + sum(tok(it.msg) for it in items if it.kind != "system")
 
     def threshold(self, kind: str, value: float, what: str) -> int:
         """A `("tokens", N)` / `("fraction", f)` size as tokens (fractions need a window)."""
@@ -157,8 +179,10 @@ class ViewRun:
         self.tools_tokens = tk.tool_schema_tokens(trace.tools, chars_per_token)
         self.history: list[Item] = []
         self.baseline = self.tools_tokens
-        self._serial: dict[int, int] = {}
-        self._alive: list[BaseMessage] = []  # keeps fingerprinted objects (and their ids) alive
+        self.tok = TokenCache(chars_per_token)
+        # id -> (message, (fingerprint, tokens), tool-call ids or None); the message reference
+        # keeps ids unique for the run's lifetime
+        self._meta: dict[int, tuple[BaseMessage, tuple[int, int], frozenset[str] | None]] = {}
 
     def _feed(self, upto: int) -> None:
         msgs = self.trace.messages
@@ -166,16 +190,22 @@ class ViewRun:
             pos = len(self.history)
             message = msgs[pos]
             self.history.append(Item(pos, message, kind_of(message)))
-            self.baseline += tk.message_tokens(message, self.cpt)
+            self.baseline += self.tok(message)
 
-    def _fingerprint(self, message: BaseMessage) -> int:
-        key = id(message)
-        serial = self._serial.get(key)
-        if serial is None:
-            serial = len(self._alive) + 1
-            self._serial[key] = serial
-            self._alive.append(message)
-        return serial
+    def _meta_of(
+        self, message: BaseMessage
+    ) -> tuple[BaseMessage, tuple[int, int], frozenset[str] | None]:
+        hit = self._meta.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit
+        calls = (
+            frozenset(c["id"] for c in message.tool_calls if c.get("id"))
+            if isinstance(message, AIMessage)
+            else None
+        )
+        entry = (message, (len(self._meta) + 1, self.tok(message)), calls)
+        self._meta[id(message)] = entry
+        return entry
 
     def call(self, turn: Turn) -> Call:
         """The request for `turn`; the recorded output then joins the history."""
@@ -189,6 +219,7 @@ class ViewRun:
             self.cpt,
             self.tools_tokens,
             self.window,
+            self.tok,
         )
         items = list(self.history)
         for stage in self.stages:
@@ -196,11 +227,23 @@ class ViewRun:
         by_kind = {"tools": self.tools_tokens}
         request: list[tuple[int, int]] = [(0, self.tools_tokens)] if self.tools_tokens else []
         total = self.tools_tokens
+        called: set[str] = set()
+        answered: set[str] = set()
+        orphans = 0
+        meta = self._meta_of
         for it in items:
-            toks = tk.message_tokens(it.msg, self.cpt)
+            msg, pair, calls = meta(it.msg)
+            toks = pair[1]
             by_kind[it.kind] = by_kind.get(it.kind, 0) + toks
             total += toks
-            request.append((self._fingerprint(it.msg), toks))
+            request.append(pair)
+            if calls:
+                called |= calls
+            elif isinstance(msg, ToolMessage):
+                if msg.tool_call_id in called:
+                    answered.add(msg.tool_call_id)
+                else:
+                    orphans += 1
         call = ViewCall(
             turn.index,
             turn.position,
@@ -210,7 +253,7 @@ class ViewRun:
             ctx.events,
             self.baseline,
             request=tuple(request),
-            orphans=count_orphans([it.msg for it in items]),
+            orphans=orphans + len(called - answered),
         )
         if turn.output is not None:
             self._feed(turn.position + 1)
@@ -279,33 +322,6 @@ def _jsonable(value: Any) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 
-def owners(items: Sequence[Item]) -> dict[str, int]:
-    """tool_call_id -> index (in `items`) of the AIMessage that made the call."""
-    out: dict[str, int] = {}
-    for i, it in enumerate(items):
-        if isinstance(it.msg, AIMessage):
-            for c in it.msg.tool_calls:
-                if c.get("id"):
-                    out[c["id"]] = i
-    return out
-
-
-def drop_orphans(items: list[Item]) -> list[Item]:
-    """Remove tool results whose call is not in the request and calls whose results are all
-    missing, so a request never splits a tool call from its result (providers reject both)."""
-    called = {
-        c.get("id") for it in items if isinstance(it.msg, AIMessage) for c in it.msg.tool_calls
-    }
-    answered = {it.msg.tool_call_id for it in items if isinstance(it.msg, ToolMessage)}
-    out = []
-    for it in items:
-        if isinstance(it.msg, ToolMessage) and it.msg.tool_call_id not in called:
-            continue
-        out.append(it)
-    del answered  # calls without results are the trailing, in-flight ones: kept, as recorded
-    return out
-
-
 def safe_start(items: Sequence[Item], start: int) -> int:
     """Move a cut forward past tool results, so the kept tail does not begin with an orphan."""
     while start < len(items) and isinstance(items[start].msg, ToolMessage):
@@ -351,27 +367,6 @@ def replaced(message: BaseMessage, key: Any, make: Callable[[], BaseMessage]) ->
     return tk.derived(message, key, make)
 
 
-def summary_event(
-    ctx: Context,
-    touched: Sequence[int | None],
-    before: int,
-    after_items: Sequence[Item],
-    path: str | None,
-    reason: str,
-    kind: str = "summarize",
-) -> Event:
-    """An event over the full-history positions in `touched` (inserted items skipped)."""
-    return Event(
-        kind,
-        ctx.turn.index,
-        tuple(sorted(p for p in touched if p is not None)),
-        before,
-        ctx.count(after_items),
-        path,
-        reason,
-    )
-
-
 def write_history(ctx: Context, path: str, items: Sequence[Item]) -> None:
     """Append the evicted messages to a virtual file, LangChain's XML rendering, so
     recoverability can be checked (rendered lazily: decisions never read it)."""
@@ -382,31 +377,6 @@ def write_history(ctx: Context, path: str, items: Sequence[Item]) -> None:
     ctx.files.append(
         path, lambda: f"## Evicted at turn {turn}\n\n{get_buffer_string(msgs, format='xml')}\n\n"
     )
-
-
-def fits_ceil(chars: int, cpt: float) -> int:
-    """Tokens of `chars` characters at `cpt` characters per token."""
-    return math.ceil(chars / cpt)
-
-
-__all__ = [
-    "AUTO",
-    "Context",
-    "Item",
-    "Stage",
-    "StagePolicy",
-    "ViewRun",
-    "drop_orphans",
-    "kind_of",
-    "owners",
-    "replaced",
-    "resolve_window",
-    "safe_cutoff_backward",
-    "safe_start",
-    "summary_event",
-    "text_of",
-    "write_history",
-]
 
 
 class RebuildStage:
@@ -472,3 +442,25 @@ def summary_item(text: str) -> Item:
 def first_user_index(items: Sequence[Item]) -> int | None:
     """Index of the first real user message (the task)."""
     return next((i for i, it in enumerate(items) if it.kind == "human"), None)
+
+
+__all__ = [
+    "AUTO",
+    "Context",
+    "Item",
+    "RebuildStage",
+    "Stage",
+    "StagePolicy",
+    "ViewCall",
+    "ViewRun",
+    "count_orphans",
+    "first_user_index",
+    "kind_of",
+    "replaced",
+    "resolve_window",
+    "safe_cutoff_backward",
+    "safe_start",
+    "summary_item",
+    "text_of",
+    "write_history",
+]

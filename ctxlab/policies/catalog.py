@@ -28,6 +28,7 @@ from ctxlab.policies.inspect import InspectEdit, InspectSummary, InspectTrim
 from ctxlab.policies.jetbrains import JetBrainsHybrid, JetBrainsLLMSummary
 from ctxlab.policies.langchain import ClearToolUses, LangChainSummarization, SlidingWindow
 from ctxlab.policies.masking import ObservationMasking, OpenHandsObservationMasking, SWEAgentMasking
+from ctxlab.policies.offload import ToolResultOffload
 from ctxlab.policies.openhands import (
     OpenHandsAmortized,
     OpenHandsConversationWindow,
@@ -112,6 +113,7 @@ PRESETS: dict[str, Callable[..., Any]] = {
         LangChainSummarization,
         ClearToolUses,
         SlidingWindow,
+        ToolResultOffload,
         ObservationMasking,
         SWEAgentMasking,
         OpenHandsObservationMasking,

@@ -29,7 +29,7 @@ import math
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
@@ -447,10 +447,11 @@ class DeepAgentsRun:
     def __post_init__(self) -> None:
         s = self.settings
         self.cpt = s.chars_per_token
-        self.fixed = s.tools_tokens + tk.message_tokens(s.system, self.cpt)
+        self.system_tokens = tk.message_tokens(s.system, self.cpt)
+        self.fixed = s.tools_tokens + self.system_tokens  # in every request
         self.source = self.trace.messages[1:] if self._has_system() else self.trace.messages
         self.offset = 1 if self._has_system() else 0
-        self.source_tokens = tk.tokens_list(self.source, self.cpt)  # each message measured once
+        self.tool_evict_chars = s.tool_evict_chars
         self.view: list[BaseMessage] = []  # state as SummarizationMiddleware sees it
         self.kinds: list[str] = []
         self.etok = _Prefix()  # effective tokens (bound reasoning dropped where it applies)
@@ -467,11 +468,21 @@ class DeepAgentsRun:
         self.pending: list[Event] = []
         self.fed = 0
         self.counter = 0
-        self.baseline = self.fixed
         self.budget = self.settings.budget  # this call's input budget
         self.budget_per_call = s.recorded_max_output and s.window is not None
         self.truncate_when = self._truncate_when()
         self.trigger = [[self._metric(k, v) for k, v in clause.items()] for clause in s.clauses]
+
+    @cached_property
+    def source_tokens(self) -> list[int]:
+        """Tokens of each recorded message, measured once, on the first call (`start` alone,
+        which a sweep's planning calls to validate every cell, measures nothing)."""
+        return tk.tokens_list(self.source, self.cpt)
+
+    @cached_property
+    def baselines(self) -> list[int]:
+        """`baselines[k]`: the counter over system prompt, tools and the first k messages."""
+        return list(accumulate(self.source_tokens, initial=self.fixed))
 
     def _has_system(self) -> bool:
         msgs = self.trace.messages
@@ -486,17 +497,14 @@ class DeepAgentsRun:
         kept as they are, human messages. Offloads, rejected calls and already evicted human
         messages take methods.
         """
-        stop = upto - self.offset
-        fed = self.fed
+        fed, stop = self.fed, upto - self.offset
         if fed >= stop:
             return
+        self.fed = stop
         view, kinds, toks_in_state = self.view, self.kinds, self.etok.values
-        window, toks_of, limit = (
-            self.window_kinds,
-            self.source_tokens,
-            self.settings.tool_evict_chars,
-        )
-        for i, message in enumerate(self.source[fed:stop], fed):
+        window, toks_of, limit = self.window_kinds, self.source_tokens, self.tool_evict_chars
+        for i in range(fed, stop):
+            message = self.source[i]
             toks = toks_of[i]
             kind = "ai"
             if isinstance(message, ToolMessage):
@@ -531,8 +539,6 @@ class DeepAgentsRun:
             kinds.append(kind)
             toks_in_state.append(toks)
             window[kind] += toks
-        self.fed = stop
-        self.baseline += sum(toks_of[fed:stop])
 
     def _append(self, message: BaseMessage, kind: str, toks: int | None = None) -> None:
         """Append a stub or an error to the state."""
@@ -613,11 +619,16 @@ class DeepAgentsRun:
     # -- one model call --------------------------------------------------------------------
 
     def call(self, turn: Turn) -> Call:
-        """The request for `turn`, then the recorded output joins the state."""
+        """The request for `turn`. Its recorded output joins the state with the next call's
+        feed (or `finish`): nothing reads the state in between."""
         self._feed(turn.position)
-        events = [replace(e, turn=turn.index) for e in self.pending]
-        self.pending.clear()
-        tagged = self._human_offload(turn, events)
+        events: list[Event] = []
+        if self.pending:
+            events = [replace(e, turn=turn.index) for e in self.pending]
+            self.pending.clear()
+        tagged = None
+        if self.view and isinstance(self.view[-1], HumanMessage):
+            tagged = self._human_offload(turn, events)
         result = self._summarization(turn, events)
         if tagged is not None and any(e.kind == "overflow_error" for e in events):
             # The call raised: FilesystemMiddleware's tag never reached the state (its file
@@ -626,8 +637,6 @@ class DeepAgentsRun:
             self.tagged.discard(index)
             self._set(index, original, _kind(original))
             events.remove(event)
-        if turn.output is not None:
-            self._feed(turn.position + 1)
         return result
 
     def finish(self) -> list[Event]:
@@ -639,16 +648,15 @@ class DeepAgentsRun:
     def _human_offload(
         self, turn: Turn, events: list[Event]
     ) -> tuple[int, BaseMessage, Event] | None:
-        """`FilesystemMiddleware.wrap_model_call`: stub a new trailing oversized HumanMessage.
+        """`FilesystemMiddleware.wrap_model_call`: stub the trailing HumanMessage if it is new
+        and oversized (asked only when the state ends with one).
 
         Returns what to restore should this call end in `ContextOverflowError`.
         """
         limit = self.settings.human_evict_chars
-        if not limit or not self.view:
-            return None
         last = len(self.view) - 1
         message = self.view[last]
-        if not isinstance(message, HumanMessage) or last in self.tagged:
+        if not limit or last in self.tagged:
             return None
         text = _text(message)
         if len(text) <= limit:
@@ -691,16 +699,23 @@ class DeepAgentsRun:
         return -1 if j == 0 else ev.cutoff + j - 1
 
     def _suffix(self, j: int, trunc_stop: int) -> int:
-        """Tokens of effective[j:], with truncation applied to effective indices < trunc_stop."""
+        """Tokens of effective[j:], with truncation applied to effective indices < trunc_stop.
+
+        The state positions are `_pos` inlined: binary searches call this ~log(n) times.
+        """
         n = len(self.view)
         ev = self.event
-        if ev is not None and j == 0:
-            total = ev.tokens + (self.etok.total(ev.cutoff, n) if ev.cutoff <= n else 0)
-            start = ev.cutoff
-        else:
-            start = self._pos(j)
+        if ev is None:
+            start, stop = j, trunc_stop
             total = self.etok.total(start, n)
-        stop = self._pos(trunc_stop - 1) + 1 if trunc_stop > 0 else 0
+        else:
+            stop = ev.cutoff + trunc_stop - 1 if trunc_stop > 1 else 0
+            if j == 0:
+                start = ev.cutoff
+                total = ev.tokens + (self.etok.total(start, n) if start <= n else 0)
+            else:
+                start = ev.cutoff + j - 1
+                total = self.etok.total(start, n)
         if stop > start:
             total -= self._saved(start, stop)
         return total
@@ -784,8 +799,11 @@ class DeepAgentsRun:
         if self.budget_per_call and turn.max_output_tokens is not None:
             self.budget = max(0, int(s.window * 0.95) - turn.max_output_tokens)
         n_eff = self._eff_len()
-        msgs = self._all(0)
-        total = self._scaled(self.fixed + self._suffix(0, 0), msgs, True)
+        msgs = None
+        total = self.fixed + self._suffix(0, 0)
+        if s.use_usage_metadata:
+            msgs = self._all(0)
+            total = self._scaled(total, msgs, True)
 
         # Step 1: request-only argument truncation.
         trunc_stop = 0
@@ -1126,17 +1144,24 @@ class DeepAgentsRun:
 
     def _record(self, turn: Turn, events: list[Event], trunc_stop: int, count: int) -> Call:
         ev = self.event
-        start = min(self._window_start(), len(self.view))
-        by_kind = dict(self.window_kinds)
-        stop = self._pos(trunc_stop - 1) + 1 if trunc_stop > 0 else 0
-        if stop > start:
-            by_kind["ai"] -= self._saved(start, stop)
+        by_kind = self.window_kinds.copy()
+        if trunc_stop > 0:
+            start = min(self._window_start(), len(self.view))
+            stop = self._pos(trunc_stop - 1) + 1
+            if stop > start:
+                by_kind["ai"] -= self._saved(start, stop)
         if ev is not None:
             by_kind["summary"] += ev.tokens
-        by_kind["system"] += self.fixed - self.settings.tools_tokens
+        by_kind["system"] += self.system_tokens
         by_kind["tools"] = self.settings.tools_tokens
         return Call(
-            turn.index, turn.position, count, by_kind, self._eff_len(), events, self.baseline
+            turn.index,
+            turn.position,
+            count,
+            by_kind,
+            self._eff_len(),
+            events,
+            self.baselines[self.fed],
         )
 
 

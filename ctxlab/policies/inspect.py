@@ -176,6 +176,10 @@ class TrimStage(InspectStage):
 
 
 class SummaryStage(InspectStage):
+    def __init__(self, threshold: int, prompt: str) -> None:
+        super().__init__(threshold)
+        self.prompt = prompt
+
     def compact(self, view: list[Item], ctx: Context) -> tuple[list[Item] | None, str, str | None]:
         head, conv = _split(view)
         head = [it for it in head if it.kind != "summary"]
@@ -186,7 +190,7 @@ class SummaryStage(InspectStage):
         write_history(ctx, path, conv)
         text = ctx.summarizer.summarize(
             [it.msg for it in previous[-1:]] + [it.msg for it in conv],
-            prompt=INSPECT_SUMMARY_PROMPT,
+            prompt=self.prompt,
         )
         return [*head, summary_item(text.strip())], "summarize", path
 
@@ -258,9 +262,15 @@ class InspectSummary(_Inspect):
         "UKGovernmentBEIS/inspect_ai docs/compaction.qmd CompactionSummary defaults"
     )
 
+    prompt: str | None = None
+    instructions: str | None = None
+
     def stages(self, trace: Trace, window: int | None) -> list[Stage]:
-        """One summary stage."""
-        return [SummaryStage(self._limit(window))]
+        """One summary stage (`prompt` replaces the default; `instructions` are added to it)."""
+        prompt = self.prompt or INSPECT_SUMMARY_PROMPT
+        if self.instructions:
+            prompt = prompt.replace("{messages}", f"{self.instructions}\n\n{{messages}}")
+        return [SummaryStage(self._limit(window), prompt)]
 
 
 __all__ = ["INSPECT_DEFAULT_WINDOW", "InspectEdit", "InspectSummary", "InspectTrim"]

@@ -27,8 +27,10 @@ from ctxlab.policies._view import (
     Item,
     Stage,
     StagePolicy,
+    TokenCache,
     replaced,
     safe_cutoff_backward,
+    write_history,
 )
 from ctxlab.policies.base import Event
 from ctxlab.policies.deepagents import normalize_trigger
@@ -177,8 +179,6 @@ class SummarizeStage:
         before = ctx.count(items)
         gone, kept = msgs[:cut], msgs[cut:]
         if self.history_path:
-            from ctxlab.policies._view import write_history
-
             write_history(ctx, self.history_path, gone)
         text = self.summary_text([it.msg for it in gone], ctx)
         message = HumanMessage(
@@ -308,49 +308,65 @@ class ClearStage:
         self.exclude = set(exclude_tools)
         self.placeholder = placeholder
         self.cpt = counter_cpt
+        self.tok = TokenCache(counter_cpt)
         self.kind = event_kind
         self.cleared: set[int] = set()
+        self.decisions: dict[
+            tuple[int, int], tuple[ToolMessage, AIMessage, ToolMessage | None]
+        ] = {}
 
     def _count(self, items: list[Item]) -> int:
         """`count_tokens_approximately(request.messages)` with default arguments."""
-        return sum(tk.message_tokens(it.msg, self.cpt) for it in items if it.kind != "system")
+        tok = self.tok
+        return sum(tok(it.msg) for it in items if it.kind != "system")
+
+    def _decide(self, message: ToolMessage, ai: AIMessage) -> ToolMessage | None:
+        """The cleared copy of `message` when its nearest preceding AIMessage is `ai`, or None
+        (already cleared, no owning call, excluded tool); memoised per object pair."""
+        key = (id(message), id(ai))
+        hit = self.decisions.get(key)
+        if hit is not None and hit[0] is message and hit[1] is ai:
+            return hit[2]
+        stub: ToolMessage | None = None
+        if not message.response_metadata.get("context_editing", {}).get("cleared"):
+            call = next((c for c in ai.tool_calls if c.get("id") == message.tool_call_id), None)
+            if call is not None and (message.name or call["name"]) not in self.exclude:
+                stub = replaced(
+                    message,
+                    ("clear", self.placeholder),
+                    lambda m=message: _cleared_result(m, self.placeholder),
+                )
+        self.decisions[key] = (message, ai, stub)
+        return stub
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         tokens = self._count(items)
         if tokens <= self.trigger:
             return items
         out = list(items)
-        tool_idx = [i for i, it in enumerate(out) if isinstance(it.msg, ToolMessage)]
+        tool_idx = [
+            i for i, it in enumerate(out) if it.kind != "ai" and isinstance(it.msg, ToolMessage)
+        ]
         if self.keep >= len(tool_idx):
             tool_idx = []
         elif self.keep:
             tool_idx = tool_idx[: -self.keep]
-        before = ctx.count(out)
         last_ai: list[int] = []
         seen = -1
         for i, it in enumerate(out):
             last_ai.append(seen)
-            if isinstance(it.msg, AIMessage):
+            if it.kind == "ai" and isinstance(it.msg, AIMessage):
                 seen = i
         touched: list[int] = []
         for idx in tool_idx:
             message = out[idx].msg
-            if message.response_metadata.get("context_editing", {}).get("cleared"):
-                continue
             ai_idx = last_ai[idx]
             if ai_idx < 0:
                 continue
             ai = out[ai_idx].msg
-            call = next((c for c in ai.tool_calls if c.get("id") == message.tool_call_id), None)
-            if call is None:
+            stub = self._decide(message, ai)
+            if stub is None:
                 continue
-            if (message.name or call["name"]) in self.exclude:
-                continue
-            stub = replaced(
-                message,
-                ("clear", self.placeholder),
-                lambda m=message: _cleared_result(m, self.placeholder),
-            )
             out[idx] = Item(out[idx].pos, stub, "stubs")
             if out[idx].pos is not None:
                 touched.append(out[idx].pos)
@@ -370,7 +386,7 @@ class ClearStage:
                     self.kind,
                     ctx.turn.index,
                     tuple(new),
-                    before,
+                    ctx.count(items),
                     ctx.count(out),
                     None,
                     f"{tokens} > {self.trigger} tokens",

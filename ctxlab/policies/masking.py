@@ -67,6 +67,7 @@ class LastNStage:
         self.n, self.polling = n, max(1, polling)
         self.remove_tags, self.keep_tags = remove_tags, keep_tags
         self.masked: set[int] = set()
+        self.stubs: dict[int, tuple[ToolMessage, Item]] = {}  # id(original) -> masked item
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         first = next((i for i, it in enumerate(items) if it.kind == "human"), None)
@@ -79,16 +80,20 @@ class LastNStage:
         omit = set(obs[1:last_removed])
         out = list(items)
         touched = []
+        stubs = self.stubs
         for i in obs:
             it = items[i]
-            if not isinstance(it.msg, ToolMessage):
+            msg = it.msg
+            if not isinstance(msg, ToolMessage):
                 continue
-            tags = _tags(it.msg)
+            tags = _tags(msg) if (self.keep_tags or self.remove_tags) else set()
             if (i not in omit or tags & self.keep_tags) and not (tags & self.remove_tags):
                 continue
-            msg = it.msg
-            stub = replaced(msg, ("swe-mask",), lambda m=msg: _masked(m, _swe_placeholder(m)))
-            out[i] = Item(it.pos, stub, "stubs")
+            hit = stubs.get(id(msg))
+            if hit is None or hit[0] is not msg:
+                stub = replaced(msg, ("swe-mask",), lambda m=msg: _masked(m, _swe_placeholder(m)))
+                hit = stubs[id(msg)] = (msg, Item(it.pos, stub, "stubs"))
+            out[i] = hit[1] if hit[1].pos == it.pos else Item(it.pos, hit[1].msg, "stubs")
             if it.pos is not None:
                 touched.append(it.pos)
         return _record(self, ctx, items, out, touched, f"last_n_observations n={self.n}")
@@ -102,16 +107,25 @@ def _record(
     touched: list[int],
     reason: str,
 ) -> list[Item]:
-    new = [p for p in touched if p not in stage.masked]
-    stage.masked = set(touched)
+    masked = stage.masked
+    new = [p for p in touched if p not in masked]
+    if len(new) or len(touched) != len(masked):
+        stage.masked = set(touched)
     if new:
+        total = ctx.count(before)
+        # `before` is the unmasked request: every item replaced here counts.
+        saved = sum(
+            ctx.tokens(b.msg) - ctx.tokens(o.msg)
+            for b, o in zip(before, out, strict=True)
+            if b is not o
+        )
         ctx.events.append(
             Event(
                 "mask_observations",
                 ctx.turn.index,
                 tuple(new),
-                ctx.count(before),
-                ctx.count(out),
+                total,
+                total - saved,
                 None,
                 reason,
             )
@@ -127,18 +141,23 @@ class WindowMaskStage:
         self.window = attention_window
         self.placeholder = placeholder
         self.masked: set[int] = set()
+        self.stubs: dict[int, tuple[ToolMessage, Item]] = {}  # id(original) -> masked item
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         out = list(items)
         limit = len(items) - self.window
         touched = []
+        stubs = self.stubs
+        text = self.placeholder
         for i in range(max(0, limit)):
             it = items[i]
-            if isinstance(it.msg, ToolMessage) and it.kind == "tool_results":
+            if it.kind == "tool_results" and isinstance(it.msg, ToolMessage):
                 msg = it.msg
-                text = self.placeholder
-                stub = replaced(msg, ("mask", text), lambda m=msg, t=text: _masked(m, t))
-                out[i] = Item(it.pos, stub, "stubs")
+                hit = stubs.get(id(msg))
+                if hit is None or hit[0] is not msg:
+                    stub = replaced(msg, ("mask", text), lambda m=msg: _masked(m, text))
+                    hit = stubs[id(msg)] = (msg, Item(it.pos, stub, "stubs"))
+                out[i] = hit[1] if hit[1].pos == it.pos else Item(it.pos, hit[1].msg, "stubs")
                 if it.pos is not None:
                     touched.append(it.pos)
         return _record(self, ctx, items, out, touched, f"attention_window={self.window}")

@@ -34,7 +34,9 @@ from ctxlab.policies._view import (
     safe_start,
     summary_item,
     text_of,
+    write_history,
 )
+from ctxlab.policies.base import Event
 
 if TYPE_CHECKING:
     from ctxlab.trace import Trace
@@ -106,8 +108,6 @@ class RollingStage(RebuildStage):
             [*previous[-1:], *forgotten], prompt=OPENHANDS_SUMMARY_PROMPT
         ).strip()
         path = "/conversation_history/openhands_condensed.md"
-        from ctxlab.policies._view import write_history
-
         write_history(ctx, path, [it for it in middle if it.kind != "summary"])
         return self.commit(
             ctx,
@@ -136,8 +136,6 @@ class RecentStage:
         new = sorted(dropped - self.dropped)
         self.dropped = dropped
         if new:
-            from ctxlab.policies.base import Event
-
             ctx.events.append(
                 Event(
                     "forget",

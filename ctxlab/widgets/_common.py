@@ -11,7 +11,7 @@ import asyncio
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +153,47 @@ def figure_widget(fig: go.Figure, css_class: str) -> go.FigureWidget:
 # --------------------------------------------------------------------------- the strip
 
 
+@dataclass
+class Recording:
+    """A summariser that keeps every summary it writes, in call order (the policy calls it
+    once per summarise event), so the strip can show the text a replay used."""
+
+    inner: Any
+    texts: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        """The wrapped summariser's name: recording does not change the summaries."""
+        return str(getattr(self.inner, "name", type(self.inner).__name__))
+
+    def summarize(self, messages: Sequence[BaseMessage], **kwargs: Any) -> str:
+        """The inner summary, recorded (stripped, as the policy uses it)."""
+        text = self.inner.summarize(messages, **kwargs)
+        self.texts.append(text.strip())
+        return text
+
+
+def recover_summaries(
+    replay: Replay, trace: Trace, policy: Any, summarizer: Any = None
+) -> list[str]:
+    """The summary texts `replay` used, by replaying `trace` under `policy` with a recording
+    summariser (default: the offline one, as `ctxlab.replay`'s default). Empty if the replay
+    has no summaries or the re-replay does not reproduce it (another summariser was used)."""
+    if not any(e.kind == "summarize" for e in replay.event_list):
+        return []
+    from ctxlab.replay import replay as run_replay
+    from ctxlab.widgets._fast import CachedExtractive
+
+    rec = Recording(summarizer or CachedExtractive())
+    try:
+        again = run_replay(trace, policy, rec)
+    except (TypeError, ValueError):
+        return []
+    same = again.turns["context_tokens"].to_list() == replay.turns["context_tokens"].to_list()
+    count = sum(1 for e in again.event_list if e.kind == "summarize")
+    return rec.texts if same and count == len(rec.texts) else []
+
+
 @dataclass(frozen=True, slots=True)
 class Block:
     """One block of the context strip: a message (or a run of summarised-away messages)."""
@@ -193,6 +234,10 @@ _STICKY = {
     "offload_human_message": "offloaded",
     "tail_clip": "offloaded",
     "summarize": "summarised",
+    "clear_tool_uses": "masked",
+    "mask_observations": "masked",
+    "forget": "dropped",
+    "trim": "dropped",
 }
 
 
@@ -204,7 +249,8 @@ class Timeline:
       turn ended in `overflow_error`: deepagents then persisted nothing);
     * argument truncation is request-only: a message is truncated at turn t only if that
       turn's `truncate_args` event lists it;
-    * kinds containing "mask" (observation masking in the policy catalogue) mark `masked`.
+    * the catalogue's kinds: `clear_tool_uses` and `mask_observations` mark `masked`, `forget`
+      and `trim` mark `dropped` (out of the request, no summary), from their turn on.
     """
 
     def __init__(self, replay: Replay, trace: Trace | None, summaries: Sequence[str] = ()) -> None:
@@ -216,7 +262,8 @@ class Timeline:
         overflow = {e.turn for e in replay.event_list if e.kind == "overflow_error"}
         self.sticky: dict[int, list[tuple[int, str, Any]]] = {}
         self.truncated: dict[int, set[int]] = {}
-        self.summaries_at: list[tuple[int, Any]] = []
+        self.summaries_at: list[tuple[int, Any, int]] = []
+        ordinal = -1
         for event in replay.event_list:
             if event.turn is None:
                 continue
@@ -224,9 +271,10 @@ class Timeline:
                 self.truncated.setdefault(event.turn, set()).update(event.messages)
                 continue
             if event.kind == "summarize":
+                ordinal += 1  # summaries are aligned with every summarise call, undone or not
                 if event.turn in overflow:
                     continue
-                self.summaries_at.append((event.turn, event))
+                self.summaries_at.append((event.turn, event, ordinal))
             status = _STICKY.get(event.kind) or ("masked" if "mask" in event.kind else None)
             if status is None:
                 continue
@@ -243,7 +291,7 @@ class Timeline:
         for t, status, event in self.sticky.get(p, ()):
             if t > turn:
                 break
-            if status == "summarised" or found[0] != "summarised":
+            if status in ("summarised", "dropped") or found[0] not in ("summarised", "dropped"):
                 found = (status, event)
         if found[0] == "kept" and p in self.truncated.get(turn, ()):
             return "truncated", None
@@ -252,7 +300,7 @@ class Timeline:
     def summary_text(self, turn: int) -> tuple[str, Any] | None:
         """The summary in the request at `turn` (text if known), or None."""
         current = None
-        for i, (t, event) in enumerate(self.summaries_at):
+        for t, event, i in self.summaries_at:
             if t <= turn:
                 current = (i, event)
         if current is None:
@@ -261,8 +309,8 @@ class Timeline:
         text = self.summaries[i] if i < len(self.summaries) else None
         if text is None:
             text = (
-                f"(summary text not kept by this replay; the summarised history is in "
-                f"{event.file_path})"
+                "(summary text not kept by this replay: pass the policy to the Scrubber to "
+                f"recover it; the summarised history is in {event.file_path})"
             )
         return text, event
 
@@ -294,15 +342,21 @@ class Timeline:
             if not run:
                 return
             toks = sum(tk.message_tokens(messages[p], self.cpt) for p in run)
+            status = self.status(run[0], turn)[0]
+            after = (
+                "summarised away: the model sees only the summary"
+                if status == "summarised"
+                else "dropped from the request (no summary)"
+            )
             out.append(
                 Block(
                     run[0],
                     run[-1],
                     f"{len(run)} messages",
-                    "summarised",
+                    status,
                     toks,
                     message_text(messages[run[0]])[:300],
-                    "summarised away: the model sees only the summary",
+                    after,
                 )
             )
             run.clear()
@@ -310,7 +364,9 @@ class Timeline:
         for p in range(min(position, len(messages))):
             message = messages[p]
             status, event = self.status(p, turn)
-            if status == "summarised":
+            if status in ("summarised", "dropped"):
+                if run and self.status(run[-1], turn)[0] != status:
+                    close_run()
                 run.append(p)
                 continue
             if run:
@@ -364,14 +420,14 @@ _PREVIEW = 220
 def strip_html(blocks: Sequence[Block], turn: int) -> str:
     """The strip as HTML: blocks sized by tokens, coloured by status, a tooltip each (hover
     shows the content before and after). All trace text is escaped."""
-    total = sum(b.tokens for b in blocks if b.status != "summarised") or 1
+    total = sum(b.tokens for b in blocks if b.status not in ("summarised", "dropped")) or 1
     scale = STRIP_WIDTH_PX * STRIP_ROWS / total
     counts: dict[str, int] = {}
     parts = []
     for i, b in enumerate(blocks):
         counts[b.status] = counts.get(b.status, 0) + 1
         # summarised-away history is not in the request: a fixed sliver marks where it was
-        width = 16 if b.status == "summarised" else max(3, round(b.tokens * scale))
+        width = 16 if b.status in ("summarised", "dropped") else max(3, round(b.tokens * scale))
         where = f"#{b.first}" if b.first == b.last else f"#{b.first}–{b.last}"
         if b.first < 0:
             where = "summary"
@@ -491,7 +547,9 @@ def cost(replay: Replay, trace: Trace | None) -> dict[str, Any]:
     return out
 
 
-def readout_html(m: dict[str, Any], latency_ms: float | None = None) -> str:
+def readout_html(
+    m: dict[str, Any], latency_ms: float | None = None, replays: int | None = None
+) -> str:
     """Peak / cumulative / events (and cost) as one compact line of HTML."""
     kinds = ", ".join(f"{esc(k)} {v}" for k, v in sorted(m["events_by_kind"].items()))
     parts = [
@@ -506,7 +564,8 @@ def readout_html(m: dict[str, Any], latency_ms: float | None = None) -> str:
             parts.append(f"<b>{label}</b> ${v:,.2f}")
     if latency_ms is not None:
         parts.append(f"<span style='color:#777'>{latency_ms:.0f} ms</span>")
-    return "<div class='ctx-readout'>" + " &nbsp;|&nbsp; ".join(parts) + "</div>"
+    count = f" data-replays='{replays}'" if replays is not None else ""
+    return f"<div class='ctx-readout'{count}>" + " &nbsp;|&nbsp; ".join(parts) + "</div>"
 
 
 def now_ms() -> float:

@@ -174,8 +174,9 @@ def generic_controls(policy: Any) -> list[Control]:
             continue
         if isinstance(value, int | float):
             cls = W.IntSlider if isinstance(value, int) else W.FloatSlider
-            hi = max(value * 4, 1) if value else 1
-            step = 1 if cls is W.IntSlider else max(hi / 200, 0.001)
+            fraction = cls is W.FloatSlider and 0 < value <= 1  # fractions of a window
+            hi = 1.0 if fraction else (max(value * 4, 1) if value else 1)
+            step = 1 if cls is W.IntSlider else (0.01 if fraction else max(hi / 200, 0.001))
             widget = _slider(cls, f.name.replace("_", " "), value, 0, hi, step)
 
             def put(p: dict[str, Any], v: Any, name: str = f.name) -> None:
@@ -245,7 +246,7 @@ class ThresholdExplorer(W.VBox):
         self.replay = replay(trace, self.policy, self.summarizer)
         self.figure = figure_widget(self._figure(), "ctx-explorer-chart")
         self.exporter = ExportBar(lambda: self.figure, "explorer")
-        self.readout.value = readout_html(metrics(self.replay, trace))
+        self.readout.value = readout_html(metrics(self.replay, trace), None, self.replays)
         self.choice.observe(self._policy_changed, names="value")
         super().__init__([self.choice, self.sliders, self.readout, self.figure, self.exporter])
         self.add_class("ctx-explorer")
@@ -324,7 +325,7 @@ class ThresholdExplorer(W.VBox):
             self.figure, plots.context_traces(result, lines=self._lines()), self._title(m)
         )
         self.last_latency_ms = now_ms() - start
-        self.readout.value = readout_html(m, self.last_latency_ms)
+        self.readout.value = readout_html(m, self.last_latency_ms, self.replays)
 
     def export(self, path: Any) -> Any:
         """Write the chart (PNG, SVG, PDF or HTML by suffix)."""

@@ -28,6 +28,7 @@ from ctxlab.widgets._common import (
     figure_widget,
     metrics,
     readout_html,
+    recover_summaries,
     strip_html,
 )
 
@@ -74,7 +75,9 @@ class Scrubber(W.VBox):
     (a `Replay` does not keep its trace); without it the strip shows one block per kind.
 
     `lines` are horizontal levels for the chart (e.g. `plots.thresholds(policy, trace)`);
-    `summaries` are the summary texts in order when the caller recorded them.
+    With `policy` (and `summarizer`, if the replay used another than the offline default) the
+    summary texts are recovered by one re-replay, so the strip shows what the model read;
+    `summaries` passes them directly when the caller recorded them.
     """
 
     def __init__(
@@ -85,6 +88,7 @@ class Scrubber(W.VBox):
         lines: Mapping[str, int] | None = None,
         policy: Any = None,
         summaries: Sequence[str] = (),
+        summarizer: Any = None,
         turn: int | None = None,
         play_interval_ms: int = 300,
     ) -> None:
@@ -93,6 +97,8 @@ class Scrubber(W.VBox):
         if lines is None and policy is not None and trace is not None:
             lines = plots.thresholds(policy, trace)
         self.lines = dict(lines or {})
+        if not summaries and policy is not None and trace is not None:
+            summaries = recover_summaries(replay, trace, policy, summarizer)
         self.timeline = Timeline(replay, trace, summaries)
         n = replay.turns.height
         if n == 0:
@@ -112,7 +118,6 @@ class Scrubber(W.VBox):
         )
         W.jslink((self.play, "value"), (self.slider, "value"))
         self.figure = figure_widget(self._figure(start), "ctx-chart")
-        self.figure.data[-1].on_click(lambda *_: None)  # the cursor trace ignores clicks
         for trace_ in self.figure.data[:-1]:
             trace_.on_click(self._clicked)
         self.strip = W.HTML()

@@ -1,0 +1,105 @@
+"""Deep Agents' large tool-result offload as a catalogue stage, so pipelines can start with it.
+
+`FilesystemMiddleware.wrap_tool_call` (deepagents 0.7.32): a tool result whose text exceeds
+`NUM_CHARS_PER_TOKEN * tool_token_limit_before_evict` characters (80,000 by default) is written
+to `/large_tool_results/{tool_call_id}` and replaced, from its first appearance on, by
+deepagents' own head/tail preview stub; results of `TOOLS_EXCLUDED_FROM_EVICTION` (ls, glob,
+grep, read_file, edit_file, write_file, delete) never are. The stub texts come from the
+installed package, exactly as `ctxlab.policies.deepagents` renders them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from deepagents.backends.utils import sanitize_tool_call_id
+from deepagents.middleware._message_eviction import (
+    _build_evicted_content,
+    _build_evicted_tool_message,
+    _render_too_large_tool_msg,
+)
+from deepagents.middleware.filesystem import NUM_CHARS_PER_TOKEN, TOOLS_EXCLUDED_FROM_EVICTION
+from langchain_core.messages import AIMessage, ToolMessage
+
+from ctxlab.policies._view import AUTO, Context, Item, Stage, StagePolicy, replaced, text_of
+from ctxlab.policies.base import Event
+
+if TYPE_CHECKING:
+    from ctxlab.trace import Trace
+
+
+def _stub(message: ToolMessage, path: str, text: str) -> ToolMessage:
+    rendered = _render_too_large_tool_msg(
+        tool_call_id=message.tool_call_id, file_path=path, content_str=text
+    )
+    return _build_evicted_tool_message(message, _build_evicted_content(message, rendered))
+
+
+class OffloadStage:
+    """Replace big results by their stub (persistent: the state stores the stub)."""
+
+    def __init__(self, limit_chars: int, excluded: frozenset[str]) -> None:
+        self.limit = limit_chars
+        self.excluded = excluded
+        self.done: set[int] = set()
+
+    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        out = list(items)
+        names: dict[str, str] = {}
+        for it in items:
+            if isinstance(it.msg, AIMessage):
+                names.update({c["id"]: c["name"] for c in it.msg.tool_calls if c.get("id")})
+        for i, it in enumerate(items):
+            msg = it.msg
+            if not isinstance(msg, ToolMessage) or it.kind != "tool_results":
+                continue
+            name = names.get(msg.tool_call_id) or msg.name
+            if name in self.excluded:
+                continue
+            text = text_of(msg)
+            if len(text) <= self.limit:
+                continue
+            path = f"/large_tool_results/{sanitize_tool_call_id(msg.tool_call_id)}"
+            stub = replaced(msg, ("offload", path), lambda m=msg, p=path, t=text: _stub(m, p, t))
+            out[i] = Item(it.pos, stub, "stubs")
+            if it.pos is not None and it.pos not in self.done:
+                self.done.add(it.pos)
+                ctx.files.write(path, text)
+                ctx.events.append(
+                    Event(
+                        "offload_tool_result",
+                        ctx.turn.index,
+                        (it.pos,),
+                        ctx.tokens(msg),
+                        ctx.tokens(stub),
+                        path,
+                        f"> {self.limit} chars",
+                    )
+                )
+        return out
+
+
+@dataclass(frozen=True)
+class ToolResultOffload(StagePolicy):
+    """`FilesystemMiddleware(tool_token_limit_before_evict=20000)` offload on its own."""
+
+    name: ClassVar[str] = "tool-result-offload"
+    source: ClassVar[str] = (
+        "deepagents 0.7.32 FilesystemMiddleware.wrap_tool_call (tool_token_limit_before_evict="
+        "20000, NUM_CHARS_PER_TOKEN=4, TOOLS_EXCLUDED_FROM_EVICTION; stub from "
+        "_message_eviction); deepagents-semantics.md §3"
+    )
+
+    tool_token_limit_before_evict: int = 20000
+    exclude_tools: tuple[str, ...] = tuple(sorted(TOOLS_EXCLUDED_FROM_EVICTION))
+    window: int | None | Literal["auto"] = AUTO
+    model: str | None = None
+
+    def stages(self, trace: Trace, window: int | None) -> list[Stage]:
+        """One offload stage."""
+        limit = NUM_CHARS_PER_TOKEN * int(self.tool_token_limit_before_evict)
+        return [OffloadStage(limit, frozenset(self.exclude_tools))]
+
+
+__all__ = ["OffloadStage", "ToolResultOffload"]
