@@ -148,6 +148,8 @@ _ERROR_LINE = re.compile(
 )
 _ERROR_MESSAGE = re.compile(r"\w(?:Error|Exception): \S")
 """A line saying what went wrong (pytest's `E   KeyError: 'x'`), preferred over a bare FAILED."""
+_WRITES = re.compile(r"write|edit|create|delete|remove|move|rename|patch|apply|insert|replace")
+"""Tool names that change files (`write_file`, `edit_file`, `apply_patch`, ...)."""
 _HEADING = re.compile(r"^[ \t]*(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
 _TAG = re.compile(r"<section\s+(?:name|title)\s*=\s*[\"']([^\"'\n]+)[\"']\s*/?>", re.I)
 _ITEM = re.compile(
@@ -175,7 +177,8 @@ _KEYWORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("users", ("user message", "all user", "human message")),
     ("said", ("done", "complet", "progress", "accomplish")),
     ("intent", ("intent", "goal", "task", "objective", "request", "purpose", "aim")),
-    ("artifacts", ("artifact", "file", "path", "resource", "code", "change", "modif", "document")),
+    ("changes", ("change", "modif", "written", "edited", "created")),
+    ("artifacts", ("artifact", "file", "path", "resource", "code", "document")),
     ("identifiers", ("identifier", "number", "value", "name", "variable", "symbol", "concept")),
     ("tools", ("tool", "command", "action")),
     ("said", ("decision", "summary", "context", "current", "work", "state", "status", "finding")),
@@ -326,20 +329,36 @@ class _Conversation:
         """The last assistant statements: the most recent state of the work."""
         return [f"- {s}" for s in self.said[-limit:]] if limit else []
 
-    def artifacts(self, section: Section, limit: int) -> list[str]:
-        """Paths a tool call read or wrote (with the tool), then paths seen in results and asks."""
-        found: dict[str, str] = {}
+    @cached_property
+    def paths(self) -> dict[str, list[str]]:
+        """Path -> the tools whose call named it (`file_path` or `path`), in call order, then
+        paths only seen in tool results and requests (-> `["mentioned"]`)."""
+        found: dict[str, list[str]] = {}
         for m in self.messages:
             if isinstance(m, AIMessage):
                 for call in m.tool_calls:
                     path = call.get("args", {}).get("file_path") or call.get("args", {}).get("path")
                     if isinstance(path, str):
-                        found.setdefault(path, call["name"])
+                        found.setdefault(path, []).append(call["name"])
         for m in self.messages:
             if isinstance(m, ToolMessage | HumanMessage):
                 for path in _PATH.findall(m.text[:4000]):
-                    found.setdefault(path, "mentioned")
-        return [f"- {p} ({how})" for p, how in list(found.items())[:limit]]
+                    found.setdefault(path, ["mentioned"])
+        return found
+
+    def artifacts(self, section: Section, limit: int) -> list[str]:
+        """Paths a tool call read or wrote (with the first tool), then paths seen."""
+        return [f"- {p} ({tools[0]})" for p, tools in list(self.paths.items())[:limit]]
+
+    def changes(self, section: Section, limit: int) -> list[str]:
+        """Paths a writing tool touched (with that tool) ahead of the other artifacts, for
+        prompts that ask what changed rather than what was looked at."""
+        writer = {
+            p: next((t for t in tools if _WRITES.search(t)), None)
+            for p, tools in self.paths.items()
+        }
+        order = sorted(self.paths, key=lambda p: writer[p] is None)  # stable: call order kept
+        return [f"- {p} ({writer[p] or self.paths[p][0]})" for p in order[:limit]]
 
     def next(self, section: Section, limit: int) -> list[str]:
         """What was asked last and what the assistant was doing: where to resume."""
@@ -358,12 +377,13 @@ class _Conversation:
             if not lines and m.status != "error":
                 continue
             tool = m.name or self.calls.get(m.tool_call_id, {}).get("name", "tool")
-            said = next(
-                (ln for ln in lines if _ERROR_MESSAGE.search(ln)), lines[0] if lines else ""
+            what = (
+                m.text
+                if m.status == "error"
+                else next((ln for ln in lines if _ERROR_MESSAGE.search(ln)), lines[0])
             )
-            first = self.line(m.text if m.status == "error" else said)
             more = f" (+{len(lines) - 1} more)" if len(lines) > 1 else ""
-            found.pop(entry := f"- {tool}: {first}{more}", None)
+            found.pop(entry := f"- {tool}: {self.line(what)}{more}", None)
             found[entry] = None
         return list(found)[-limit:] if limit else []
 
@@ -405,6 +425,7 @@ _EXTRACTORS: dict[str, Callable[[_Conversation, Section, int], list[str]]] = {
     "intent": _Conversation.intent,
     "said": _Conversation.statements,
     "artifacts": _Conversation.artifacts,
+    "changes": _Conversation.changes,
     "next": _Conversation.next,
     "errors": _Conversation.errors,
     "questions": _Conversation.questions,
@@ -419,15 +440,22 @@ class Extractive:
     """Offline, deterministic summary in the sections the prompt asks for, built from the
     messages, so two prompts give two different summaries without a model (`PromptDiff`).
 
-    Sections come from the prompt's `## HEADING` lines (or `<section name=...>` tags, or a list
-    of labelled items) and are filled by keyword: intent/goal/task -> the first request;
-    summary/decisions/progress/current -> the last assistant statements; artifact/file/path ->
-    paths with the tool that touched them; next/todo/pending -> the last request and step;
-    error/failure/problem -> failing tool results; question -> questions asked; identifier/
-    number/value -> names and numbers repeated most; tool/command -> the last tool calls;
-    "user messages" -> every request. Other headings get the last assistant statements. A
-    prompt with none of these gets deepagents' four sections. "At most N words/bullets" is
-    honoured across the whole summary (headings not counted), or per section if it says so.
+    Sections are the prompt's `## HEADING` lines (else `<section name=...>` tags, else a list
+    of labelled items such as `1. Pending Tasks: ...`), each filled by keyword in its title:
+
+    * intent, goal, task, request: the first request (a prior summary's own line when chaining);
+    * summary, decisions, progress, current work, and any title matching nothing: the last
+      assistant statements;
+    * artifacts, files, paths: paths with the tool that touched them ("changed", "modified":
+      paths a writing tool touched first);
+    * next, todo, pending, remaining: the last request and the last assistant step;
+    * errors, failures, problems: failed tool calls and error lines of tool results;
+    * questions: questions asked; identifiers, numbers, values, concepts: the names and
+      numbers repeated most; tools, commands, actions: the last tool calls; "user messages":
+      every request.
+
+    A prompt naming none of these gets deepagents' four sections. "At most N words/bullets"
+    holds for the whole summary (headings not counted), or for each section if it says so.
     The deepagents prompt gives exactly the text this class wrote before it read prompts.
     """
 

@@ -261,18 +261,14 @@ def tokens_list(
 ) -> list[int]:
     """`message_tokens` of each message: the memo lookup inlined, for a whole history at once."""
     out = []
-    memo = _MEMO
+    memo, ceil, extra, per_image = _MEMO, math.ceil, EXTRA_TOKENS_PER_MESSAGE, TOKENS_PER_IMAGE
     for message in messages:
         entry = memo.get(id(message))
         if entry is None or entry[0]() is not message:
             entry = _new_entry(message)
         if entry[1] < 0:
             entry[1], entry[2] = _measure(message)
-        out.append(
-            math.ceil(entry[1] / chars_per_token)
-            + EXTRA_TOKENS_PER_MESSAGE
-            + TOKENS_PER_IMAGE * entry[2]
-        )
+        out.append(ceil(entry[1] / chars_per_token) + extra + per_image * entry[2])
     return out
 
 

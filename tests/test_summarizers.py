@@ -138,3 +138,141 @@ def test_replay_uses_the_summarizer_and_llm_pays_once() -> None:
     second = replay(trace, DeepAgents(window=30_000), summarizer)
     assert len(model.prompts) == calls
     assert second.turns.equals(first.turns)
+
+
+# ----------------------------------------------------------------------------- prompt-aware
+
+
+SESSION = [
+    HumanMessage("Fix the failing checkout tests in /shop/cart.py."),
+    AIMessage(
+        "Running the tests first.",
+        tool_calls=[{"name": "run_tests", "args": {"command": "pytest -x"}, "id": "t1"}],
+    ),
+    ToolMessage(
+        "collected 12 items\nFAILED tests/test_cart.py::test_total - AssertionError\n"
+        "E   KeyError: 'discount_rate'\n1 failed, 11 passed",
+        tool_call_id="t1",
+        name="run_tests",
+    ),
+    AIMessage(
+        "Reading the cart module.",
+        tool_calls=[{"name": "read_file", "args": {"file_path": "/shop/cart.py"}, "id": "t2"}],
+    ),
+    ToolMessage(
+        "def cart_total(items):\n    return sum(i.price for i in items)", tool_call_id="t2"
+    ),
+    AIMessage("Should discounts apply before tax?"),
+    HumanMessage("Yes, before tax. Also keep the API stable."),
+    AIMessage(
+        "Editing the total.",
+        tool_calls=[{"name": "edit_file", "args": {"file_path": "/shop/cart.py"}, "id": "t3"}],
+    ),
+    ToolMessage("Error: String not found in file", tool_call_id="t3", status="error"),
+]
+
+GOAL_PROMPT = """Compact the agent's memory into exactly these sections:
+
+## GOAL
+The task in one sentence.
+
+## FILES CHANGED
+Every file touched, with the tool.
+
+## ERRORS
+Failures and their messages.
+
+## OPEN QUESTIONS
+What is still unresolved.
+
+{messages}"""
+
+
+def test_extractive_default_prompt_output_is_unchanged() -> None:
+    """Golden, written by hand: replays and stored results depend on this exact text."""
+    expected = (
+        "## SESSION INTENT\n"
+        "Please refactor /src/app/main.py to use the new config loader.\n\n"
+        "## SUMMARY\n- Reading the module first.\n- Writing the new version.\n\n"
+        "## ARTIFACTS\n- /src/app/main.py (read_file)\n- /src/app/config.py (mentioned)\n\n"
+        "## NEXT STEPS\n"
+        "- Last request: Please refactor /src/app/main.py to use the new config loader.\n"
+        "- Last assistant step: Writing the new version."
+    )
+    assert Extractive().summarize(CONVERSATION) == expected
+    assert Extractive().summarize(CONVERSATION, prompt=DEFAULT_PROMPT) == expected
+    assert Extractive().summarize(SESSION) == (
+        "## SESSION INTENT\nFix the failing checkout tests in /shop/cart.py.\n\n"
+        "## SUMMARY\n- Running the tests first.\n- Reading the cart module.\n"
+        "- Should discounts apply before tax?\n- Editing the total.\n\n"
+        "## ARTIFACTS\n- /shop/cart.py (read_file)\n\n"
+        "## NEXT STEPS\n- Last request: Yes, before tax. Also keep the API stable.\n"
+        "- Last assistant step: Editing the total."
+    )
+    assert Extractive().name == "extractive:8:200"
+
+
+def test_extractive_fills_the_sections_each_prompt_asks_for() -> None:
+    default = Extractive().summarize(SESSION)
+    goal = Extractive().summarize(SESSION, prompt=GOAL_PROMPT)
+    assert goal != default
+    assert goal == (
+        "## GOAL\nFix the failing checkout tests in /shop/cart.py.\n\n"
+        "## FILES CHANGED\n- /shop/cart.py (edit_file)\n\n"  # the writing tool, not the read
+        "## ERRORS\n- run_tests: E   KeyError: 'discount_rate' (+1 more)\n"
+        "- edit_file: Error: String not found in file\n\n"
+        "## OPEN QUESTIONS\n- Should discounts apply before tax?"
+    )
+    assert Extractive().summarize(SESSION, prompt=GOAL_PROMPT) == goal  # deterministic
+
+
+def test_extractive_reads_numbered_lists_and_section_tags() -> None:
+    numbered = (
+        "Your summary should include the following sections:\n"
+        "1. Primary Request and Intent: the user's explicit requests\n"
+        "2. Key Technical Concepts: names that matter\n"
+        "3. Pending Tasks: what is left\n{messages}"
+    )
+    text = Extractive().summarize(SESSION, prompt=numbered)
+    assert text.startswith("1. Primary Request and Intent:\nFix the failing checkout tests")
+    assert (
+        "2. Key Technical Concepts:\n"
+        "- Identifiers: test_cart, test_total, AssertionError, KeyError, discount_rate, "
+        "cart_total\n"
+        "- Numbers: 12, 11\n\n"
+    ) in text
+    assert text.endswith(
+        "3. Pending Tasks:\n- Last request: Yes, before tax. Also keep the API "
+        "stable.\n- Last assistant step: Editing the total."
+    )
+    tagged = 'Fill <section name="Tools used"/> and <section name="Goal"/>.\n{messages}'
+    assert Extractive().summarize(SESSION, prompt=tagged) == (
+        '<section name="Tools used">\n- run_tests: pytest -x\n- read_file: /shop/cart.py\n'
+        "- edit_file: /shop/cart.py\n</section>\n\n"
+        '<section name="Goal">\nFix the failing checkout tests in /shop/cart.py.\n</section>'
+    )
+
+
+def test_extractive_falls_back_to_the_deepagents_sections() -> None:
+    default = Extractive().summarize(SESSION)
+    for prompt in ("Summarise this.\n{messages}", "## Foo\nx\n## Bar\ny\n{messages}"):
+        assert Extractive().summarize(SESSION, prompt=prompt) == default
+
+
+def test_extractive_honours_length_limits() -> None:
+    two = GOAL_PROMPT.replace("{messages}", "At most 1 bullet per section.\n{messages}")
+    text = Extractive().summarize(SESSION, prompt=two)
+    assert "## ERRORS\n- edit_file: Error: String not found in file\n\n" in text
+    for block in text.split("\n\n"):
+        assert len(block.splitlines()) <= 2  # the heading and one line
+    terse = "Summarise the conversation in at most five bullet points.\n{messages}"
+    lines = [
+        ln
+        for ln in Extractive().summarize(SESSION, prompt=terse).splitlines()
+        if ln and not ln.startswith("## ")
+    ]
+    assert len(lines) <= 5
+    short = Extractive().summarize(SESSION, prompt=GOAL_PROMPT + "\nUse under 13 words.")
+    body = [ln for ln in short.splitlines() if ln and not ln.startswith("## ")]
+    assert sum(len(ln.removeprefix("- ").split()) for ln in body) <= 12
+    assert short.startswith("## GOAL\nFix the failing...\n\n## FILES CHANGED")

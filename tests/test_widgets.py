@@ -373,3 +373,22 @@ def test_scrubber_recovers_the_summary_the_model_read(trace, stressed) -> None:
     plain.slider.value = event.turn
     text = next(b for b in plain._blocks if b.status == "summary").after
     assert "pass the policy" in text
+
+
+def test_prompt_diff_offline_compares_the_prompts_themselves(trace) -> None:
+    """With the default (offline) summariser, different prompts give different summaries."""
+    coding = (
+        "Summarise the history in these sections:\n\n## GOAL\nThe task.\n\n## FILES CHANGED\n"
+        "Files touched.\n\n## ERRORS\nFailures.\n\n## OPEN QUESTIONS\nUnresolved.\n\n{messages}"
+    )
+    pd = PromptDiff(trace, prompt_b=coding)
+    a, b = pd.sides
+    assert a.summary.startswith("## SESSION INTENT") and "## NEXT STEPS" in a.summary
+    headings = [ln for ln in b.summary.splitlines() if ln.startswith("## ")]
+    assert headings == ["## GOAL", "## FILES CHANGED", "## ERRORS", "## OPEN QUESTIONS"]
+    assert "ctx-del" in pd.summary_a.value and "ctx-ins" in pd.summary_b.value
+    assert "<ins class='ctx-ins' style='background:#BFE6D8'>GOAL</ins>" in pd.summary_b.value
+    pd.prompt_b.value = pd.prompt_a.value  # same prompt: nothing to highlight
+    pd.run_button.click()
+    assert pd.sides[0] == pd.sides[1]
+    assert "ctx-del" not in pd.summary_a.value and "ctx-ins" not in pd.summary_b.value
