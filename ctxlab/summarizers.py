@@ -9,9 +9,9 @@ summary only through its length).
 * `LLM(chat_model)`: any LangChain chat model, prompted exactly as deepagents prompts it (and,
   like it, retried once with the middle of the history cut out if the prompt overflows), with a
   cache keyed by (model, prompt, input) so re-running a replay never pays twice.
-* `Extractive()`: the offline default. No key, no model: it fills the sections the deepagents
-  prompt asks for (session intent, summary, artifacts, next steps) with text taken from the
-  conversation itself, deterministically.
+* `Extractive()`: the offline default. No key, no model: it fills the sections the prompt asks
+  for (deepagents': session intent, summary, artifacts, next steps) with text taken from the
+  conversation itself, deterministically, so prompts can be compared offline.
 """
 
 from __future__ import annotations
@@ -248,8 +248,7 @@ def _sections(prompt: str) -> tuple[Section, ...]:
             for n, (m, t) in enumerate(items, 1)
         )
         found = found if len(found) > 1 else ()
-    titles = [s.title for s in found]
-    return found if any(_kind(t) for t in titles) else ()
+    return found if any(_kind(s.title) for s in found) else ()
 
 
 def _count(word: str) -> int:
@@ -258,7 +257,8 @@ def _count(word: str) -> int:
 
 @lru_cache(maxsize=256)
 def plan(prompt: str) -> Plan:
-    """Parse `prompt` once (replays send the same template at every summarisation point)."""
+    """The sections and limits `Extractive` reads in `prompt` (deepagents' sections if it names
+    none). Cached: replays send the same template at every summarisation point."""
     sections = _sections(prompt) or _sections(DEFAULT_PROMPT)
     caps: dict[str, int] = {}
     per_section = False
@@ -482,4 +482,4 @@ class Extractive:
         return "\n\n".join(blocks)
 
 
-__all__ = ["DEFAULT_PROMPT", "LLM", "Extractive", "Fixed", "Summarizer", "format_prompt"]
+__all__ = ["DEFAULT_PROMPT", "LLM", "Extractive", "Fixed", "Summarizer", "format_prompt", "plan"]
