@@ -44,8 +44,15 @@ class CachedExtractive(Extractive):
         return facts
 
     def summarize(self, messages: Sequence[BaseMessage], *, prompt: str = DEFAULT_PROMPT) -> str:
-        """Exactly `Extractive.summarize`, reading cached per-message facts."""
+        """Exactly `Extractive.summarize`, reading cached per-message facts.
+
+        Only the default prompt's four sections are cached; any other prompt is planned and
+        filled by `Extractive` itself, so custom prompts give the same text either way.
+        """
         import re
+
+        if prompt != DEFAULT_PROMPT:
+            return super().summarize(messages, prompt=prompt)
 
         facts = [self._facts(m) for m in messages]
         humans = [

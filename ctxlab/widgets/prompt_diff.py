@@ -5,10 +5,10 @@ same slice of history and compare: the two summaries side by side with word-leve
 highlighting, their token counts, and which paths, identifiers and numbers from the slice each
 one kept (what an agent needs to resume work). Prompts are editable text areas; "Run" reruns.
 
-Offline by default with the `Extractive` summariser. Note it ignores the prompt text (it fills
-deepagents' sections from the conversation), so offline the two sides differ only if the
-summarisers differ: pass `summarizer=(a, b)` to compare two summarisers, or any LangChain
-chat model through `ctxlab.summarizers.LLM(model)` to compare prompts for real.
+Offline by default with the `Extractive` summariser, which fills the sections each prompt asks
+for (its `## HEADING`s) from the conversation itself, so two prompts with different sections
+differ offline too. Pass any LangChain chat model through `ctxlab.summarizers.LLM(model)` to
+compare prompts as a model reads them, or `summarizer=(a, b)` to compare two summarisers.
 """
 
 from __future__ import annotations
