@@ -58,6 +58,11 @@ class Replay:
     extra_events: list[Event] = field(default_factory=list)
     files: Files = field(default_factory=Files)
     recorded: list[int | None] = field(default_factory=list)
+    trace: Trace | None = field(default=None, repr=False, compare=False)
+    """The replayed trace, so views can show message content without being handed it again."""
+    source_policy: Policy | None = field(default=None, repr=False, compare=False)
+    """The policy object itself (`policy` is its name), for thresholds and re-runs."""
+    summarizer: Summarizer | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def turns(self) -> pl.DataFrame:
@@ -104,7 +109,8 @@ class Replay:
 
 def replay(trace: Trace, policy: Policy, summarizer: Summarizer | None = None) -> Replay:
     """Replay `trace` under `policy`; the default summariser is the offline `Extractive`."""
-    run = policy.start(trace, summarizer or Extractive())
+    summarizer = summarizer or Extractive()
+    run = policy.start(trace, summarizer)
     calls = [run.call(turn) for turn in trace.turns]
     extra = run.finish()
     return Replay(
@@ -115,4 +121,7 @@ def replay(trace: Trace, policy: Policy, summarizer: Summarizer | None = None) -
         extra_events=extra,
         files=run.files,
         recorded=[t.input_tokens for t in trace.turns],
+        trace=trace,
+        source_policy=policy,
+        summarizer=summarizer,
     )

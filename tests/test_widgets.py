@@ -7,6 +7,7 @@ The browser side (the same widgets rendered by JupyterLab) is `test_browser.py`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 
 import ipywidgets as W
@@ -106,9 +107,22 @@ def test_scrubber_block_detail_and_chart_click(trace, stressed) -> None:
 
 def test_scrubber_without_trace_shows_kinds(stressed) -> None:
     _, replay = stressed
-    s = Scrubber(replay)
+    s = Scrubber(dataclasses.replace(replay, trace=None))  # e.g. a replay rebuilt elsewhere
     s.slider.value = 10
     assert "ctx-block" in s.strip.value and "pass the trace" in s.strip.value
+
+
+def test_scrubber_of_a_replay_alone_shows_messages_and_summaries(trace, stressed) -> None:
+    """`Scrubber(replay)` is enough: the replay keeps its trace, policy and summariser."""
+    policy, replay = stressed
+    alone, given = Scrubber(replay), Scrubber(replay, trace, policy=policy)
+    event = next(e for e in replay.event_list if e.kind == "summarize")
+    for s in (alone, given):
+        s.slider.value = event.turn
+    assert alone.strip.value == given.strip.value
+    assert "pass the trace" not in alone.strip.value
+    block = next(b for b in alone._blocks if b.status == "summary")
+    assert block.after.startswith("## SESSION INTENT")
 
 
 # ----------------------------------------------------------------------------- explorer
@@ -369,7 +383,7 @@ def test_scrubber_recovers_the_summary_the_model_read(trace, stressed) -> None:
     )
     expected = replay.turns["summary_tokens"][event.turn]
     assert tk.message_tokens(message, tk.ANTHROPIC_CHARS_PER_TOKEN) == expected
-    plain = Scrubber(replay, trace)  # without the policy: says how to get the text
+    plain = Scrubber(dataclasses.replace(replay, source_policy=None), trace)  # no policy known
     plain.slider.value = event.turn
     text = next(b for b in plain._blocks if b.status == "summary").after
     assert "pass the policy" in text

@@ -71,12 +71,14 @@ def title_at(replay: Replay, turn: int) -> str:
 
 
 class Scrubber(W.VBox):
-    """Scrub `replay` turn by turn. Pass the `trace` it came from for per-message content
-    (a `Replay` does not keep its trace); without it the strip shows one block per kind.
+    """Scrub `replay` turn by turn. The replay carries its trace, policy and summariser, so
+    `Scrubber(replay)` shows per-message content and the summaries the model read; `trace`,
+    `policy` and `summarizer` override them (without any trace the strip shows one block per
+    kind).
 
     `lines` are horizontal levels for the chart (e.g. `plots.thresholds(policy, trace)`);
-    With `policy` (and `summarizer`, if the replay used another than the offline default) the
-    summary texts are recovered by one re-replay, so the strip shows what the model read;
+    With a policy (the replay's own by default) the summary texts are recovered by one
+    re-replay, so the strip shows what the model read;
     `summaries` passes them directly when the caller recorded them.
     """
 
@@ -93,6 +95,9 @@ class Scrubber(W.VBox):
         play_interval_ms: int = 300,
     ) -> None:
         self.replay = replay
+        trace = trace if trace is not None else replay.trace
+        policy = policy if policy is not None else replay.source_policy
+        summarizer = summarizer if summarizer is not None else replay.summarizer
         self.trace = trace
         if lines is None and policy is not None and trace is not None:
             lines = plots.thresholds(policy, trace)
