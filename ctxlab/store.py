@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from ctxlab.replay import Replay
 
 DEFAULT_PATH = Path("data") / "ctxlab.duckdb"
+FILE_MODES = ("all", "offloaded", "none")
+HISTORY_PREFIX = "/conversation_history/"
 SCHEMA_VERSION = 1
 
 SCHEMA = """
@@ -76,7 +78,10 @@ CREATE TABLE IF NOT EXISTS events (
     replay_key VARCHAR, seq BIGINT, kind VARCHAR, turn BIGINT, messages BIGINT[],
     tokens_before BIGINT, tokens_after BIGINT, file_path VARCHAR, reason VARCHAR
 );
-CREATE TABLE IF NOT EXISTS files (replay_key VARCHAR, path VARCHAR, bytes BIGINT, content VARCHAR);
+CREATE TABLE IF NOT EXISTS files (
+    replay_key VARCHAR, path VARCHAR, bytes BIGINT, sha256 VARCHAR  -- content in blobs
+);
+CREATE TABLE IF NOT EXISTS blobs (sha256 VARCHAR, content VARCHAR);  -- one row per content
 CREATE TABLE IF NOT EXISTS summaries (
     cache_key VARCHAR PRIMARY KEY, model VARCHAR, prompt_sha VARCHAR, input_sha VARCHAR,
     text VARCHAR, created_at TIMESTAMP
@@ -171,18 +176,32 @@ class SavedReplay:
     files: pl.DataFrame
 
     @classmethod
-    def of(cls, replay: Replay, trace_hash: str, summarizer: str) -> SavedReplay:
+    def of(
+        cls, replay: Replay, trace_hash: str, summarizer: str, *, files: str = "all"
+    ) -> SavedReplay:
+        """Package a replay. `files`: which contents to keep: "all", "offloaded" (results and
+        messages the policy offloaded, not the summarised-history files, which re-render from
+        the stored messages and can be megabytes per replay) or "none"; paths, sizes and
+        hashes are always kept."""
+        if files not in FILE_MODES:
+            raise ValueError(f"files must be one of {', '.join(FILE_MODES)}, got {files!r}")
         key = replay_key(trace_hash, replay.policy, replay.params, summarizer)
         events = replay.events.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
         paths = sorted(replay.files)
         contents = [replay.files[p] for p in paths]
-        files = pl.DataFrame(
+        raw = [c.encode("utf-8", "surrogatepass") for c in contents]
+        keep = [
+            files == "all" or (files == "offloaded" and not p.startswith(HISTORY_PREFIX))
+            for p in paths
+        ]
+        file_frame = pl.DataFrame(
             {
                 "path": paths,
-                "bytes": [len(c.encode("utf-8", "surrogatepass")) for c in contents],
-                "content": contents,
+                "bytes": [len(b) for b in raw],
+                "sha256": [hashlib.sha256(b).hexdigest() for b in raw],
+                "content": [c if k else None for c, k in zip(contents, keep, strict=True)],
             },
-            schema={"path": pl.Utf8, "bytes": pl.Int64, "content": pl.Utf8},
+            schema={"path": pl.Utf8, "bytes": pl.Int64, "sha256": pl.Utf8, "content": pl.Utf8},
         )
         return cls(
             replay_key=key,
@@ -202,7 +221,7 @@ class SavedReplay:
                 "file_path",
                 "reason",
             ),  # fmt: skip
-            files=files,
+            files=file_frame,
         )
 
 
@@ -345,10 +364,15 @@ class Store:
             self._flatten(sub, key, out)
         return key
 
-    def save(self, replay: Replay, trace: Trace, *, summarizer: Any = None) -> str:
-        """Store one replay of `trace` (the trace too, if new); returns the replay key."""
+    def save(
+        self, replay: Replay, trace: Trace, *, summarizer: Any = None, files: str = "all"
+    ) -> str:
+        """Store one replay of `trace` (the trace too, if new); returns the replay key.
+
+        `summarizer` defaults to the one the replay used; `files` as in `SavedReplay.of`."""
         self.add(trace)
-        saved = SavedReplay.of(replay, trace_key(trace), summarizer_name(summarizer))
+        used = summarizer if summarizer is not None else getattr(replay, "summarizer", None)
+        saved = SavedReplay.of(replay, trace_key(trace), summarizer_name(used), files=files)
         self.save_many([saved])
         return saved.replay_key
 
@@ -382,7 +406,11 @@ class Store:
                     if getattr(s, attr).height
                 ]
                 if frames:
-                    _insert(con, table, pl.concat(frames, how="vertical_relaxed"))
+                    rows = pl.concat(frames, how="vertical_relaxed")
+                    if table == "files":
+                        _insert_blobs(con, rows)
+                        rows = rows.drop("content")
+                    _insert(con, table, rows)
         return len(fresh)
 
     def _known(self, con: duckdb.DuckDBPyConnection, keys: list[str]) -> set[str]:
@@ -434,7 +462,13 @@ class Store:
         return self._for("events", replay_key, "seq")
 
     def files(self, replay_key: str | None = None) -> pl.DataFrame:
-        return self._for("files", replay_key, "path")
+        """Files with their content (null where the replay was saved without it)."""
+        where, params = ("WHERE f.replay_key = ?", [replay_key]) if replay_key else ("", [])
+        return self.query(
+            "SELECT f.*, b.content FROM files f LEFT JOIN blobs b USING (sha256) "
+            f"{where} ORDER BY f.replay_key, f.path",
+            params,
+        )
 
     def messages(self, trace_key: str) -> pl.DataFrame:
         return self.query(
@@ -467,6 +501,21 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> 
         con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _ctxlab_rows")
     finally:
         con.unregister("_ctxlab_rows")
+
+
+def _insert_blobs(con: duckdb.DuckDBPyConnection, files: pl.DataFrame) -> None:
+    """Store each distinct file content once: every replay of a trace offloads the same results."""
+    new = files.filter(pl.col("content").is_not_null()).unique("sha256").select("sha256", "content")
+    if new.height == 0:
+        return
+    con.register("_ctxlab_blobs", new.to_arrow())
+    try:
+        con.execute(
+            "INSERT INTO blobs SELECT * FROM _ctxlab_blobs n "
+            "WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = n.sha256)"
+        )
+    finally:
+        con.unregister("_ctxlab_blobs")
 
 
 def _traces_frame(rows: list[tuple[Trace, str, str | None]]) -> pl.DataFrame:

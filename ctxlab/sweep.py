@@ -33,7 +33,14 @@ from ctxlab.policies import Policy
 from ctxlab.policies.catalog import PRESETS
 from ctxlab.replay import replay
 from ctxlab.specs import SIZE_PARAMS, format_size, parse_value
-from ctxlab.store import SavedReplay, Store, replay_key, summarizer_name, trace_key
+from ctxlab.store import (
+    FILE_MODES,
+    SavedReplay,
+    Store,
+    replay_key,
+    summarizer_name,
+    trace_key,
+)
 from ctxlab.summarizers import Extractive, Summarizer
 from ctxlab.trace import Trace
 
@@ -52,6 +59,8 @@ class Cell:
     trace_index: int
     values: tuple[tuple[str, Any], ...]
     key: str
+    files: str = "offloaded"
+    """Which file contents to store (`ctxlab.store.SavedReplay.of`)."""
 
 
 def policy_named(name: str, **params: Any) -> Policy:
@@ -164,7 +173,7 @@ def run_cell(
     """Replay one cell and package it for the store (runs in a worker)."""
     trace = traces[cell.trace_index]
     result = replay(trace, dataclasses.replace(policy, **dict(cell.values)), summarizer=summarizer)
-    saved = SavedReplay.of(result, trace_key(trace), summarizer_name(summarizer))
+    saved = SavedReplay.of(result, trace_key(trace), summarizer_name(summarizer), files=cell.files)
     if saved.replay_key != cell.key:
         raise RuntimeError(f"replay key changed between plan and run for {trace.trace_id}")
     return saved
@@ -254,6 +263,7 @@ def sweep(
     workers: int | None = None,
     ray_address: str | None = None,
     progress: bool = True,
+    files: str = "offloaded",
     batch_seconds: float = 1.0,
 ) -> pl.DataFrame:
     """Replay every trace under every grid point of `policy`, storing each replay.
@@ -262,6 +272,9 @@ def sweep(
     the CLI spellings, e.g. `"fraction:0.5"`). Results stream into `store` (default
     `data/ctxlab.duckdb`) in one transaction per batch; cells already there are skipped.
     `backend="ray"` runs cells as Ray tasks (`ray_address` for a cluster, else a local Ray).
+    `files="offloaded"` stores offloaded contents but only the path, size and hash of
+    summarised-history files (megabytes per cell, re-rendered by replaying the cell); "all"
+    keeps them too, "none" keeps no content.
     Returns the per-replay summary rows of every cell, with one column per grid parameter.
     """
     if backend not in BACKENDS:
@@ -274,7 +287,10 @@ def sweep(
         loaded = _load(traces)
     except TraceFormatError as exc:
         raise SweepError(str(exc)) from exc
+    if files not in FILE_MODES:
+        raise SweepError(f"files must be one of {', '.join(FILE_MODES)}, got {files!r}")
     cells, _ = plan(loaded, policy, grid, summarizer)
+    cells = [dataclasses.replace(c, files=files) for c in cells]
     if not isinstance(store, Store):
         store = Store(store) if store is not None else Store()
     store.add(loaded)

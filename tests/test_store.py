@@ -183,3 +183,26 @@ def test_notebook_holding_a_store_does_not_lock_out_the_cli(
     )
     assert held.traces().height == 2 and trace_key(other) in held.traces()["trace_key"].to_list()
     assert isinstance(held.traces(), pl.DataFrame)
+
+
+def test_file_contents_are_stored_once_and_history_files_optionally(
+    tmp_path: Path, trace: ctxlab.Trace
+) -> None:
+    store = Store(tmp_path / "s.duckdb")
+    a = replay(trace, DeepAgents(window=30_000, trigger=("fraction", 0.5)))
+    b = replay(trace, DeepAgents(window=30_000, trigger=("fraction", 0.6)))
+    key_b = store.save(b, trace, files="offloaded")
+    files_b = store.files(key_b)
+    history = [p for p in files_b["path"] if p.startswith("/conversation_history/")]
+    assert history and set(files_b["path"]) == set(b.files)
+    for row in files_b.iter_rows(named=True):
+        if row["path"] in history:
+            assert row["content"] is None and row["bytes"] == len(b.file_bytes(row["path"]))
+        else:
+            assert row["content"].encode() == b.file_bytes(row["path"])
+    files_a = store.files(store.save(a, trace))  # files="all"
+    assert all(c is not None for c in files_a["content"])
+    shared = set(files_a["sha256"]) & set(files_b["sha256"])
+    assert shared  # the same offloaded results in both replays...
+    blobs = store.query("SELECT count(*) AS n, count(DISTINCT sha256) AS d FROM blobs").row(0)
+    assert blobs[0] == blobs[1]  # ...are stored once

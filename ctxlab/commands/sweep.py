@@ -30,6 +30,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--backend", choices=BACKENDS, default="local")
     parser.add_argument("--workers", type=int, help="processes (default: one per core)")
     parser.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
+    parser.add_argument(
+        "--files",
+        choices=("all", "offloaded", "none"),
+        default="offloaded",
+        help="file contents to store: offloaded results only (default), also the summarised-"
+        "history files, or none (paths, sizes and hashes are always stored)",
+    )
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
     parser.set_defaults(run=run)
 
@@ -48,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
             backend=args.backend,
             workers=args.workers,
             ray_address=args.ray_address,
+            files=args.files,
         )
     except (SweepError, StoreError, OSError) as exc:
         print(f"ctxlab: error: {exc}", file=sys.stderr)
