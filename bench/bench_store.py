@@ -40,7 +40,14 @@ def synthetic_saved(replays: int, turns: int) -> list[SavedReplay]:
             "reason": ["> 80000 chars", "fraction 0.85"],
         }
     )
-    files = pl.DataFrame({"path": ["/large_tool_results/x"], "bytes": [5], "content": ["hello"]})
+    files = pl.DataFrame(
+        {
+            "path": ["/large_tool_results/x"],
+            "bytes": [5],
+            "sha256": ["2cf24dba"],
+            "content": ["hello"],
+        }
+    )
     return [
         SavedReplay(
             f"r{i:06d}", "t", "trace", "deepagents", f'{{"i": {i}}}', "default", base, events, files

@@ -336,11 +336,16 @@ class Store:
 
     # ------------------------------------------------------------------ writes
 
-    def add(self, traces: Trace | Iterable[Trace]) -> list[str]:
-        """Store traces (and their subagents); returns their keys. Known traces are skipped."""
+    def add(
+        self, traces: Trace | Iterable[Trace], *, keys: Sequence[str] | None = None
+    ) -> list[str]:
+        """Store traces (and their subagents); returns their keys. Known traces are skipped.
+
+        `keys`: their `trace_key`s when the caller already computed them (sweeps do)."""
         items = [traces] if isinstance(traces, Trace) else list(traces)
+        given = list(keys) if keys is not None else [None] * len(items)
         rows: list[tuple[Trace, str, str | None]] = []
-        keys = [self._flatten(trace, None, rows) for trace in items]
+        keys = [self._flatten(t, None, rows, k) for t, k in zip(items, given, strict=True)]
         with self._transaction() as con:
             known = {
                 r[0]
@@ -357,8 +362,8 @@ class Store:
                 _insert(con, "recorded_turns", _recorded_frame(fresh))
         return keys
 
-    def _flatten(self, trace: Trace, parent: str | None, out: list) -> str:
-        key = trace_key(trace)
+    def _flatten(self, trace: Trace, parent: str | None, out: list, key: str | None = None) -> str:
+        key = key or trace_key(trace)
         out.append((trace, key, parent))
         for sub in trace.subagents:
             self._flatten(sub, key, out)

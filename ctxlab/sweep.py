@@ -131,8 +131,15 @@ def plan(
     policy: Policy,
     grid: Mapping[str, Sequence[Any]],
     summarizer: Summarizer,
+    keys: Sequence[str] | None = None,
 ) -> tuple[list[Cell], list[Policy]]:
-    """All cells, each checked to build a valid policy on its trace (errors before any work)."""
+    """All cells, each checked to build a valid policy on its trace (errors before any work).
+
+    A grid point is checked once per kind of trace (model, provider, tool schemas), not once
+    per trace: what can fail (a fraction without a model profile, a bad value) depends only on
+    those, and starting a run measures every message, which would make planning as slow as
+    the sweep itself.
+    """
     points = _grid_points(policy, grid)
     policies = []
     for point in points:
@@ -141,17 +148,30 @@ def plan(
         except (TypeError, ValueError) as exc:
             raise SweepError(f"grid point {point}: {exc}") from exc
     name = summarizer_name(summarizer)
+    keys = list(keys) if keys is not None else [trace_key(t) for t in traces]
+    checked: set[tuple[Any, ...]] = set()
     cells = []
-    for index, trace in enumerate(traces):
-        tkey = trace_key(trace)
-        for point, cell_policy in zip(points, policies, strict=True):
-            try:
-                cell_policy.start(trace, summarizer)
-            except (TypeError, ValueError) as exc:
-                raise SweepError(f"trace {trace.trace_id}, grid point {point}: {exc}") from exc
+    for index, (trace, tkey) in enumerate(zip(traces, keys, strict=True)):
+        kind = (trace.model, trace.provider, repr(trace.tools))
+        for i, (point, cell_policy) in enumerate(zip(points, policies, strict=True)):
+            if (kind, i) not in checked:
+                try:
+                    _check(cell_policy, trace, summarizer)
+                except (TypeError, ValueError) as exc:
+                    raise SweepError(f"trace {trace.trace_id}, grid point {point}: {exc}") from exc
+                checked.add((kind, i))
             key = replay_key(tkey, cell_policy.name, cell_policy.params(), name)
             cells.append(Cell(index, tuple(point.items()), key))
     return cells, policies
+
+
+def _check(policy: Policy, trace: Trace, summarizer: Summarizer) -> None:
+    """Raise what the policy would raise on this trace, as cheaply as the policy allows."""
+    resolve = getattr(policy, "resolve", None)
+    if callable(resolve):
+        resolve(trace)
+    else:
+        policy.start(trace, summarizer)
 
 
 # ----------------------------------------------------------------------------- workers
@@ -289,11 +309,12 @@ def sweep(
         raise SweepError(str(exc)) from exc
     if files not in FILE_MODES:
         raise SweepError(f"files must be one of {', '.join(FILE_MODES)}, got {files!r}")
-    cells, _ = plan(loaded, policy, grid, summarizer)
+    keys = [trace_key(t) for t in loaded]
+    cells, _ = plan(loaded, policy, grid, summarizer, keys)
     cells = [dataclasses.replace(c, files=files) for c in cells]
     if not isinstance(store, Store):
         store = Store(store) if store is not None else Store()
-    store.add(loaded)
+    store.add(loaded, keys=keys)
     done = store.has_replays(c.key for c in cells)
     todo = [c for c in cells if c.key not in done]
     workers = workers or max(1, min(os.cpu_count() or 1, len(todo)))
