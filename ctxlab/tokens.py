@@ -16,8 +16,8 @@ import json
 import math
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, NamedTuple
 
 from langchain_core.messages import (
     AIMessage,
@@ -68,6 +68,9 @@ _PLAIN_ASCII = bytes(c for c in range(0x20, 0x7F) if c not in b"'\"\\")
 _SHORT = 256
 """Below this many characters `repr` itself is cheaper than counting escapes."""
 _IMAGE_TYPES = frozenset({"image", "image_url"})
+_KEYS: dict[str, int] = {}
+"""repr lengths of dict keys seen (`type`, `id`, `input`, `file_path`, ...: a few, again and
+again); bounded, in case some dicts use data as keys."""
 
 
 def repr_len(obj: Any) -> int:
@@ -94,7 +97,12 @@ def _repr_len(obj: Any) -> int:
         total = 4 * len(obj) or 2  # "{", "}", ": " per item, ", " between items
         values: Iterable[Any] = obj.values()
         for key in obj:
-            total += len(repr(key)) if type(key) is str else _repr_len(key)
+            known = _KEYS.get(key) if type(key) is str else None
+            if known is None:
+                known = _repr_len(key)
+                if type(key) is str and len(_KEYS) < 4096:
+                    _KEYS[key] = known
+            total += known
     elif cls is list or cls is tuple:
         n = len(obj)
         total = 3 if n == 1 and cls is tuple else 2 * n or 2  # "(x,)"; brackets, ", " between
@@ -125,9 +133,12 @@ def _str_repr_len(text: str) -> int:
     return len(text) + 2 + two + 3 * four + (single if single and double else 0)
 
 
-@dataclass(frozen=True, slots=True)
-class Size:
-    """What the approximate counter sees of one message: characters and image blocks."""
+class Size(NamedTuple):
+    """What the approximate counter sees of one message: characters and image blocks.
+
+    A named tuple: replays build one per derived message form, and a frozen dataclass costs
+    several times as much to construct.
+    """
 
     chars: int
     images: int = 0
@@ -192,13 +203,21 @@ _MEMO: dict[int, list[Any]] = {}
 """id(message) -> [weakref to it, chars (-1 until measured), images, {key: derived value}].
 
 Messages are treated as immutable, as LangChain state treats them, so one trace replayed under
-many policies (sliders, sweeps) is measured and derived once. Entries are plain lists holding
-callback-free weak references: a lookup checks the reference still points at the message (ids
-are reused), and dead entries are swept whenever the memo has doubled since the last sweep. No
-weakref callbacks means nothing can run against half-torn-down module globals at interpreter
-exit, and a new entry costs a fraction of a keyed, callback-carrying reference.
+many policies (sliders, sweeps) is measured and derived once. An entry leaves with its message
+(weakref callback); a lookup also checks the reference still points at the message, as ids
+are reused.
 """
-_sweep_at = 4096
+
+
+def _forget(key: int, ref: weakref.ref, memo: dict[int, list[Any]] = _MEMO) -> None:
+    """Weakref callback: drop the entry of a message that died.
+
+    It reads no module globals (the memo is bound as a default): callbacks also run while the
+    interpreter shuts down, after module globals have been set to None.
+    """
+    entry = memo.get(key)
+    if entry is not None and entry[0] is ref:
+        del memo[key]
 
 
 def _entry(message: BaseMessage) -> list[Any]:
@@ -210,13 +229,8 @@ def _entry(message: BaseMessage) -> list[Any]:
 
 
 def _new_entry(message: BaseMessage) -> list[Any]:
-    """A fresh entry for `message`; first drops the dead ones if the memo has doubled."""
-    global _sweep_at
-    if len(_MEMO) >= _sweep_at:
-        for key in [key for key, entry in _MEMO.items() if entry[0]() is None]:
-            del _MEMO[key]
-        _sweep_at = max(4096, 2 * len(_MEMO))
-    entry = _MEMO[id(message)] = [weakref.ref(message), -1, 0, None]
+    key = id(message)
+    entry = _MEMO[key] = [weakref.ref(message, partial(_forget, key)), -1, 0, None]
     return entry
 
 

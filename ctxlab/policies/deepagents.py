@@ -16,10 +16,14 @@ Mirrors, in order of application (spec: `deepagents-semantics.md`):
 
 Exact texts (stubs, previews, summary prompt, history XML) come from the installed packages.
 
-Speed: every message is measured once; context counts are prefix sums over the state, so a
-call with no event costs O(log n) (the binary search of the keep window is only run on
-summarisation), and an event costs O(messages it touches). The real middleware walks and
-re-counts the whole history on every call.
+Speed: every message is measured once, in one pass on the first call (`tokens.tokens_list`);
+what the feed derives from a message (its calls by id, the size of its truncated form, its
+offload stub, its size without bound reasoning) is memoised per message object, so a repeat
+replay of the same trace derives nothing. Context counts are lazily extended prefix sums over
+the state: a call with no event costs O(1) amortised, an event O(messages it touches) plus
+O(log n) for the keep window's binary search. Message copies that only the summariser and the
+history file read (truncated arguments, dropped reasoning) are made when they are read. The
+real middleware walks and re-counts the whole history on every call.
 """
 
 from __future__ import annotations
@@ -457,7 +461,8 @@ class DeepAgentsRun:
         self.etok = _Prefix()  # effective tokens (bound reasoning dropped where it applies)
         self.window_kinds = dict.fromkeys(_MESSAGE_KINDS, 0)  # etok by kind over [cutoff, n)
         self.tsaved: list[int] = [0]  # cumulative tokens truncation saves, along `tpos`
-        self.calls: dict[Any, tuple[dict, bool]] = {}  # latest AIMessage's: id -> (call, rejected)
+        self.calls: dict[Any, dict] = {}  # the latest AIMessage's calls by id
+        self.rejected: frozenset[Any] = _NONE_REJECTED  # ids of those deepagents rejects
         self.truncated: set[int] = set()  # AIMessages argument truncation would shorten
         self.tpos: list[int] = []  # positions in `truncated`, ascending
         self.ai_key = ("deepagents-ai", s.max_arg_length, s.truncation_text)
@@ -465,6 +470,7 @@ class DeepAgentsRun:
         self.event: _SummaryEvent | None = None
         self.dropped_until = 0  # state positions below this had bound reasoning dropped
         self.session: str | None = None
+        self.summaries: dict[str, HumanMessage] = {}  # summary messages by text
         self.pending: list[Event] = []
         self.fed = 0
         self.counter = 0
@@ -503,21 +509,18 @@ class DeepAgentsRun:
         self.fed = stop
         view, kinds, toks_in_state = self.view, self.kinds, self.etok.values
         window, toks_of, limit = self.window_kinds, self.source_tokens, self.tool_evict_chars
+        source, excluded = self.source, TOOLS_EXCLUDED_FROM_EVICTION
         for i in range(fed, stop):
-            message = self.source[i]
+            message = source[i]
             toks = toks_of[i]
             kind = "ai"
             if isinstance(message, ToolMessage):
                 call = self.calls.get(message.tool_call_id)
-                if call is not None and call[1]:
-                    self._rejected(message, call[0])
+                if call is not None and self.rejected and message.tool_call_id in self.rejected:
+                    self._rejected(message, call)
                     continue
-                name = call[0]["name"] if call is not None else message.name
-                if not (
-                    limit is None
-                    or name in TOOLS_EXCLUDED_FROM_EVICTION
-                    or _text_len(message) <= limit
-                ):
+                name = call["name"] if call is not None else message.name
+                if not (limit is None or name in excluded or _text_len(message) <= limit):
                     self._offload_result(message, i + self.offset, toks, limit)
                     continue
                 kind = "tool_results"
@@ -525,7 +528,7 @@ class DeepAgentsRun:
                 if message.tool_calls:
                     self._tool_calls(message, i, toks)
                 elif self.calls:
-                    self.calls = {}
+                    self.calls, self.rejected = {}, _NONE_REJECTED
             elif isinstance(message, HumanMessage) and message.additional_kwargs.get(
                 "lc_evicted_to"
             ):
@@ -551,13 +554,17 @@ class DeepAgentsRun:
     def _tool_calls(self, message: AIMessage, index: int, toks: int) -> None:
         """An AIMessage with tool calls at state `index`: the calls its results will answer
         (as the tool node would be asked), and whether argument truncation would shorten it."""
-        self.calls, short = tk.derived(
+        self.calls, self.rejected, grown = tk.derived(
             message, self.ai_key, lambda: _ai_facts(message, *self.ai_key[1:])
         )
-        if short is not None:
+        if grown is not None:
+            saved = 0
+            if grown:
+                size = tk.cached_size(message)
+                saved = toks - tk.Size(size.chars + grown, size.images).tokens(self.cpt)
             self.truncated.add(index)
             self.tpos.append(index)
-            self.tsaved.append(self.tsaved[-1] + toks - short.tokens(self.cpt))
+            self.tsaved.append(self.tsaved[-1] + saved)
 
     def _set(self, index: int, message: BaseMessage, kind: str) -> None:
         self.view[index] = message
@@ -961,15 +968,17 @@ class DeepAgentsRun:
         stamp = turn.started_at or _EPOCH
         self.files.append(path, lambda: _history_section(stamp, to_summarize))
         summary = self._summary_text(to_summarize)
-        message = HumanMessage(
-            content=(
-                "You are in the middle of a conversation that has been summarized.\n\n"
-                f"The full conversation history has been saved to {path} should you need to "
-                "refer back to it for details.\n\nA condensed summary follows:\n\n"
-                f"<summary>\n{summary}\n</summary>"
-            ),
-            additional_kwargs={"lc_source": "summarization"},
+        content = (
+            "You are in the middle of a conversation that has been summarized.\n\n"
+            f"The full conversation history has been saved to {path} should you need to "
+            "refer back to it for details.\n\nA condensed summary follows:\n\n"
+            f"<summary>\n{summary}\n</summary>"
         )
+        message = self.summaries.get(content)
+        if message is None:  # one object per distinct text: built and measured once
+            message = self.summaries[content] = HumanMessage(
+                content=content, additional_kwargs={"lc_source": "summarization"}
+            )
         state_cutoff = old.cutoff + cutoff - 1 if old is not None else cutoff
         first = old.cutoff if old is not None else 0
         touched = tuple(range(first + self.offset, min(state_cutoff, len(self.view)) + self.offset))
@@ -1255,48 +1264,39 @@ def _size_without_reasoning(message: AIMessage) -> tk.Size | None:
     return tk.Size(size.chars - chars, size.images - images)
 
 
+_NONE_REJECTED: frozenset[Any] = frozenset()
+
+
 def _ai_facts(
     message: AIMessage, max_length: int, text: str
-) -> tuple[dict[Any, tuple[dict, bool]], tk.Size | None]:
-    """What the feed needs of an AIMessage with tool calls, computed once per message: its
-    calls by id (`_calls_by_id`) and the size of its truncated form (`_truncated_size`)."""
-    return _calls_by_id(message), _truncated_size(message, max_length, text)
+) -> tuple[dict[Any, dict], frozenset[Any], int | None]:
+    """What the feed needs of an AIMessage with tool calls, in one pass over them (once per
+    message): its calls by id (the first of equal ids, as a search would find it); the ids of
+    those deepagents rejects as same-path parallel mutations; and the characters argument
+    truncation adds to its size (None when truncation leaves it as it is).
 
-
-def _truncated_size(message: AIMessage, max_length: int, text: str) -> tk.Size | None:
-    """Size of `_truncated(message, ...)`, or None when truncation leaves it as it is.
-
-    Measured without building the copy (only a summary or usage scaling needs that): the copy
-    differs in its tool calls alone, whose repr the counter charges only when the content is a
-    string, and there only by the values cut.
+    The truncated size is found without building the copy (only a summary or usage scaling
+    needs that): the copy differs in its tool calls alone, whose repr the counter charges only
+    when the content is a string, and there only by the values cut.
     """
-    changed, delta = False, 0
     counted = not isinstance(message.content, list)
+    by_id: dict[Any, dict] = {}
+    mutations, delta = 0, None
     for call in message.tool_calls:
-        if call["name"] in _TRUNCATE_ARGS_TOOLS:
+        by_id.setdefault(call.get("id"), call)
+        name = call["name"]
+        mutations += name in _FILE_MUTATION_TOOLS
+        if name in _TRUNCATE_ARGS_TOOLS:
             for value in call.get("args", {}).values():
                 if isinstance(value, str) and len(value) > max_length:
                     short = value[:20] + text
                     if short != value:
-                        changed = True
-                        if counted:
-                            delta += tk.repr_len(short) - tk.repr_len(value)
-    if not changed:
-        return None
-    size = tk.cached_size(message)
-    return tk.Size(size.chars + delta, size.images)
-
-
-def _calls_by_id(ai: AIMessage) -> dict[Any, tuple[dict, bool]]:
-    """Each tool call of `ai` by id (the first of equal ids, as a search would find it), and
-    whether deepagents rejects it as a same-path parallel mutation."""
-    calls = ai.tool_calls
-    mutations = sum(c["name"] in _FILE_MUTATION_TOOLS for c in calls) if len(calls) > 1 else 0
-    by_id: dict[Any, tuple[dict, bool]] = {}
-    for call in calls:
-        if call.get("id") not in by_id:
-            by_id[call.get("id")] = (call, mutations > 1 and _parallel_mutation(ai, call))
-    return by_id
+                        grown = tk.repr_len(short) - tk.repr_len(value) if counted else 0
+                        delta = (delta or 0) + grown
+    rejected = _NONE_REJECTED
+    if mutations > 1:
+        rejected = frozenset(i for i, c in by_id.items() if _parallel_mutation(message, c))
+    return by_id, rejected, delta
 
 
 def _error(call: dict) -> ToolMessage:
