@@ -19,6 +19,7 @@ import multiprocessing
 import os
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -59,7 +60,10 @@ class Cell:
     trace_index: int
     values: tuple[tuple[str, Any], ...]
     key: str
+    trace_hash: str
     files: str = "offloaded"
+    sweep_id: str = ""
+    """Identifies one `sweep` call: contents are sent once per sweep and worker process."""
     """Which file contents to store (`ctxlab.store.SavedReplay.of`)."""
 
 
@@ -161,7 +165,7 @@ def plan(
                     raise SweepError(f"trace {trace.trace_id}, grid point {point}: {exc}") from exc
                 checked.add((kind, i))
             key = replay_key(tkey, cell_policy.name, cell_policy.params(), name)
-            cells.append(Cell(index, tuple(point.items()), key))
+            cells.append(Cell(index, tuple(point.items()), key, tkey))
     return cells, policies
 
 
@@ -187,15 +191,30 @@ def _run_cell(cell: Cell) -> SavedReplay:
     return run_cell(_STATE["traces"], _STATE["policy"], _STATE["summarizer"], cell)
 
 
+_SENT: dict[str, set[str]] = {}
+"""Per sweep, hashes of file contents this process already returned: the parent stores each
+content once, and every cell of a trace offloads the same results, so repeats travel without
+their text. Keyed by sweep so a later sweep into another store sends everything again."""
+
+
 def run_cell(
     traces: Sequence[Trace], policy: Policy, summarizer: Summarizer, cell: Cell
 ) -> SavedReplay:
     """Replay one cell and package it for the store (runs in a worker)."""
     trace = traces[cell.trace_index]
     result = replay(trace, dataclasses.replace(policy, **dict(cell.values)), summarizer=summarizer)
-    saved = SavedReplay.of(result, trace_key(trace), summarizer_name(summarizer), files=cell.files)
+    saved = SavedReplay.of(result, cell.trace_hash, summarizer_name(summarizer), files=cell.files)
     if saved.replay_key != cell.key:
         raise RuntimeError(f"replay key changed between plan and run for {trace.trace_id}")
+    if cell.sweep_id not in _SENT:
+        _SENT.clear()
+        _SENT[cell.sweep_id] = set()
+    sent = _SENT[cell.sweep_id]
+    repeat = saved.files["sha256"].is_in(list(sent))
+    sent.update(saved.files.filter(pl.col("content").is_not_null())["sha256"].to_list())
+    if repeat.any():
+        content = pl.when(repeat).then(None).otherwise(pl.col("content")).alias("content")
+        saved = dataclasses.replace(saved, files=saved.files.with_columns(content))
     return saved
 
 
@@ -311,7 +330,8 @@ def sweep(
         raise SweepError(f"files must be one of {', '.join(FILE_MODES)}, got {files!r}")
     keys = [trace_key(t) for t in loaded]
     cells, _ = plan(loaded, policy, grid, summarizer, keys)
-    cells = [dataclasses.replace(c, files=files) for c in cells]
+    sweep_id = uuid.uuid4().hex
+    cells = [dataclasses.replace(c, files=files, sweep_id=sweep_id) for c in cells]
     if not isinstance(store, Store):
         store = Store(store) if store is not None else Store()
     store.add(loaded, keys=keys)

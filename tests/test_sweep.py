@@ -55,6 +55,15 @@ def test_grid_cells_match_single_replays(tmp_path: Path, traces: list) -> None:
     )
     assert first["peak_context_tokens"] == direct.turns["context_tokens"].max()
     assert first["events"] == direct.events.height
+    store = Store(tmp_path / "s.duckdb")
+    for row in out.iter_rows(named=True):  # contents travel once per sweep, yet every cell has them
+        files = store.files(row["replay_key"])
+        offloaded = files.filter(~files["path"].str.starts_with("/conversation_history/"))
+        assert offloaded["content"].null_count() == 0
+    files = store.files(first["replay_key"])
+    assert set(files["path"]) == set(direct.files)
+    for path, content in zip(files["path"], files["content"], strict=True):
+        assert content is None or content.encode() == direct.file_bytes(path)
 
 
 def test_parallel_resume_and_ray_give_the_same_rows(tmp_path: Path, traces: list) -> None:
