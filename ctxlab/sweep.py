@@ -218,6 +218,16 @@ def run_cell(
     return saved
 
 
+# Imported once in the fork server, not once per worker: the model-profile packages alone take
+# over a second to import, which every worker would otherwise pay on its first cell.
+PRELOAD = [
+    "ctxlab.sweep",
+    "langchain_anthropic.chat_models",
+    "langchain_openai.chat_models.base",
+    "langchain_google_genai.data._profiles",
+]
+
+
 def _worker_context() -> multiprocessing.context.BaseContext:
     """Fork-server workers with ctxlab preloaded: a worker starts in milliseconds, not seconds.
 
@@ -226,7 +236,7 @@ def _worker_context() -> multiprocessing.context.BaseContext:
     """
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["ctxlab.sweep"])
+        ctx.set_forkserver_preload(PRELOAD)
         return ctx
     return multiprocessing.get_context("spawn")
 
