@@ -230,20 +230,7 @@ def context_traces(
     """The traces of `context_tokens`, without layout: what a live widget swaps in place."""
     turns = replay.turns
     x = turns["turn"].to_numpy()
-    out: list[go.Scatter] = []
-    for kind in _KINDS:
-        out.append(
-            go.Scatter(
-                x=x,
-                y=turns[f"{kind}_tokens"].to_numpy(),
-                name=KIND_LABELS[kind],
-                mode="lines",
-                line={"width": 0.5, "color": KIND_COLORS[kind]},
-                fillcolor=KIND_COLORS[kind],
-                stackgroup="context",
-                hovertemplate=f"{KIND_LABELS[kind]}: %{{y:,}}<extra>turn %{{x}}</extra>",
-            )
-        )
+    out: list[go.Scatter] = _kind_areas(turns, "context", "%{y:,}")
     if baseline:
         out.append(
             go.Scatter(
@@ -303,27 +290,32 @@ def context_tokens(
     )
 
 
+def _kind_areas(
+    turns: Any, stackgroup: str, value: str, *, groupnorm: str | None = None
+) -> list[go.Scatter]:
+    """One stacked area per token kind; `groupnorm` (set on the first) stacks to 100%."""
+    x = turns["turn"].to_numpy()
+    return [
+        go.Scatter(
+            x=x,
+            y=turns[f"{kind}_tokens"].to_numpy(),
+            name=KIND_LABELS[kind],
+            mode="lines",
+            line={"width": 0.5, "color": KIND_COLORS[kind]},
+            fillcolor=KIND_COLORS[kind],
+            stackgroup=stackgroup,
+            groupnorm=groupnorm if kind == _KINDS[0] else None,
+            hovertemplate=f"{KIND_LABELS[kind]}: {value}<extra>turn %{{x}}</extra>",
+        )
+        for kind in _KINDS
+    ]
+
+
 def composition(
     replay: Replay, *, title: str | None = None, width: int = 900, height: int = 420
 ) -> go.Figure:
     """Share of each kind in the request, per turn (100% stacked): what the context is made of."""
-    turns = replay.turns
-    x = turns["turn"].to_numpy()
-    fig = go.Figure()
-    for kind in _KINDS:
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=turns[f"{kind}_tokens"].to_numpy(),
-                name=KIND_LABELS[kind],
-                mode="lines",
-                line={"width": 0.5, "color": KIND_COLORS[kind]},
-                fillcolor=KIND_COLORS[kind],
-                stackgroup="share",
-                groupnorm="percent" if kind == _KINDS[0] else None,
-                hovertemplate=f"{KIND_LABELS[kind]}: %{{y:.1f}}%<extra>turn %{{x}}</extra>",
-            )
-        )
+    fig = go.Figure(_kind_areas(replay.turns, "share", "%{y:.1f}%", groupnorm="percent"))
     fig.update_xaxes(title_text="turn (model call)")
     fig.update_yaxes(title_text="share of request (%)", range=[0, 100])
     return style(fig, title=title or "Context composition", width=width, height=height)
