@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import math
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property, lru_cache
 from itertools import accumulate
@@ -82,6 +82,30 @@ _EPOCH = "1970-01-01T00:00:00+00:00"
 # --------------------------------------------------------------------------------------------
 # Parameters
 # --------------------------------------------------------------------------------------------
+
+
+def keep_search(n: int, fits: Callable[[int], bool]) -> int | None:
+    """LangChain's `_determine_cutoff_index` search over a token keep window, shared by every
+    policy that reuses it: the smallest start `k` whose suffix `fits`, by the same bounded
+    binary search (so the same answer where `fits` is not monotone); if no suffix fits, the
+    last message (`n - 1`), or None (no cutoff) for a single message. The caller applies its
+    own safe point."""
+    left, right, candidate = 0, n, n
+    for _ in range(n.bit_length() + 1):
+        if left >= right:
+            break
+        mid = (left + right) // 2
+        if fits(mid):
+            candidate, right = mid, mid
+        else:
+            left = mid + 1
+    if candidate == n:
+        candidate = left
+    if candidate >= n:
+        if n == 1:
+            return None
+        candidate = n - 1
+    return candidate
 
 
 def normalize_trigger(trigger: Any) -> list[dict[str, float]]:
@@ -915,22 +939,8 @@ class DeepAgentsRun:
         whole = self._scaled(self._suffix(0, trunc_stop), msgs, False)
         if whole <= target:
             return 0
-        left, right, candidate = 0, n_eff, n_eff
-        for _ in range(n_eff.bit_length() + 1):
-            if left >= right:
-                break
-            mid = (left + right) // 2
-            if self._suffix(mid, trunc_stop) <= target:
-                candidate, right = mid, mid
-            else:
-                left = mid + 1
-        if candidate == n_eff:
-            candidate = left
-        if candidate >= n_eff:
-            if n_eff == 1:
-                return 0
-            candidate = n_eff - 1
-        return self._safe(candidate, n_eff)
+        candidate = keep_search(n_eff, lambda i: self._suffix(i, trunc_stop) <= target)
+        return 0 if candidate is None else self._safe(candidate, n_eff)
 
     def _safe(self, cutoff: int, n_eff: int) -> int:
         """`_find_safe_cutoff_point`: move back to the AIMessage owning a ToolMessage at cutoff."""

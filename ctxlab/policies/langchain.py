@@ -33,7 +33,7 @@ from ctxlab.policies._view import (
     write_history,
 )
 from ctxlab.policies.base import Event
-from ctxlab.policies.deepagents import normalize_trigger
+from ctxlab.policies.deepagents import keep_search, normalize_trigger
 from ctxlab.profiles import profile as lookup_profile
 
 if TYPE_CHECKING:
@@ -127,22 +127,8 @@ class SummarizeStage:
             suffix[i] = suffix[i + 1] + ctx.tokens(msgs[i].msg)
         if suffix[0] <= target:
             return 0
-        left, right, candidate = 0, n, n
-        for _ in range(n.bit_length() + 1):
-            if left >= right:
-                break
-            mid = (left + right) // 2
-            if suffix[mid] <= target:
-                candidate, right = mid, mid
-            else:
-                left = mid + 1
-        if candidate == n:
-            candidate = left
-        if candidate >= n:
-            if n == 1:
-                return 0
-            candidate = n - 1
-        return safe_cutoff_backward(msgs, candidate)
+        candidate = keep_search(n, lambda i: suffix[i] <= target)
+        return 0 if candidate is None else safe_cutoff_backward(msgs, candidate)
 
     def summary_text(self, messages: list[BaseMessage], ctx: Context) -> str:
         """`_create_summary`: trim to the last `trim_tokens_to_summarize` tokens, then ask."""
