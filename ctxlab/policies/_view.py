@@ -79,6 +79,95 @@ class TokenCache:
         return toks
 
 
+INCREMENTAL = True
+"""Stages take their fast paths (work proportional to what changed since the previous call).
+Tests switch this off to check that every replay equals the full recomputation each stage
+falls back to when its input is not the previous input plus new messages."""
+
+def common_prefix(a: Sequence[Item], b: Sequence[Item]) -> int:
+    """Length of the longest common prefix of two requests, compared at C speed.
+
+    Items compare by identity first and by value otherwise (equal content is an equal prefix,
+    as a provider's prompt cache sees it). A bisection over slice comparisons finds the first
+    difference in a few C-level passes instead of a Python loop over the items.
+    """
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo]; a[:hi] != b[:hi]
+    while hi - lo > 8:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    while a[lo] == b[lo]:
+        lo += 1
+    return lo
+
+
+def appended(previous: list[Item] | None, items: list[Item]) -> list[Item] | None:
+    """`items[len(previous):]` when `items` is `previous` plus new messages, else None (and
+    always None with `INCREMENTAL` off): the test every stage's fast path starts with."""
+    if not INCREMENTAL or previous is None or len(items) < len(previous):
+        return None
+    n = len(previous)
+    if items[:n] != previous:
+        return None
+    return items[n:]
+
+
+class Sums:
+    """Token totals of requests, reusing the prefix sums of a recently counted list.
+
+    A call's stages count lists that mostly repeat earlier ones (the history plus a few new
+    messages, the same request with one result masked near its end), so a count costs a
+    C-speed comparison plus the tokens of what differs, not a walk of the whole request.
+    Entries hold copies: a caller mutating its list later cannot corrupt them.
+    """
+
+    __slots__ = ("tok", "_entries")
+
+    KEEP = 6
+
+    def __init__(self, tok: TokenCache) -> None:
+        self.tok = tok
+        # (copy of the list, cumulative tokens of every item, of the non-system items)
+        self._entries: list[tuple[list[Item], list[int], list[int]]] = []
+
+    def totals(self, items: Sequence[Item]) -> tuple[int, int]:
+        """(tokens of every item, tokens of the non-system items)."""
+        every, non_system = self.prefix_sums(items)
+        return every[-1], non_system[-1]
+
+    def prefix_sums(self, items: Sequence[Item]) -> tuple[list[int], list[int]]:
+        """Cumulative tokens (length `len(items) + 1`) over every / non-system items."""
+        items = list(items)
+        best_k, best = 0, None
+        for entry in self._entries:
+            k = common_prefix(entry[0], items) if INCREMENTAL else 0
+            if k == len(items) == len(entry[0]):
+                return entry[1], entry[2]
+            if k > best_k:
+                best_k, best = k, entry
+        if best is None:
+            every, non_system = [0], [0]
+        else:
+            every, non_system = best[1][: best_k + 1], best[2][: best_k + 1]
+        a, s = every[-1], non_system[-1]
+        tok = self.tok
+        for it in items[best_k:]:
+            t = tok(it.msg)
+            a += t
+            every.append(a)
+            if it.kind != "system":
+                s += t
+            non_system.append(s)
+        self._entries.insert(0, (items, every, non_system))
+        del self._entries[self.KEEP :]
+        return every, non_system
+
+
 @dataclass
 class Context:
     """What a stage may read and write during one model call."""
@@ -92,6 +181,7 @@ class Context:
     tools_tokens: int
     window: int | None
     tok: TokenCache
+    sums: Sums
 
     def tokens(self, message: BaseMessage, chars_per_token: float | None = None) -> int:
         """Approximate tokens of one message (measured once per object)."""
@@ -101,11 +191,8 @@ class Context:
 
     def count(self, items: Sequence[Item], *, system: bool = True, tools: bool = True) -> int:
         """Tokens of a request; LangChain middleware counts messages only (no system, no tools)."""
-        tok = self.tok
-        total = self.tools_tokens if tools else 0
-        if system:
-            return total + sum(tok(it.msg) for it in items)
-        return total + sum(tok(it.msg) for it in items if it.kind != "system")
+        every, non_system = self.sums.totals(items)
+        return (self.tools_tokens if tools else 0) + (every if system else non_system)
 
     def threshold(self, kind: str, value: float, what: str) -> int:
         """A `("tokens", N)` / `("fraction", f)` size as tokens (fractions need a window)."""
@@ -158,6 +245,88 @@ def count_orphans(messages: Sequence[BaseMessage]) -> int:
     return bad + len(called - answered)
 
 
+class _Request:
+    """Running totals over the previous call's request, rewound to the part the new request
+    shares with it and extended by the rest: the bookkeeping of a call costs what changed.
+
+    Each item pushed leaves an undo record, so rewinding restores the exact state (tokens,
+    buckets, tool-call pairing) the shared prefix had.
+    """
+
+    def __init__(self, tools_tokens: int, meta: Callable[[BaseMessage], _Meta]) -> None:
+        self.meta = meta
+        self.items: list[Item] = []
+        self.pairs: list[tuple[int, int]] = [(0, tools_tokens)] if tools_tokens else []
+        self.base = len(self.pairs)
+        # per item: (kind, tokens, calls it added, 1 if an orphan result / 2 if answered / 0)
+        self.undo: list[tuple[str, int, frozenset[str] | None, str | None, int]] = []
+        self.total = tools_tokens
+        self.by_kind: dict[str, int] = {"tools": tools_tokens}
+        self.n_kind: dict[str, int] = {}
+        self.called: dict[str, int] = {}
+        self.answered: dict[str, int] = {}
+        self.orphan_results = 0
+
+    def update(self, items: list[Item]) -> None:
+        """Make `items` the current request."""
+        # Always by comparison (not under INCREMENTAL): a part equal to the previous request's
+        # keeps its fingerprint, as a provider's cache matches content, not objects.
+        k = common_prefix(self.items, items)
+        undo = self.undo
+        by_kind, n_kind, called, answered = self.by_kind, self.n_kind, self.called, self.answered
+        for kind, toks, calls, tool_id, status in reversed(undo[k:]):
+            self.total -= toks
+            by_kind[kind] -= toks
+            n_kind[kind] -= 1
+            if not n_kind[kind]:
+                del by_kind[kind], n_kind[kind]
+            if calls:
+                for c in calls:
+                    called[c] -= 1
+                    if not called[c]:
+                        del called[c]
+            elif status == 1:
+                self.orphan_results -= 1
+            elif status == 2:
+                answered[tool_id] -= 1  # type: ignore[index]
+                if not answered[tool_id]:  # type: ignore[index]
+                    del answered[tool_id]  # type: ignore[arg-type]
+        del undo[k:]
+        del self.pairs[self.base + k :]
+        pairs = self.pairs
+        meta = self.meta
+        for it in items[k:]:
+            msg, pair, calls = meta(it.msg)
+            toks = pair[1]
+            kind = it.kind
+            self.total += toks
+            by_kind[kind] = by_kind.get(kind, 0) + toks
+            n_kind[kind] = n_kind.get(kind, 0) + 1
+            pairs.append(pair)
+            tool_id, status = None, 0
+            if calls:
+                for c in calls:
+                    called[c] = called.get(c, 0) + 1
+            elif isinstance(msg, ToolMessage):
+                tool_id = msg.tool_call_id
+                if tool_id in called:
+                    status = 2
+                    answered[tool_id] = answered.get(tool_id, 0) + 1
+                else:
+                    status = 1
+                    self.orphan_results += 1
+            undo.append((kind, toks, calls, tool_id, status))
+        self.items = items
+
+    @property
+    def orphans(self) -> int:
+        """Results without an earlier call, plus calls never answered (`count_orphans`)."""
+        return self.orphan_results + len(self.called) - len(self.answered)
+
+
+_Meta = tuple[BaseMessage, tuple[int, int], "frozenset[str] | None"]
+
+
 class ViewRun:
     """A trace under a list of stages; see `ctxlab.policies.base.Run`."""
 
@@ -180,9 +349,11 @@ class ViewRun:
         self.history: list[Item] = []
         self.baseline = self.tools_tokens
         self.tok = TokenCache(chars_per_token)
+        self.sums = Sums(self.tok)
         # id -> (message, (fingerprint, tokens), tool-call ids or None); the message reference
         # keeps ids unique for the run's lifetime
-        self._meta: dict[int, tuple[BaseMessage, tuple[int, int], frozenset[str] | None]] = {}
+        self._meta: dict[int, _Meta] = {}
+        self.request = _Request(self.tools_tokens, self._meta_of)
 
     def _feed(self, upto: int) -> None:
         msgs = self.trace.messages
@@ -192,9 +363,7 @@ class ViewRun:
             self.history.append(Item(pos, message, kind_of(message)))
             self.baseline += self.tok(message)
 
-    def _meta_of(
-        self, message: BaseMessage
-    ) -> tuple[BaseMessage, tuple[int, int], frozenset[str] | None]:
+    def _meta_of(self, message: BaseMessage) -> _Meta:
         hit = self._meta.get(id(message))
         if hit is not None and hit[0] is message:
             return hit
@@ -220,40 +389,23 @@ class ViewRun:
             self.tools_tokens,
             self.window,
             self.tok,
+            self.sums,
         )
         items = list(self.history)
         for stage in self.stages:
             items = stage.apply(items, ctx)
-        by_kind = {"tools": self.tools_tokens}
-        request: list[tuple[int, int]] = [(0, self.tools_tokens)] if self.tools_tokens else []
-        total = self.tools_tokens
-        called: set[str] = set()
-        answered: set[str] = set()
-        orphans = 0
-        meta = self._meta_of
-        for it in items:
-            msg, pair, calls = meta(it.msg)
-            toks = pair[1]
-            by_kind[it.kind] = by_kind.get(it.kind, 0) + toks
-            total += toks
-            request.append(pair)
-            if calls:
-                called |= calls
-            elif isinstance(msg, ToolMessage):
-                if msg.tool_call_id in called:
-                    answered.add(msg.tool_call_id)
-                else:
-                    orphans += 1
+        req = self.request
+        req.update(items)
         call = ViewCall(
             turn.index,
             turn.position,
-            total,
-            by_kind,
+            req.total,
+            dict(req.by_kind),
             len(items),
             ctx.events,
             self.baseline,
-            request=tuple(request),
-            orphans=orphans + len(called - answered),
+            request=tuple(req.pairs),
+            orphans=req.orphans,
         )
         if turn.output is not None:
             self._feed(turn.position + 1)

@@ -18,7 +18,16 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from langchain_core.messages import ToolMessage
 
-from ctxlab.policies._view import AUTO, Context, Item, Stage, StagePolicy, replaced, text_of
+from ctxlab.policies._view import (
+    AUTO,
+    Context,
+    Item,
+    Stage,
+    StagePolicy,
+    appended,
+    replaced,
+    text_of,
+)
 from ctxlab.policies.base import Event
 
 if TYPE_CHECKING:
@@ -57,7 +66,12 @@ def _swe_placeholder(message: ToolMessage) -> str:
 
 class LastNStage:
     """`LastNObservations`: observations are the task message plus every tool result; the first
-    (the instance template) is never elided; all but the last `n` (give or take `polling`) are."""
+    (the instance template) is never elided; all but the last `n` (give or take `polling`) are.
+
+    Fast path: when the input is the previous input plus new messages, the masked prefix only
+    grows (`last_removed` never falls), so the previous output is extended and the observations
+    that fell out of the last `n` are masked, in the time of what changed.
+    """
 
     def __init__(
         self, n: int, polling: int, remove_tags: frozenset[str], keep_tags: frozenset[str]
@@ -68,8 +82,37 @@ class LastNStage:
         self.remove_tags, self.keep_tags = remove_tags, keep_tags
         self.masked: set[int] = set()
         self.stubs: dict[int, tuple[ToolMessage, Item]] = {}  # id(original) -> masked item
+        self.prev_in: list[Item] | None = None
+        self.prev_out: list[Item] = []
+        self.obs: list[int] = []  # input indices of the observations
+        self.first: int | None = None  # input index of the first user message
+        self.last_removed = 0
+        self.saved = 0  # tokens the masked observations no longer cost
+
+    def _stub(self, it: Item) -> Item:
+        msg = it.msg
+        hit = self.stubs.get(id(msg))
+        if hit is None or hit[0] is not msg:
+            stub = replaced(msg, ("swe-mask",), lambda m=msg: _masked(m, _swe_placeholder(m)))
+            hit = self.stubs[id(msg)] = (msg, Item(it.pos, stub, "stubs"))  # type: ignore[arg-type]
+        return hit[1] if hit[1].pos == it.pos else Item(it.pos, hit[1].msg, "stubs")
+
+    def _masks(self, it: Item, omitted: bool) -> bool:
+        if not isinstance(it.msg, ToolMessage):
+            return False
+        tags = _tags(it.msg) if (self.keep_tags or self.remove_tags) else set()
+        return (omitted and not tags & self.keep_tags) or bool(tags & self.remove_tags)
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        new = appended(self.prev_in, items)
+        if new is None or self.first is None:
+            out = self._full(items, ctx)
+        else:
+            out = self._extend(items, new, ctx)
+        self.prev_in, self.prev_out = items, out
+        return out
+
+    def _full(self, items: list[Item], ctx: Context) -> list[Item]:
         first = next((i for i, it in enumerate(items) if it.kind == "human"), None)
         obs = [
             i
@@ -80,87 +123,114 @@ class LastNStage:
         omit = set(obs[1:last_removed])
         out = list(items)
         touched = []
-        stubs = self.stubs
+        saved = 0
         for i in obs:
             it = items[i]
-            msg = it.msg
-            if not isinstance(msg, ToolMessage):
+            if not self._masks(it, i in omit):
                 continue
-            tags = _tags(msg) if (self.keep_tags or self.remove_tags) else set()
-            if (i not in omit or tags & self.keep_tags) and not (tags & self.remove_tags):
-                continue
-            hit = stubs.get(id(msg))
-            if hit is None or hit[0] is not msg:
-                stub = replaced(msg, ("swe-mask",), lambda m=msg: _masked(m, _swe_placeholder(m)))
-                hit = stubs[id(msg)] = (msg, Item(it.pos, stub, "stubs"))
-            out[i] = hit[1] if hit[1].pos == it.pos else Item(it.pos, hit[1].msg, "stubs")
+            out[i] = self._stub(it)
+            saved += ctx.tokens(it.msg) - ctx.tokens(out[i].msg)
             if it.pos is not None:
                 touched.append(it.pos)
-        return _record(self, ctx, items, out, touched, f"last_n_observations n={self.n}")
+        self.first, self.obs, self.last_removed, self.saved = first, obs, last_removed, saved
+        new = [p for p in touched if p not in self.masked]
+        if new or len(touched) != len(self.masked):
+            self.masked = set(touched)
+        _record(ctx, items, saved, new, f"last_n_observations n={self.n}")
+        return out
+
+    def _extend(self, items: list[Item], new: list[Item], ctx: Context) -> list[Item]:
+        base = len(self.prev_out)
+        obs = self.obs
+        obs.extend(
+            base + j
+            for j, it in enumerate(new)
+            if isinstance(it.msg, ToolMessage) and it.kind == "tool_results"
+        )
+        last_removed = max(0, (len(obs) // self.polling) * self.polling - self.n)
+        # observations that fell out of the kept ones, then new ones masked by their tags
+        candidates = obs[max(1, self.last_removed) : last_removed]
+        omitted = set(candidates)
+        candidates += [i for i in obs[max(1, last_removed) :] if i >= base and i not in omitted]
+        self.last_removed = last_removed
+        out = self.prev_out + new
+        fresh = []
+        for i in candidates:
+            it = items[i]
+            if out[i].kind == "stubs" or not self._masks(it, i in omitted):
+                continue  # masked already (by its tags), or kept
+            out[i] = self._stub(it)
+            self.saved += ctx.tokens(it.msg) - ctx.tokens(out[i].msg)
+            if it.pos is not None and it.pos not in self.masked:
+                fresh.append(it.pos)
+        self.masked.update(fresh)
+        _record(ctx, items, self.saved, fresh, f"last_n_observations n={self.n}")
+        return out
 
 
-def _record(
-    stage: LastNStage | WindowMaskStage,
-    ctx: Context,
-    before: list[Item],
-    out: list[Item],
-    touched: list[int],
-    reason: str,
-) -> list[Item]:
-    masked = stage.masked
-    new = [p for p in touched if p not in masked]
-    if len(new) or len(touched) != len(masked):
-        stage.masked = set(touched)
+def _record(ctx: Context, before: list[Item], saved: int, new: list[int], reason: str) -> None:
+    """One `mask_observations` event for the newly masked positions, if any: `before` is the
+    unmasked request and `saved` what every masked item (old and new) no longer costs."""
     if new:
         total = ctx.count(before)
-        # `before` is the unmasked request: every item replaced here counts.
-        saved = sum(
-            ctx.tokens(b.msg) - ctx.tokens(o.msg)
-            for b, o in zip(before, out, strict=True)
-            if b is not o
-        )
         ctx.events.append(
             Event(
-                "mask_observations",
-                ctx.turn.index,
-                tuple(new),
-                total,
-                total - saved,
-                None,
-                reason,
+                "mask_observations", ctx.turn.index, tuple(new), total, total - saved, None, reason
             )
         )
-    return out
 
 
 class WindowMaskStage:
     """`ObservationMaskingCondenser`: an observation outside the last `attention_window`
-    events (messages) of the view is masked."""
+    events (messages) of the view is masked.
+
+    Fast path as in `LastNStage`: with only new messages, the masked region grows by as many.
+    """
 
     def __init__(self, attention_window: int, placeholder: str) -> None:
         self.window = attention_window
         self.placeholder = placeholder
         self.masked: set[int] = set()
         self.stubs: dict[int, tuple[ToolMessage, Item]] = {}  # id(original) -> masked item
+        self.prev_in: list[Item] | None = None
+        self.prev_out: list[Item] = []
+        self.saved = 0
+
+    def _mask(self, out: list[Item], i: int, ctx: Context) -> int | None:
+        """Mask `out[i]` if it is an observation; its position if it was not masked before."""
+        it = out[i]
+        if it.kind != "tool_results" or not isinstance(it.msg, ToolMessage):
+            return None
+        msg = it.msg
+        hit = self.stubs.get(id(msg))
+        if hit is None or hit[0] is not msg:
+            text = self.placeholder
+            stub = replaced(msg, ("mask", text), lambda m=msg: _masked(m, text))
+            hit = self.stubs[id(msg)] = (msg, Item(it.pos, stub, "stubs"))  # type: ignore[arg-type]
+        out[i] = hit[1] if hit[1].pos == it.pos else Item(it.pos, hit[1].msg, "stubs")
+        self.saved += ctx.tokens(msg) - ctx.tokens(out[i].msg)
+        return it.pos
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
-        out = list(items)
+        new = appended(self.prev_in, items)
         limit = len(items) - self.window
-        touched = []
-        stubs = self.stubs
-        text = self.placeholder
-        for i in range(max(0, limit)):
-            it = items[i]
-            if it.kind == "tool_results" and isinstance(it.msg, ToolMessage):
-                msg = it.msg
-                hit = stubs.get(id(msg))
-                if hit is None or hit[0] is not msg:
-                    stub = replaced(msg, ("mask", text), lambda m=msg: _masked(m, text))
-                    hit = stubs[id(msg)] = (msg, Item(it.pos, stub, "stubs"))
-                out[i] = hit[1] if hit[1].pos == it.pos else Item(it.pos, hit[1].msg, "stubs")
-                if it.pos is not None:
-                    touched.append(it.pos)
-        return _record(self, ctx, items, out, touched, f"attention_window={self.window}")
+        if new is None:
+            out = list(items)
+            self.saved = 0
+            touched = [self._mask(out, i, ctx) for i in range(max(0, limit))]
+            positions = [p for p in touched if p is not None]
+            fresh = [p for p in positions if p not in self.masked]
+            if fresh or len(positions) != len(self.masked):
+                self.masked = set(positions)
+        else:
+            out = self.prev_out + new
+            start = max(0, len(self.prev_out) - self.window)
+            touched = [self._mask(out, i, ctx) for i in range(start, max(0, limit))]
+            fresh = [p for p in touched if p is not None and p not in self.masked]
+            self.masked.update(fresh)
+        self.prev_in, self.prev_out = items, out
+        _record(ctx, items, self.saved, fresh, f"attention_window={self.window}")
+        return out
 
 
 @dataclass(frozen=True)

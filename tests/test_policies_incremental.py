@@ -1,0 +1,102 @@
+"""The catalogue's fast paths change nothing: every preset and pipeline gives the same replay
+with them (`_view.INCREMENTAL`, the default) as with each stage recomputing its request from
+scratch on every call, on random conversations (hypothesis) and on long synthetic traces
+where every policy acts many times."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from synthetic import make_trace
+from test_policies_properties import SMALL, conversations
+
+from ctxlab import metrics, replay
+from ctxlab.policies import PRESETS, _view, get
+from ctxlab.policies.catalog import Pipeline
+from ctxlab.replay import Replay
+from ctxlab.summarizers import Fixed
+from ctxlab.trace import Trace, from_messages
+
+
+@contextmanager
+def full_recomputation() -> Iterator[None]:
+    _view.INCREMENTAL = False
+    try:
+        yield
+    finally:
+        _view.INCREMENTAL = True
+
+
+def _fingerprint(r: Replay, trace: Trace) -> tuple:
+    cache = metrics.cache_frame(r, trace, model="claude-sonnet-4-5")
+    return (
+        r.turns.to_dicts(),
+        r.events.to_dicts(),
+        [c.orphans for c in r.calls],  # type: ignore[attr-defined]
+        {p: r.files[p] for p in r.files},
+        cache.to_dicts(),
+    )
+
+
+def _same(trace: Trace, policy, summarizer=None) -> None:
+    summarizer = summarizer or Fixed("the summary")
+    fast = replay(trace, policy, summarizer)
+    with full_recomputation():
+        slow = replay(trace, policy, summarizer)
+    assert _fingerprint(fast, trace) == _fingerprint(slow, trace), policy.name
+
+
+PIPELINES = [
+    ("clear-tool-uses", "langchain-summarization"),
+    ("observation-masking", "claude-code"),
+    ("tool-result-offload", "openhands-llm-summarizing"),
+    ("openhands-observation-masking", "sliding-window"),
+    ("inspect-edit", "inspect-summary"),
+]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations())
+def test_fast_paths_equal_full_recomputation_on_random_conversations(messages):
+    trace = from_messages(messages)
+    for name in PRESETS:
+        if name != "deepagents":
+            _same(trace, get(name, **SMALL[name]))
+    for a, b in PIPELINES:
+        _same(trace, Pipeline((get(a, **SMALL[a]), get(b, **SMALL[b]))))
+
+
+LONG = {
+    "langchain-summarization": {"trigger": ("tokens", 60_000), "keep": ("messages", 30)},
+    "clear-tool-uses": {"trigger": 40_000, "keep": 3},
+    "sliding-window": {"max_tokens": 50_000},
+    "openhands-conversation-window": {"window": 60_000},
+    "claude-code": {"window": 80_000},
+    "codex": {"window": 60_000},
+    "inspect-edit": {"threshold": 20_000},
+    "inspect-trim": {"threshold": 20_000},
+    "inspect-summary": {"threshold": 20_000},
+    "clear-tool-uses+": {"clear_at_least": 5_000, "clear_tool_inputs": True, "trigger": 30_000},
+}
+
+
+@pytest.fixture(scope="module")
+def long_trace() -> Trace:
+    return make_trace(250, seed=3, fmt="anthropic", model="claude-sonnet-4-5")
+
+
+@pytest.mark.parametrize("name", [n for n in PRESETS if n != "deepagents"] + ["clear-tool-uses+"])
+def test_fast_paths_equal_full_recomputation_on_a_long_trace(long_trace, name):
+    preset = name.rstrip("+")
+    policy = get(preset, **LONG.get(name, {}))
+    fast = replay(long_trace, policy, Fixed("the summary"))
+    assert fast.events.height > 0 or preset == "raw", "the policy should act on this trace"
+    _same(long_trace, policy)
+
+
+@pytest.mark.parametrize(("a", "b"), PIPELINES)
+def test_pipelines_equal_full_recomputation_on_a_long_trace(long_trace, a, b):
+    _same(long_trace, Pipeline((get(a, **LONG.get(a, {})), get(b, **LONG.get(b, {})))))
