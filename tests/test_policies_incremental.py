@@ -10,11 +10,13 @@ from contextlib import contextmanager
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from synthetic import make_trace
 from test_policies_properties import SMALL, conversations
 
 from ctxlab import metrics, replay
 from ctxlab.policies import PRESETS, _view, get
+from ctxlab.policies._view import Item
 from ctxlab.policies.catalog import Pipeline
 from ctxlab.replay import Replay
 from ctxlab.summarizers import Fixed
@@ -100,3 +102,64 @@ def test_fast_paths_equal_full_recomputation_on_a_long_trace(long_trace, name):
 @pytest.mark.parametrize(("a", "b"), PIPELINES)
 def test_pipelines_equal_full_recomputation_on_a_long_trace(long_trace, a, b):
     _same(long_trace, Pipeline((get(a, **LONG.get(a, {})), get(b, **LONG.get(b, {})))))
+
+
+@st.composite
+def request_sequences(draw: st.DrawFn) -> tuple[list, list[list[int]]]:
+    """A conversation and a sequence of requests over it: each keeps, masks, drops blocks of
+    or appends to the previous one, the edits `_Request` must follow exactly."""
+    messages = draw(conversations())
+    steps: list[list[int]] = []
+    current: list[int] = []
+    for _ in range(draw(st.integers(1, 12))):
+        op = draw(st.sampled_from(["append", "drop", "shuffle", "mask"]))
+        if op == "append" or not current:
+            extra = draw(st.lists(st.integers(0, len(messages) - 1), max_size=6))
+            current = current + extra
+        elif op == "drop":
+            a = draw(st.integers(0, len(current) - 1))
+            b = draw(st.integers(a, len(current)))
+            current = current[:a] + current[b:]
+        elif op == "mask":
+            i = draw(st.integers(0, len(current) - 1))
+            current = current[:i] + [-1 - current[i]] + current[i + 1 :]
+        else:
+            current = draw(st.permutations(current))
+        steps.append(list(current))
+    return messages, steps
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(request_sequences())
+def test_request_bookkeeping_equals_a_fresh_count(case):
+    """Totals, buckets and orphans after every edit equal a count from scratch."""
+    from langchain_core.messages import ToolMessage
+
+    from ctxlab import tokens as tk
+
+    messages, steps = case
+    masked = {
+        i: Item(i, ToolMessage("[masked]", tool_call_id=m.tool_call_id), "stubs")
+        if isinstance(m, ToolMessage)
+        else Item(i, m.model_copy(update={"content": "[masked]"}), "stubs")
+        for i, m in enumerate(messages)
+    }
+    plain = {i: Item(i, m, _view.kind_of(m)) for i, m in enumerate(messages)}
+    tok = _view.TokenCache(tk.CHARS_PER_TOKEN)
+    meta_cache: dict = {}
+
+    def meta(m):
+        calls = frozenset(c["id"] for c in m.tool_calls) if m.type == "ai" else None
+        return meta_cache.setdefault(id(m), (m, (id(m), tok(m)), calls))
+
+    req = _view._Request(7, meta)
+    for step in steps:
+        items = [plain[i] if i >= 0 else masked[-1 - i] for i in step]
+        req.update(items)
+        by_kind: dict[str, int] = {"tools": 7}
+        for it in items:
+            by_kind[it.kind] = by_kind.get(it.kind, 0) + tok(it.msg)
+        assert req.total == 7 + sum(tok(it.msg) for it in items)
+        assert req.by_kind == by_kind
+        assert req.orphans == _view.count_orphans([it.msg for it in items])
+        assert [p[1] for p in req.pairs] == [7] + [tok(it.msg) for it in items]

@@ -42,6 +42,23 @@ class Item(NamedTuple):
     msg: BaseMessage
     kind: str
 
+    def __eq__(self, other: object) -> bool:
+        """Position and bucket first, the message last: a masked or cleared copy differs in
+        its bucket, so comparing requests rarely reaches pydantic's (slow) message equality."""
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return (
+            self[0] == other[0]
+            and self[2] == other[2]
+            and (self[1] is other[1] or self[1] == other[1])
+        )
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = tuple.__hash__
+
 
 def kind_of(message: BaseMessage) -> str:
     """Token bucket of an unedited message."""
@@ -83,6 +100,7 @@ INCREMENTAL = True
 """Stages take their fast paths (work proportional to what changed since the previous call).
 Tests switch this off to check that every replay equals the full recomputation each stage
 falls back to when its input is not the previous input plus new messages."""
+
 
 def common_prefix(a: Sequence[Item], b: Sequence[Item]) -> int:
     """Length of the longest common prefix of two requests, compared at C speed.
@@ -143,14 +161,24 @@ class Sums:
     def prefix_sums(self, items: Sequence[Item]) -> tuple[list[int], list[int]]:
         """Cumulative tokens (length `len(items) + 1`) over every / non-system items."""
         items = list(items)
+        entries = self._entries
         best_k, best = 0, None
-        for entry in self._entries:
-            k = common_prefix(entry[0], items) if INCREMENTAL else 0
-            if k == len(items) == len(entry[0]):
-                return entry[1], entry[2]
-            if k > best_k:
-                best_k, best = k, entry
-        if best is None:
+        if INCREMENTAL:
+            # the newest entry that `items` extends (one C-speed comparison each) ...
+            for entry in entries:
+                n = len(entry[0])
+                if n <= len(items) and items[:n] == entry[0]:
+                    if n == len(items):
+                        return entry[1], entry[2]
+                    best_k, best = n, entry
+                    break
+            # ... else the entry sharing the longest prefix with it
+            if best is None:
+                for entry in entries:
+                    k = common_prefix(entry[0], items)
+                    if k > best_k:
+                        best_k, best = k, entry
+        if best is None or best_k == 0:
             every, non_system = [0], [0]
         else:
             every, non_system = best[1][: best_k + 1], best[2][: best_k + 1]
@@ -163,8 +191,8 @@ class Sums:
             if it.kind != "system":
                 s += t
             non_system.append(s)
-        self._entries.insert(0, (items, every, non_system))
-        del self._entries[self.KEEP :]
+        entries.insert(0, (items, every, non_system))
+        del entries[self.KEEP :]
         return every, non_system
 
 
@@ -246,11 +274,15 @@ def count_orphans(messages: Sequence[BaseMessage]) -> int:
 
 
 class _Request:
-    """Running totals over the previous call's request, rewound to the part the new request
-    shares with it and extended by the rest: the bookkeeping of a call costs what changed.
+    """Running totals over the previous call's request, brought to the new request by the
+    edits between them, so the bookkeeping of a call costs what changed, not the request.
 
-    Each item pushed leaves an undo record, so rewinding restores the exact state (tokens,
-    buckets, tool-call pairing) the shared prefix had.
+    The edits it recognises: a shared prefix (kept), like-for-like replacements (a result
+    masked or cleared, arguments truncated: same tool-call pairing, swapped in place), one
+    removed block (a sliding window's oldest messages, a forgotten middle: dropped without
+    touching what follows, when no tool result outside it answers a call inside it), and a
+    new tail. Anything else is rewound: each item pushed leaves an undo record, so popping
+    restores the exact state (tokens, buckets, tool-call pairing) of the shorter request.
     """
 
     def __init__(self, tools_tokens: int, meta: Callable[[BaseMessage], _Meta]) -> None:
@@ -258,64 +290,130 @@ class _Request:
         self.items: list[Item] = []
         self.pairs: list[tuple[int, int]] = [(0, tools_tokens)] if tools_tokens else []
         self.base = len(self.pairs)
-        # per item: (kind, tokens, calls it added, 1 if an orphan result / 2 if answered / 0)
+        # per item: (kind, tokens, calls it added, its tool_call_id if a result,
+        # 1 if an orphan result / 2 if an answered one / 0)
         self.undo: list[tuple[str, int, frozenset[str] | None, str | None, int]] = []
         self.total = tools_tokens
         self.by_kind: dict[str, int] = {"tools": tools_tokens}
         self.n_kind: dict[str, int] = {}
         self.called: dict[str, int] = {}
         self.answered: dict[str, int] = {}
+        self.results: dict[str, int] = {}  # tool results in the request, by tool_call_id
         self.orphan_results = 0
+
+    def _drop(self, rec: tuple[str, int, frozenset[str] | None, str | None, int]) -> None:
+        """Take one item's contribution out (the caller guarantees pairing stays exact)."""
+        kind, toks, calls, tool_id, status = rec
+        by_kind, n_kind = self.by_kind, self.n_kind
+        self.total -= toks
+        by_kind[kind] -= toks
+        n_kind[kind] -= 1
+        if not n_kind[kind]:
+            del by_kind[kind], n_kind[kind]
+        if calls:
+            called = self.called
+            for c in calls:
+                called[c] -= 1
+                if not called[c]:
+                    del called[c]
+        elif tool_id is not None:
+            self.results[tool_id] -= 1
+            if not self.results[tool_id]:
+                del self.results[tool_id]
+            if status == 1:
+                self.orphan_results -= 1
+            elif status == 2:
+                self.answered[tool_id] -= 1
+                if not self.answered[tool_id]:
+                    del self.answered[tool_id]
+
+    def _push(self, it: Item) -> None:
+        msg, pair, calls = self.meta(it.msg)
+        toks = pair[1]
+        kind = it.kind
+        self.total += toks
+        self.by_kind[kind] = self.by_kind.get(kind, 0) + toks
+        self.n_kind[kind] = self.n_kind.get(kind, 0) + 1
+        self.pairs.append(pair)
+        tool_id, status = None, 0
+        if calls:
+            called = self.called
+            for c in calls:
+                called[c] = called.get(c, 0) + 1
+        elif isinstance(msg, ToolMessage):
+            tool_id = msg.tool_call_id
+            self.results[tool_id] = self.results.get(tool_id, 0) + 1
+            if tool_id in self.called:
+                status = 2
+                self.answered[tool_id] = self.answered.get(tool_id, 0) + 1
+            else:
+                status = 1
+                self.orphan_results += 1
+        self.undo.append((kind, toks, calls, tool_id, status))
+
+    def _closed(self, start: int, stop: int) -> bool:
+        """No tool result outside `undo[start:stop]` answers a call made inside it, so the
+        block can leave without changing any other result's pairing."""
+        inside: dict[str, int] = {}
+        calls: set[str] = set()
+        for _, _, c, tool_id, _ in self.undo[start:stop]:
+            if c:
+                calls |= c
+            elif tool_id is not None:
+                inside[tool_id] = inside.get(tool_id, 0) + 1
+        return all(self.results.get(c, 0) == inside.get(c, 0) for c in calls)
 
     def update(self, items: list[Item]) -> None:
         """Make `items` the current request."""
         # Always by comparison (not under INCREMENTAL): a part equal to the previous request's
         # keeps its fingerprint, as a provider's cache matches content, not objects.
-        k = common_prefix(self.items, items)
+        prev = self.items
+        k = common_prefix(prev, items)
         undo = self.undo
-        by_kind, n_kind, called, answered = self.by_kind, self.n_kind, self.called, self.answered
-        for kind, toks, calls, tool_id, status in reversed(undo[k:]):
-            self.total -= toks
-            by_kind[kind] -= toks
-            n_kind[kind] -= 1
-            if not n_kind[kind]:
-                del by_kind[kind], n_kind[kind]
-            if calls:
-                for c in calls:
-                    called[c] -= 1
-                    if not called[c]:
-                        del called[c]
-            elif status == 1:
-                self.orphan_results -= 1
-            elif status == 2:
-                answered[tool_id] -= 1  # type: ignore[index]
-                if not answered[tool_id]:  # type: ignore[index]
-                    del answered[tool_id]  # type: ignore[arg-type]
-        del undo[k:]
-        del self.pairs[self.base + k :]
-        pairs = self.pairs
+        by_kind, n_kind = self.by_kind, self.n_kind
         meta = self.meta
-        for it in items[k:]:
-            msg, pair, calls = meta(it.msg)
-            toks = pair[1]
-            kind = it.kind
-            self.total += toks
+        while k < len(prev) and k < len(items):
+            kind0, toks0, calls0, tool_id0, status = undo[k]
+            msg, pair, calls = meta(items[k].msg)
+            tool_id = msg.tool_call_id if not calls and isinstance(msg, ToolMessage) else None
+            if calls != calls0 or tool_id != tool_id0:
+                break
+            kind, toks = items[k].kind, pair[1]
+            self.total += toks - toks0
+            by_kind[kind0] -= toks0
+            n_kind[kind0] -= 1
+            if not n_kind[kind0]:
+                del by_kind[kind0], n_kind[kind0]
             by_kind[kind] = by_kind.get(kind, 0) + toks
             n_kind[kind] = n_kind.get(kind, 0) + 1
-            pairs.append(pair)
-            tool_id, status = None, 0
-            if calls:
-                for c in calls:
-                    called[c] = called.get(c, 0) + 1
-            elif isinstance(msg, ToolMessage):
-                tool_id = msg.tool_call_id
-                if tool_id in called:
-                    status = 2
-                    answered[tool_id] = answered.get(tool_id, 0) + 1
-                else:
-                    status = 1
-                    self.orphan_results += 1
-            undo.append((kind, toks, calls, tool_id, status))
+            self.pairs[self.base + k] = pair
+            undo[k] = (kind, toks, calls, tool_id, status)
+            k += 1
+            k += common_prefix(prev[k:], items[k:])
+        if k < len(prev) and k < len(items):
+            try:
+                b = prev.index(items[k], k + 1)  # C-speed scan for a removed block prev[k:b]
+            except ValueError:
+                b = -1
+            if b > 0:
+                kept = common_prefix(prev[b:], items[k:])
+                if self._closed(k, b):
+                    for rec in reversed(undo[b + kept :]):
+                        self._drop(rec)
+                    for rec in undo[k:b]:
+                        self._drop(rec)
+                    del undo[b + kept :], undo[k:b]
+                    del (
+                        self.pairs[self.base + b + kept :],
+                        self.pairs[self.base + k : self.base + b],
+                    )
+                    k += kept
+        for rec in reversed(undo[k:]):
+            self._drop(rec)
+        del undo[k:]
+        del self.pairs[self.base + k :]
+        for it in items[k:]:
+            self._push(it)
         self.items = items
 
     @property

@@ -13,12 +13,21 @@ Exact texts (summary prompt, placeholder) are imported from the installed packag
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain.agents.middleware.context_editing import DEFAULT_TOOL_PLACEHOLDER
 from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage, trim_messages
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    trim_messages,
+)
+from langchain_core.messages.utils import _is_message_type
 
 from ctxlab import tokens as tk
 from ctxlab.policies._view import (
@@ -27,7 +36,9 @@ from ctxlab.policies._view import (
     Item,
     Stage,
     StagePolicy,
+    Sums,
     TokenCache,
+    appended,
     replaced,
     safe_cutoff_backward,
     write_history,
@@ -273,7 +284,13 @@ def _cleared_input(message: AIMessage, tool_call_id: str) -> AIMessage:
 
 
 class ClearStage:
-    """`ClearToolUsesEdit.apply` on a copy of the request, every call (never persisted)."""
+    """`ClearToolUsesEdit.apply` on a copy of the request, every call (never persisted).
+
+    Fast path: once the request is over `trigger` it stays over it while the history only
+    grows (the count is of the unedited messages), and with `clear_at_least=0` every result but
+    the last `keep` is cleared; so a call that only appends messages clears just the results
+    that left the last `keep`, on the previous call's output.
+    """
 
     def __init__(
         self,
@@ -295,16 +312,22 @@ class ClearStage:
         self.placeholder = placeholder
         self.cpt = counter_cpt
         self.tok = TokenCache(counter_cpt)
+        self.sums = Sums(self.tok)
         self.kind = event_kind
         self.cleared: set[int] = set()
         self.decisions: dict[
             tuple[int, int], tuple[ToolMessage, AIMessage, ToolMessage | None]
         ] = {}
+        self.prev_in: list[Item] | None = None
+        self.prev_out: list[Item] = []
+        self.over = False  # the previous input was over the trigger (and fully processed)
+        self.tool_idx: list[int] = []  # input indices of the tool results
+        self.last_ai: list[int] = []  # per input index: the nearest AIMessage before it, or -1
+        self.done = 0  # tool_idx[:done] went through the clearing loop
 
     def _count(self, items: list[Item]) -> int:
         """`count_tokens_approximately(request.messages)` with default arguments."""
-        tok = self.tok
-        return sum(tok(it.msg) for it in items if it.kind != "system")
+        return self.sums.totals(items)[1]
 
     def _decide(self, message: ToolMessage, ai: AIMessage) -> ToolMessage | None:
         """The cleared copy of `message` when its nearest preceding AIMessage is `ai`, or None
@@ -325,53 +348,77 @@ class ClearStage:
         self.decisions[key] = (message, ai, stub)
         return stub
 
-    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
-        tokens = self._count(items)
-        if tokens <= self.trigger:
-            return items
-        out = list(items)
-        tool_idx = [
-            i for i, it in enumerate(out) if it.kind != "ai" and isinstance(it.msg, ToolMessage)
-        ]
-        if self.keep >= len(tool_idx):
-            tool_idx = []
-        elif self.keep:
-            tool_idx = tool_idx[: -self.keep]
-        last_ai: list[int] = []
-        seen = -1
-        for i, it in enumerate(out):
-            last_ai.append(seen)
+    def _index(self, items: list[Item], start: int) -> None:
+        """Extend `tool_idx` and `last_ai` over `items[start:]`."""
+        seen = self.last_ai[-1] if self.last_ai else -1
+        if start and isinstance(items[start - 1].msg, AIMessage) and items[start - 1].kind == "ai":
+            seen = start - 1
+        for i in range(start, len(items)):
+            it = items[i]
+            self.last_ai.append(seen)
             if it.kind == "ai" and isinstance(it.msg, AIMessage):
                 seen = i
+            elif it.kind != "ai" and isinstance(it.msg, ToolMessage):
+                self.tool_idx.append(i)
+
+    def _clear(self, out: list[Item], idx: int, saved: int) -> tuple[int, int | None]:
+        """Clear the result at `idx` in place: (tokens saved so far, its position if cleared)."""
+        message = out[idx].msg
+        ai_idx = self.last_ai[idx]
+        if ai_idx < 0:
+            return saved, None
+        ai = out[ai_idx].msg
+        stub = self._decide(message, ai)  # type: ignore[arg-type]
+        if stub is None:
+            return saved, None
+        tok = self.tok
+        saved += tok(message) - tok(stub)
+        out[idx] = Item(out[idx].pos, stub, "stubs")
+        if self.clear_tool_inputs:
+            tid = message.tool_call_id  # type: ignore[attr-defined]
+            new_ai = replaced(ai, ("clear_input", tid), lambda a=ai, t=tid: _cleared_input(a, t))
+            saved += tok(ai) - tok(new_ai)
+            out[ai_idx] = Item(out[ai_idx].pos, new_ai, "ai")
+        return saved, out[idx].pos
+
+    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        new = appended(self.prev_in, items)
+        fast = new is not None and self.over and not self.clear_at_least
+        tokens = self._count(items)
+        if tokens <= self.trigger:
+            self.prev_in, self.prev_out, self.over = items, items, False
+            self.tool_idx, self.last_ai, self.done = [], [], 0
+            return items
+        if fast:
+            out = self.prev_out + new  # type: ignore[operator]
+            self._index(items, len(self.prev_out))
+        else:
+            out = list(items)
+            self.tool_idx, self.last_ai, self.done = [], [], 0
+            self._index(items, 0)
+        upto = max(0, len(self.tool_idx) - self.keep) if self.keep < len(self.tool_idx) else 0
         touched: list[int] = []
-        for idx in tool_idx:
-            message = out[idx].msg
-            ai_idx = last_ai[idx]
-            if ai_idx < 0:
-                continue
-            ai = out[ai_idx].msg
-            stub = self._decide(message, ai)
-            if stub is None:
-                continue
-            out[idx] = Item(out[idx].pos, stub, "stubs")
-            if out[idx].pos is not None:
-                touched.append(out[idx].pos)
-            if self.clear_tool_inputs:
-                tid = message.tool_call_id
-                new_ai = replaced(
-                    ai, ("clear_input", tid), lambda a=ai, t=tid: _cleared_input(a, t)
-                )
-                out[ai_idx] = Item(out[ai_idx].pos, new_ai, "ai")
-            if self.clear_at_least > 0 and max(0, tokens - self._count(out)) >= self.clear_at_least:
+        saved = 0
+        for idx in self.tool_idx[self.done : upto]:
+            saved, pos = self._clear(out, idx, saved)
+            if pos is not None:
+                touched.append(pos)
+            if self.clear_at_least > 0 and max(0, saved) >= self.clear_at_least:
                 break
-        new = [p for p in touched if p not in self.cleared]
-        self.cleared = set(touched)
-        if new:
+        self.done = upto
+        self.prev_in, self.prev_out, self.over = items, out, True
+        if fast:
+            new_pos = [p for p in touched if p not in self.cleared]
+            self.cleared.update(new_pos)
+        else:
+            new_pos = [p for p in touched if p not in self.cleared]
+            self.cleared = set(touched)
+        if new_pos:
             ctx.events.append(
                 Event(
                     self.kind,
                     ctx.turn.index,
-                    tuple(new),
+                    tuple(new_pos),
                     ctx.count(items),
                     ctx.count(out),
                     None,
@@ -428,38 +475,88 @@ class ClearToolUses(StagePolicy):
 
 
 class TrimStage:
-    """`trim_messages(messages, max_tokens=..., strategy=..., start_on=..., ...)` every call."""
+    """`trim_messages(messages, max_tokens=..., strategy=..., start_on=..., ...)` every call.
+
+    Fast path for `strategy="last"` without `allow_partial` or `end_on` (the preset): the
+    token counter is a sum over messages, so `trim_messages`' binary search over suffixes is
+    a bisection of prefix sums, and `start_on` the first matching message at or after the
+    cut; the result is `[system?] + items[cut:]`, computed from running sums in the time of
+    what changed. Any other option calls `trim_messages` itself.
+    """
 
     def __init__(self, *, max_tokens: int | None, options: dict[str, Any], cpt: float) -> None:
         self.max_tokens = max_tokens
         self.options = options
         self.cpt = cpt
         self.dropped: set[int] = set()
+        self.sums = Sums(TokenCache(cpt))
+        self.fast = (
+            options.get("strategy", "first") == "last"
+            and not options.get("allow_partial")
+            and not options.get("end_on")
+        )
+        self.prev_in: list[Item] | None = None
+        self.prev_cut = 0
+        self.starts: list[int] = []  # input indices of messages `start_on` accepts
+
+    def _cut(self, items: list[Item], limit: int) -> tuple[int, int]:
+        """(head, cut): `trim_messages` keeps `items[:head] + items[cut:]`."""
+        msgs = self.sums.prefix_sums(items)[0]
+        n = len(items)
+        head = 1 if self.options.get("include_system") and n and items[0].kind == "system" else 0
+        if head and not isinstance(items[0].msg, SystemMessage):
+            head = 0
+        remaining = max(0, limit - msgs[1]) if head else limit
+        cut = bisect.bisect_left(msgs, msgs[n] - remaining, head, n + 1)
+        start_on = self.options.get("start_on")
+        if start_on:
+            k = bisect.bisect_left(self.starts, cut)
+            cut = self.starts[k] if k < len(self.starts) else n
+        return head, cut
+
+    def _index(self, items: list[Item], start: int) -> None:
+        start_on = self.options.get("start_on")
+        if start_on:
+            self.starts.extend(
+                i for i in range(start, len(items)) if _is_message_type(items[i].msg, start_on)
+            )
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         limit = self.max_tokens if self.max_tokens is not None else ctx.window
         if limit is None:
             raise ValueError("sliding-window: max_tokens needs a value (or a known window)")
-        cpt = self.cpt
-
-        def counter(messages: list[BaseMessage]) -> int:
-            return sum(tk.message_tokens(m, cpt) for m in messages)
-
-        kept = trim_messages(
-            [it.msg for it in items], max_tokens=int(limit), token_counter=counter, **self.options
-        )
-        by_id = {id(it.msg): it for it in items}
-        out = [by_id.get(id(m)) or Item(None, m, "human") for m in kept]
-        kept_pos = {it.pos for it in out}
-        dropped = {it.pos for it in items if it.pos is not None and it.pos not in kept_pos}
-        new = sorted(dropped - self.dropped)
-        self.dropped = dropped
-        if new:
+        new = appended(self.prev_in, items) if self.fast else None
+        if new is not None:
+            self._index(items, len(self.prev_in))  # type: ignore[arg-type]
+            head, cut = self._cut(items, int(limit))
+            if cut < self.prev_cut:
+                new = None
+        if new is None:
+            out = self._trim(items, int(limit))
+            kept_pos = {it.pos for it in out}
+            dropped = {it.pos for it in items if it.pos is not None and it.pos not in kept_pos}
+            fresh = sorted(dropped - self.dropped)
+            self.dropped = dropped
+            if self.fast:
+                self.starts = []
+                self._index(items, 0)
+                self.prev_cut = self._cut(items, int(limit))[1]
+        else:
+            out = [*items[:head], *items[cut:]]
+            fresh = sorted(
+                it.pos
+                for it in items[max(head, self.prev_cut) : cut]
+                if it.pos is not None and it.pos not in self.dropped
+            )
+            self.dropped.update(fresh)
+            self.prev_cut = cut
+        self.prev_in = items
+        if fresh:
             ctx.events.append(
                 Event(
                     "trim",
                     ctx.turn.index,
-                    tuple(new),
+                    tuple(fresh),
                     ctx.count(items),
                     ctx.count(out),
                     None,
@@ -467,6 +564,19 @@ class TrimStage:
                 )
             )
         return out
+
+    def _trim(self, items: list[Item], limit: int) -> list[Item]:
+        """`trim_messages` itself."""
+        cpt = self.cpt
+
+        def counter(messages: list[BaseMessage]) -> int:
+            return sum(tk.message_tokens(m, cpt) for m in messages)
+
+        kept = trim_messages(
+            [it.msg for it in items], max_tokens=limit, token_counter=counter, **self.options
+        )
+        by_id = {id(it.msg): it for it in items}
+        return [by_id.get(id(m)) or Item(None, m, "human") for m in kept]
 
 
 @dataclass(frozen=True)
