@@ -159,41 +159,51 @@ class Sums:
         return every[-1], non_system[-1]
 
     def prefix_sums(self, items: Sequence[Item]) -> tuple[list[int], list[int]]:
-        """Cumulative tokens (length `len(items) + 1`) over every / non-system items."""
-        items = list(items)
+        """Cumulative tokens (length `len(items) + 1`) over every / non-system items.
+
+        The lists returned belong to the cache: read them before the next count.
+        """
         entries = self._entries
-        best_k, best = 0, None
         if INCREMENTAL:
-            # the newest entry that `items` extends (one C-speed comparison each) ...
-            for entry in entries:
+            # the newest entry that `items` extends (one C-speed comparison each) grows in place
+            for i, entry in enumerate(entries):
                 n = len(entry[0])
                 if n <= len(items) and items[:n] == entry[0]:
-                    if n == len(items):
-                        return entry[1], entry[2]
-                    best_k, best = n, entry
-                    break
-            # ... else the entry sharing the longest prefix with it
-            if best is None:
-                for entry in entries:
-                    k = common_prefix(entry[0], items)
-                    if k > best_k:
-                        best_k, best = k, entry
-        if best is None or best_k == 0:
-            every, non_system = [0], [0]
+                    if n < len(items):
+                        self._extend(entry, items, n)
+                    if i:
+                        entries.insert(0, entries.pop(i))
+                    return entry[1], entry[2]
+        # else a new entry, from the one sharing the longest prefix with `items`
+        best_k, best = 0, None
+        if INCREMENTAL:
+            for entry in entries:
+                k = common_prefix(entry[0], items)
+                if k > best_k:
+                    best_k, best = k, entry
+        if best is None:
+            entry = ([], [0], [0])
         else:
-            every, non_system = best[1][: best_k + 1], best[2][: best_k + 1]
+            entry = (best[0][:best_k], best[1][: best_k + 1], best[2][: best_k + 1])
+        self._extend(entry, items, best_k)
+        entries.insert(0, entry)
+        del entries[self.KEEP :]
+        return entry[1], entry[2]
+
+    def _extend(
+        self, entry: tuple[list[Item], list[int], list[int]], items: Sequence[Item], start: int
+    ) -> None:
+        every, non_system = entry[1], entry[2]
         a, s = every[-1], non_system[-1]
         tok = self.tok
-        for it in items[best_k:]:
+        for it in items[start:]:
             t = tok(it.msg)
             a += t
             every.append(a)
             if it.kind != "system":
                 s += t
             non_system.append(s)
-        entries.insert(0, (items, every, non_system))
-        del entries[self.KEEP :]
-        return every, non_system
+        entry[0].extend(items[start:])
 
 
 @dataclass

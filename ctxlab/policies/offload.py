@@ -22,7 +22,16 @@ from deepagents.middleware._message_eviction import (
 from deepagents.middleware.filesystem import NUM_CHARS_PER_TOKEN, TOOLS_EXCLUDED_FROM_EVICTION
 from langchain_core.messages import AIMessage, ToolMessage
 
-from ctxlab.policies._view import AUTO, Context, Item, Stage, StagePolicy, replaced, text_of
+from ctxlab.policies._view import (
+    AUTO,
+    Context,
+    Item,
+    Stage,
+    StagePolicy,
+    appended,
+    replaced,
+    text_of,
+)
 from ctxlab.policies.base import Event
 
 if TYPE_CHECKING:
@@ -37,47 +46,75 @@ def _stub(message: ToolMessage, path: str, text: str) -> ToolMessage:
 
 
 class OffloadStage:
-    """Replace big results by their stub (persistent: the state stores the stub)."""
+    """Replace big results by their stub (persistent: the state stores the stub).
+
+    Fast path: when the input is the previous input plus new messages, only the new results
+    are looked at, on the previous output (a result's fate depends on itself and the name of
+    its call, known once the call is in the input).
+    """
 
     def __init__(self, limit_chars: int, excluded: frozenset[str]) -> None:
         self.limit = limit_chars
         self.excluded = excluded
         self.done: set[int] = set()
+        self.prev_in: list[Item] | None = None
+        self.prev_out: list[Item] = []
+        self.names: dict[str, str] = {}  # tool_call_id -> tool name, over the input so far
 
-    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
-        out = list(items)
-        names: dict[str, str] = {}
+    def _names(self, items: list[Item]) -> bool:
+        """Add the calls of `items`' AI messages; False if one renames a known call id."""
+        names = self.names
+        same = True
         for it in items:
             if isinstance(it.msg, AIMessage):
-                names.update({c["id"]: c["name"] for c in it.msg.tool_calls if c.get("id")})
-        for i, it in enumerate(items):
-            msg = it.msg
-            if not isinstance(msg, ToolMessage) or it.kind != "tool_results":
-                continue
-            name = names.get(msg.tool_call_id) or msg.name
-            if name in self.excluded:
-                continue
-            text = text_of(msg)
-            if len(text) <= self.limit:
-                continue
-            path = f"/large_tool_results/{sanitize_tool_call_id(msg.tool_call_id)}"
-            stub = replaced(msg, ("offload", path), lambda m=msg, p=path, t=text: _stub(m, p, t))
-            out[i] = Item(it.pos, stub, "stubs")
-            if it.pos is not None and it.pos not in self.done:
-                self.done.add(it.pos)
-                ctx.files.write(path, text)
-                ctx.events.append(
-                    Event(
-                        "offload_tool_result",
-                        ctx.turn.index,
-                        (it.pos,),
-                        ctx.tokens(msg),
-                        ctx.tokens(stub),
-                        path,
-                        f"> {self.limit} chars",
-                    )
-                )
+                for c in it.msg.tool_calls:
+                    if c.get("id"):
+                        same = same and names.get(c["id"], c["name"]) == c["name"]
+                        names[c["id"]] = c["name"]
+        return same
+
+    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        new = appended(self.prev_in, items)
+        if new is not None and self._names(new):
+            out = self.prev_out + new
+            start = len(self.prev_out)
+        else:
+            self.names = {}
+            self._names(items)
+            out, start = list(items), 0
+        for i in range(start, len(items)):
+            self._offload(out, i, ctx)
+        self.prev_in, self.prev_out = items, out
         return out
+
+    def _offload(self, out: list[Item], i: int, ctx: Context) -> None:
+        it = out[i]
+        msg = it.msg
+        if not isinstance(msg, ToolMessage) or it.kind != "tool_results":
+            return
+        name = self.names.get(msg.tool_call_id) or msg.name
+        if name in self.excluded:
+            return
+        text = text_of(msg)
+        if len(text) <= self.limit:
+            return
+        path = f"/large_tool_results/{sanitize_tool_call_id(msg.tool_call_id)}"
+        stub = replaced(msg, ("offload", path), lambda m=msg, p=path, t=text: _stub(m, p, t))
+        out[i] = Item(it.pos, stub, "stubs")
+        if it.pos is not None and it.pos not in self.done:
+            self.done.add(it.pos)
+            ctx.files.write(path, text)
+            ctx.events.append(
+                Event(
+                    "offload_tool_result",
+                    ctx.turn.index,
+                    (it.pos,),
+                    ctx.tokens(msg),
+                    ctx.tokens(stub),
+                    path,
+                    f"> {self.limit} chars",
+                )
+            )
 
 
 @dataclass(frozen=True)
