@@ -106,13 +106,19 @@ def common_prefix(a: Sequence[Item], b: Sequence[Item]) -> int:
     """Length of the longest common prefix of two requests, compared at C speed.
 
     Items compare by identity first and by value otherwise (equal content is an equal prefix,
-    as a provider's prompt cache sees it). A bisection over slice comparisons finds the first
-    difference in a few C-level passes instead of a Python loop over the items.
+    as a provider's prompt cache sees it). Blocks are compared as slices (C loops) until one
+    differs, then bisected, so finding the first difference costs about one pass.
     """
     n = min(len(a), len(b))
-    if a[:n] == b[:n]:
+    lo = 0
+    while lo < n:
+        hi = min(n, lo + 256)
+        if a[lo:hi] != b[lo:hi]:
+            break
+        lo = hi
+    else:
         return n
-    lo, hi = 0, n  # a[:lo] == b[:lo]; a[:hi] != b[:hi]
+    # a[:lo] == b[:lo] and a[lo:hi] != b[lo:hi]
     while hi - lo > 8:
         mid = (lo + hi) // 2
         if a[lo:mid] == b[lo:mid]:
@@ -168,7 +174,11 @@ class Sums:
             # the newest entry that `items` extends (one C-speed comparison each) grows in place
             for i, entry in enumerate(entries):
                 n = len(entry[0])
-                if n <= len(items) and items[:n] == entry[0]:
+                if (
+                    n <= len(items)
+                    and (not n or items[n - 1] == entry[0][-1])
+                    and items[:n] == entry[0]
+                ):
                     if n < len(items):
                         self._extend(entry, items, n)
                     if i:
@@ -181,6 +191,8 @@ class Sums:
                 k = common_prefix(entry[0], items)
                 if k > best_k:
                     best_k, best = k, entry
+                    if 2 * k >= len(items):
+                        break  # most of it: do not pay more comparisons for the rest
         if best is None:
             entry = ([], [0], [0])
         else:
@@ -646,17 +658,30 @@ class RebuildStage:
     every history message fed after t; a later compaction rebuilds from that view. This is how
     Claude Code, Codex, Inspect and OpenHands' rolling condensers behave: the compacted history
     replaces the old one for all later calls.
+
+    `view` is incremental: while the input only grows, the view grows by the new messages.
     """
 
     def __init__(self) -> None:
         self.prefix: list[Item] | None = None
         self.cut = 0
+        self._in: list[Item] | None = None
+        self._view: list[Item] = []
+        self._given: list[Item] | None = None
 
     def view(self, items: list[Item]) -> list[Item]:
         """The current request before this call's decision."""
+        self._given = items
         if self.prefix is None:
             return items
-        return [*self.prefix, *(it for it in items if it.pos is not None and it.pos >= self.cut)]
+        new = appended(self._in, items)
+        cut = self.cut
+        if new is None:
+            view = [*self.prefix, *(it for it in items if it.pos is not None and it.pos >= cut)]
+        else:
+            view = self._view + [it for it in new if it.pos is not None and it.pos >= cut]
+        self._in, self._view = items, view
+        return view
 
     def commit(
         self,
@@ -666,26 +691,35 @@ class RebuildStage:
         kind: str,
         reason: str,
         path: str | None = None,
+        same: int = 0,
     ) -> list[Item]:
-        """Make `after` the new prefix; record the event over the positions that left."""
-        kept = {it.pos: it.msg for it in after if it.pos is not None}
+        """Make `after` the new prefix; record the event over the positions that left.
+
+        `same`: a count of leading items the caller knows `before` and `after` share, so only
+        the rest is compared (a tail edit costs the tail).
+        """
+        kept = {it.pos: it.msg for it in after[same:] if it.pos is not None}
         gone = [
             it.pos
-            for it in before
+            for it in before[same:]
             if it.pos is not None and (it.pos not in kept or kept[it.pos] is not it.msg)
         ]
         self.prefix = list(after)
         self.cut = ctx.turn.position
-        ctx.events.append(
-            Event(
-                kind,
-                ctx.turn.index,
-                tuple(sorted(gone)),
-                ctx.count(before),
-                ctx.count(after),
-                path,
-                reason,
+        # every input item is older than this call (positions < cut), so the next view is
+        # the prefix plus what the input gains
+        self._in, self._view = self._given, self.prefix
+        total = ctx.count(before)
+        if same:
+            tok = ctx.tok
+            changed = sum(tok(it.msg) for it in after[same:]) - sum(
+                tok(it.msg) for it in before[same:]
             )
+            after_total = total + changed
+        else:
+            after_total = ctx.count(after)
+        ctx.events.append(
+            Event(kind, ctx.turn.index, tuple(sorted(gone)), total, after_total, path, reason)
         )
         return after
 

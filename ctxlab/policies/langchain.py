@@ -94,26 +94,43 @@ class SummarizeStage:
         self.summary: Item | None = None
         self.gone: set[int] = set()  # inserted messages (earlier stages' summaries) summarised
         self.gone_refs: list[BaseMessage] = []
+        # the last input and its view, and how many system messages the view holds
+        self._in: list[Item] | None = None
+        self._view: list[Item] = []
+        self._n_system = 0
+
+    def _keeps(self, it: Item) -> bool:
+        return it.pos >= self.cut if it.pos is not None else id(it.msg) not in self.gone
 
     def view(self, items: list[Item]) -> list[Item]:
-        """System messages, the current summary, then the messages from `cut` on."""
-        if self.summary is None:
-            return items
-        head = [it for it in items if it.kind == "system"]
-        tail = [
-            it
-            for it in items
-            if it.kind != "system"
-            and (it.pos >= self.cut if it.pos is not None else id(it.msg) not in self.gone)
-        ]
-        return [*head, self.summary, *tail]
+        """System messages, the current summary, then the messages from `cut` on.
 
-    def should(self, msgs: list[Item], total: int, ctx: Context) -> bool:
+        While the input only grows by non-system messages, the view grows by them too."""
+        new = appended(self._in, items)
+        if new is not None and all(it.kind != "system" for it in new):
+            if self.summary is None:
+                view = items
+            else:
+                view = self._view + [it for it in new if self._keeps(it)]
+        elif self.summary is None:
+            view = items
+            self._n_system = sum(1 for it in items if it.kind == "system")
+        else:
+            head = [it for it in items if it.kind == "system"]
+            tail = [it for it in items if it.kind != "system" and self._keeps(it)]
+            view = [*head, self.summary, *tail]
+            self._n_system = len(head)
+        self._in, self._view = items, view
+        return view
+
+    def should(self, n_messages: int, total: int, ctx: Context) -> bool:
+        """Whether a trigger clause is met by `n_messages` non-system messages of `total`
+        tokens."""
         for clause in self.clauses:
             met = True
             for kind, value in clause.items():
                 if kind == "messages":
-                    met = len(msgs) >= value
+                    met = n_messages >= value
                 else:
                     met = total >= ctx.threshold(kind, value, "trigger")
                 if not met:
@@ -166,10 +183,10 @@ class SummarizeStage:
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         given = items
         items = self.view(given)
-        msgs = [it for it in items if it.kind != "system"]
-        total = ctx.count(msgs, tools=False)
-        if not self.should(msgs, total, ctx):
+        total = ctx.count(items, system=False, tools=False)
+        if not self.should(len(items) - self._n_system, total, ctx):
             return items
+        msgs = [it for it in items if it.kind != "system"]
         cut = self.cutoff(msgs, ctx)
         if cut <= 0:
             return items
@@ -186,6 +203,7 @@ class SummarizeStage:
         self.cut = positions[0] if positions else len(ctx.trace.messages)
         self.gone |= {id(it.msg) for it in gone if it.pos is None}
         self.gone_refs.extend(it.msg for it in gone if it.pos is None)  # ids stay unique
+        self._in = None
         out = self.view(given)
         ctx.events.append(
             Event(
@@ -324,6 +342,7 @@ class ClearStage:
         self.tool_idx: list[int] = []  # input indices of the tool results
         self.last_ai: list[int] = []  # per input index: the nearest AIMessage before it, or -1
         self.done = 0  # tool_idx[:done] went through the clearing loop
+        self.saved_ctx = 0  # request tokens (the run's counter) the output no longer costs
 
     def _count(self, items: list[Item]) -> int:
         """`count_tokens_approximately(request.messages)` with default arguments."""
@@ -361,8 +380,9 @@ class ClearStage:
             elif it.kind != "ai" and isinstance(it.msg, ToolMessage):
                 self.tool_idx.append(i)
 
-    def _clear(self, out: list[Item], idx: int, saved: int) -> tuple[int, int | None]:
-        """Clear the result at `idx` in place: (tokens saved so far, its position if cleared)."""
+    def _clear(self, out: list[Item], idx: int, saved: int, ctx: Context) -> tuple[int, int | None]:
+        """Clear the result at `idx` in place: (tokens saved so far by the edit's own counter,
+        its position if cleared); `saved_ctx` adds what the request's counter saves."""
         message = out[idx].msg
         ai_idx = self.last_ai[idx]
         if ai_idx < 0:
@@ -373,11 +393,13 @@ class ClearStage:
             return saved, None
         tok = self.tok
         saved += tok(message) - tok(stub)
+        self.saved_ctx += ctx.tokens(message) - ctx.tokens(stub)
         out[idx] = Item(out[idx].pos, stub, "stubs")
         if self.clear_tool_inputs:
             tid = message.tool_call_id  # type: ignore[attr-defined]
             new_ai = replaced(ai, ("clear_input", tid), lambda a=ai, t=tid: _cleared_input(a, t))
             saved += tok(ai) - tok(new_ai)
+            self.saved_ctx += ctx.tokens(ai) - ctx.tokens(new_ai)
             out[ai_idx] = Item(out[ai_idx].pos, new_ai, "ai")
         return saved, out[idx].pos
 
@@ -394,13 +416,13 @@ class ClearStage:
             self._index(items, len(self.prev_out))
         else:
             out = list(items)
-            self.tool_idx, self.last_ai, self.done = [], [], 0
+            self.tool_idx, self.last_ai, self.done, self.saved_ctx = [], [], 0, 0
             self._index(items, 0)
         upto = max(0, len(self.tool_idx) - self.keep) if self.keep < len(self.tool_idx) else 0
         touched: list[int] = []
         saved = 0
         for idx in self.tool_idx[self.done : upto]:
-            saved, pos = self._clear(out, idx, saved)
+            saved, pos = self._clear(out, idx, saved, ctx)
             if pos is not None:
                 touched.append(pos)
             if self.clear_at_least > 0 and max(0, saved) >= self.clear_at_least:
@@ -414,13 +436,14 @@ class ClearStage:
             new_pos = [p for p in touched if p not in self.cleared]
             self.cleared = set(touched)
         if new_pos:
+            before = ctx.count(items)
             ctx.events.append(
                 Event(
                     self.kind,
                     ctx.turn.index,
                     tuple(new_pos),
-                    ctx.count(items),
-                    ctx.count(out),
+                    before,
+                    before - self.saved_ctx,
                     None,
                     f"{tokens} > {self.trigger} tokens",
                 )
