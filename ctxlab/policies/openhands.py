@@ -29,6 +29,7 @@ from ctxlab.policies._view import (
     RebuildStage,
     Stage,
     StagePolicy,
+    appended,
     first_user_index,
     replaced,
     safe_start,
@@ -41,19 +42,68 @@ from ctxlab.policies.base import Event
 if TYPE_CHECKING:
     from ctxlab.trace import Trace
 
-OPENHANDS_SUMMARY_PROMPT = """You are maintaining a context-aware state summary for an \
-interactive agent. Given the events an agent took and the most recent previous summary, keep \
-track of: USER_CONTEXT (essential user requirements and goals), TASK_TRACKING (active tasks with \
-their IDs and statuses), COMPLETED, PENDING, CURRENT_STATE; for code tasks also CODE_STATE, \
-TESTS, CHANGES, DEPS, VERSION_CONTROL_STATUS. Keep every section concise.
+OPENHANDS_UPSTREAM_PROMPT = """You are maintaining a context-aware state summary for an interactive agent.
+You will be given a list of events corresponding to actions taken by the agent, and the most recent previous summary if one exists.
+If the events being summarized contain ANY task-tracking, you MUST include a TASK_TRACKING section to maintain continuity.
+When referencing tasks make sure to preserve exact task IDs and statuses.
 
-<EVENTS>
-{messages}
-</EVENTS>
+Track:
 
-Now summarize the events using the rules above."""
-"""A paraphrase of the prompt in OpenHands `llm_summarizing_condenser.py` (same sections);
-only LLM summarisers read it."""
+USER_CONTEXT: (Preserve essential user requirements, goals, and clarifications in concise form)
+
+TASK_TRACKING: {Active tasks, their IDs and statuses - PRESERVE TASK IDs}
+
+COMPLETED: (Tasks completed so far, with brief results)
+PENDING: (Tasks that still need to be done)
+CURRENT_STATE: (Current variables, data structures, or relevant state)
+
+For code-specific tasks, also include:
+CODE_STATE: {File paths, function signatures, data structures}
+TESTS: {Failing cases, error messages, outputs}
+CHANGES: {Code edits, variable updates}
+DEPS: {Dependencies, imports, external calls}
+VERSION_CONTROL_STATUS: {Repository state, current branch, PR status, commit history}
+
+PRIORITIZE:
+1. Adapt tracking format to match the actual task type
+2. Capture key user requirements and goals
+3. Distinguish between completed and pending tasks
+4. Keep all sections concise and relevant
+
+SKIP: Tracking irrelevant details for the current task type
+
+Example formats:
+
+For code tasks:
+USER_CONTEXT: Fix FITS card float representation issue
+COMPLETED: Modified mod_float() in card.py, all tests passing
+PENDING: Create PR, update documentation
+CODE_STATE: mod_float() in card.py updated
+TESTS: test_format() passed
+CHANGES: str(val) replaces f"{val:.16G}"
+DEPS: None modified
+VERSION_CONTROL_STATUS: Branch: fix-float-precision, Latest commit: a1b2c3d
+
+For other tasks:
+USER_CONTEXT: Write 20 haikus based on coin flip results
+COMPLETED: 15 haikus written for results [T,H,T,H,T,H,T,T,H,T,H,T,H,T,H]
+PENDING: 5 more haikus needed
+CURRENT_STATE: Last flip: Heads, Haiku count: 15/20"""  # noqa: E501 (verbatim upstream text)
+"""The summary prompt of OpenHands' `LLMSummarizingCondenser`, verbatim (MIT licence, "Copyright ©
+2025" in the repository's LICENSE): the string literal in `get_condensation` of
+openhands/memory/condenser/impl/llm_summarizing_condenser.py, OpenHands/OpenHands@76483ad8f5f5
+(76483ad8f5f51b47b20f29acf2fa51c770a5aa67). Kept byte-exact so that LLM-summary replays are
+prompted, and their summariser input counted, as OpenHands prompts them."""
+
+OPENHANDS_SUMMARY_PROMPT = (
+    OPENHANDS_UPSTREAM_PROMPT.replace("{", "{{").replace("}", "}}")
+    + "\n\n{messages}\nNow summarize the events using the rules above."
+)
+"""`OPENHANDS_UPSTREAM_PROMPT` as a ctxlab template: braces escaped for `str.format`, then the
+forgotten events and the closing line exactly where OpenHands appends them (`prompt + '\\n\\n'`,
+events, `'Now summarize the events using the rules above.'`). Only the event rendering differs:
+OpenHands writes `<PREVIOUS SUMMARY>` and one `<EVENT id=N>` per event; ctxlab renders the
+previous summary and the events as LangChain's XML message buffer."""
 
 
 def _clip(message: BaseMessage, limit: int) -> BaseMessage:
@@ -120,32 +170,51 @@ class RollingStage(RebuildStage):
 
 
 class RecentStage:
-    """`RecentEventsCondenser.condense`: head + the last `max_events - len(head)` events."""
+    """`RecentEventsCondenser.condense`: head + the last `max_events - len(head)` events.
+
+    While the input only grows (past a full head), the cut only moves forward: the newly
+    dropped events are the ones between the previous cut and this one.
+    """
 
     def __init__(self, keep_first: int, max_events: int) -> None:
         self.keep_first, self.max_events = keep_first, max_events
         self.dropped: set[int] = set()
+        self.prev_in: list[Item] | None = None
+        self.prev_start = 0
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         head = items[: self.keep_first]
         tail_len = max(0, self.max_events - len(head))
         start = max(len(head), len(items) - tail_len) if tail_len else len(items)
-        out = [*head, *items[safe_start(items, start) :]]
-        kept = {it.pos for it in out}
-        dropped = {it.pos for it in items if it.pos is not None and it.pos not in kept}
-        new = sorted(dropped - self.dropped)
-        self.dropped = dropped
+        start = safe_start(items, start)
+        out = [*head, *items[start:]]
+        prev = self.prev_in
+        if (
+            prev is not None
+            and len(prev) >= self.keep_first
+            and start >= self.prev_start
+            and appended(prev, items) is not None
+        ):
+            new = sorted(
+                it.pos
+                for it in items[max(len(head), self.prev_start) : start]
+                if it.pos is not None and it.pos not in self.dropped
+            )
+            self.dropped.update(new)
+        else:
+            kept = {it.pos for it in out}
+            dropped = {it.pos for it in items if it.pos is not None and it.pos not in kept}
+            new = sorted(dropped - self.dropped)
+            self.dropped = dropped
+        self.prev_in, self.prev_start = items, start
         if new:
+            # `out` is two slices of `items`: its tokens from the input's prefix sums
+            every = ctx.sums.prefix_sums(items)[0]
+            before = ctx.tools_tokens + every[-1]
+            after = ctx.tools_tokens + every[len(head)] + every[-1] - every[start]
+            reason = f"max_events={self.max_events}"
             ctx.events.append(
-                Event(
-                    "forget",
-                    ctx.turn.index,
-                    tuple(new),
-                    ctx.count(items),
-                    ctx.count(out),
-                    None,
-                    f"max_events={self.max_events}",
-                )
+                Event("forget", ctx.turn.index, tuple(new), before, after, None, reason)
             )
         return out
 
@@ -181,7 +250,9 @@ class OpenHandsLLMSummarizing(StagePolicy):
     source: ClassVar[str] = (
         "OpenHands openhands/memory/condenser/impl/llm_summarizing_condenser.py and "
         "openhands/core/config/condenser_config.py LLMSummarizingCondenserConfig defaults "
-        "(OpenHands@d6fab190bf)"
+        "(OpenHands@d6fab190bf); summary prompt verbatim from "
+        "OpenHands/OpenHands@76483ad8f5f5 openhands/memory/condenser/impl/"
+        "llm_summarizing_condenser.py (MIT)"
     )
 
     max_size: int = 100
@@ -204,7 +275,8 @@ class OpenHandsAmortized(StagePolicy):
     name: ClassVar[str] = "openhands-amortized"
     source: ClassVar[str] = (
         "OpenHands openhands/memory/condenser/impl/amortized_forgetting_condenser.py; defaults "
-        "from openhands/core/config/condenser_config.py AmortizedForgettingCondenserConfig"
+        "from openhands/core/config/condenser_config.py AmortizedForgettingCondenserConfig; "
+        "inserts no text (checked at OpenHands/OpenHands@279652689eed)"
     )
 
     max_size: int = 100
@@ -245,7 +317,8 @@ class OpenHandsConversationWindow(StagePolicy):
     name: ClassVar[str] = "openhands-conversation-window"
     source: ClassVar[str] = (
         "OpenHands openhands/memory/condenser/impl/conversation_window_condenser.py "
-        "(essentials: system + first user message; keep half of the rest; no dangling observations)"
+        "(essentials: system + first user message; keep half of the rest; no dangling "
+        "observations; inserts no text, checked at OpenHands/OpenHands@76483ad8f5f5)"
     )
 
     window: int | None | Literal["auto"] = AUTO
