@@ -76,6 +76,47 @@ def explorer_latency(trace: ctxlab.Trace, quick: bool) -> list[float]:
     return first + again
 
 
+CATALOGUE = {
+    "langchain-summarization": "trigger",
+    "clear-tool-uses": "trigger",
+    "sliding-window": None,
+    "observation-masking": "n",
+    "openhands-llm-summarizing": "max_size",
+    "openhands-recent": "max_events",
+    "jetbrains-hybrid": "n",
+    "claude-code": "autocompact_buffer",
+    "codex": "auto_compact_fraction",
+    "inspect-edit": "threshold",
+    "inspect-summary": "threshold",
+}
+"""Catalogue presets and the slider moved for each (None: the first slider)."""
+
+
+def catalogue_latency(trace: ctxlab.Trace, quick: bool) -> None:
+    """Per preset: pick it in the dropdown, then move one slider through five values (from
+    its default down to a quarter of its range above the minimum and back)."""
+    ex = ThresholdExplorer(trace, debounce=0)
+    for name, control in CATALOGUE.items():
+        if name not in ex.policies:
+            continue
+        ex.choice.value = name
+        names = [c.name for c in ex.controls]
+        if not names:
+            continue
+        slider = ex.control(control if control in names else names[0])
+        lo, hi, start = slider.min, slider.max, slider.value
+        span = (hi - lo) or 1
+        values = [start * 0.9 + lo * 0.1, lo + span * 0.6, lo + span * 0.3, lo + span * 0.45, start]
+        if isinstance(slider.value, int):
+            values = [int(v) for v in values]
+        ms = []
+        for value in values[: 3 if quick else None]:
+            t = time.perf_counter()
+            slider.value = value
+            ms.append((time.perf_counter() - t) * 1000)
+        print(f"  {name:30s} {slider.description:28s} {_stats(ms)}")
+
+
 def scrubber_latency(trace: ctxlab.Trace, quick: bool) -> list[float]:
     policy = DeepAgents(stress=0.25)
     s = Scrubber(ctxlab.replay(trace, policy), trace, policy=policy, turn=0)
@@ -115,6 +156,8 @@ def main() -> None:
     trace = make_trace(turns, fmt="anthropic", seed=1, model=MODEL, provider="anthropic", big=0.03)
     print(f"trace: {turns} turns, {len(trace.messages)} messages")
     explorer_latency(trace, args.quick)
+    print("  catalogue presets in the explorer (slider release to new figure):")
+    catalogue_latency(trace, args.quick)
     scrubber_latency(trace, args.quick)
     export_times(trace)
 

@@ -9,11 +9,12 @@ Everything is computed from a `Replay` (its calls, events, files) and the trace 
 * **prompt cache** (`cache_frame`): the cached prefix of each request is its longest common
   prefix with the previous request, under the provider's rules (`ctxlab.pricing`): minimum
   cacheable size, 128-token steps for OpenAI, read and write multipliers. A *cache break* is a
-  turn whose request does not extend the previous one (its cached prefix shrank below the
-  previous request), and `rebilled_tokens` counts what was sent before and is paid again.
-  Runs that fill `Call.request` (all catalogue policies) are exact; for others (`deepagents`)
-  the prefix is estimated from events: a summary or a changed set of truncated
-  arguments keeps only the system prompt and tools cached (`cache_exact` says which);
+  turn whose request does not extend the previous one (the common prefix, as the previous
+  request counted it, is less than that request), and `rebilled_tokens` counts what was sent
+  before and is paid again. Runs that fill `Call.request` (every catalogue policy and
+  `deepagents`) are exact; for others the prefix is estimated from events: a summary or a
+  changed set of truncated arguments keeps only the system prompt and tools cached
+  (`cache_exact` says which);
 * **validity**: turns whose request holds an orphaned tool call or result;
 * **information** (offline proxies): goal retention (the first user request is still in the
   request, verbatim, after compaction), references after eviction (later recorded tool calls
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
 
@@ -32,10 +34,12 @@ import polars as pl
 from langchain_core.messages import AIMessage, HumanMessage
 
 from ctxlab import tokens as tk
+from ctxlab.policies.base import Request
 from ctxlab.pricing import Price, cached_tokens, price_for
 from ctxlab.profiles import profile as lookup_profile
 
 if TYPE_CHECKING:
+    from ctxlab.policies.base import Call
     from ctxlab.replay import Replay
     from ctxlab.trace import Trace
 
@@ -59,33 +63,48 @@ _BREAKING = frozenset({"summarize", "forget", "trim"})
 _PATH = re.compile(r"(?:(?<=[\s'\"(=])|^)(/[\w.\-/]+\.\w+|/[\w.\-]+(?:/[\w.\-]+)+)")
 
 
-def _estimated_requests(replay: Replay) -> list[tuple[int, int] | None]:
-    """(fixed tokens, total) per call for runs without `Call.request`."""
-    out = []
-    for call in replay.calls:
-        fixed = call.by_kind.get("system", 0) + call.by_kind.get("tools", 0)
-        out.append((fixed, call.context_tokens))
-    return out
+def _exact_prefixes(calls: list[Call]) -> tuple[list[int], list[int]]:
+    """Tokens each request shares with the previous one, from `Call.request`: as this request
+    counts them, and as the previous one did (the two differ only where a run scales its
+    counts per request, as `deepagents` does with `use_usage_metadata`).
+
+    One pass that keeps the previous request's fingerprints and running token sums, so a call
+    costs what changed, not the length of its request: a `Request` (an edit of the previous
+    call's request) is compared from its `kept` parts on; any other sequence of parts from its
+    start (in C while it extends the previous request, the common case).
+    """
+    now: list[int] = []
+    then: list[int] = []
+    fingerprints: list[int] = []  # the previous request's
+    sums = [0]  # sums[k]: tokens of its first k parts
+    previous = None
+    for call in calls:
+        request = call.request
+        if isinstance(request, Request) and previous is not None and request.previous is previous:
+            start, new, tokens = request.kept, request.fingerprints, request.tokens
+        else:
+            parts = list(request)
+            start, new, tokens = 0, [f for f, _ in parts], [t for _, t in parts]
+        same = min(len(fingerprints) - start, len(new))
+        if same and fingerprints[start : start + same] != list(new[:same]):
+            common, same = same, 0
+            while same < common and fingerprints[start + same] == new[same]:
+                same += 1
+        base = sums[start]
+        now.append(base + sum(tokens[:same]) if previous is not None else 0)
+        then.append(sums[start + same] if previous is not None else 0)
+        del fingerprints[start:], sums[start:]
+        fingerprints.extend(new)
+        sums.extend(accumulate(tokens, initial=base))
+        previous = request
+    return now, then
 
 
-def _lcp(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> int:
-    total = 0
-    for x, y in zip(a, b, strict=False):
-        if x[0] != y[0]:
-            break
-        total += x[1]
-    return total
-
-
-def common_prefixes(replay: Replay) -> tuple[list[int], bool]:
-    """Tokens each request shares with the previous one (0 for the first), and exactness."""
+def _prefixes(replay: Replay) -> tuple[list[int], list[int], bool]:
+    """`_exact_prefixes`, or else the estimate from events (one count), and exactness."""
     calls = replay.calls
     if calls and all(getattr(c, "request", None) is not None for c in calls):
-        out, prev = [], None
-        for c in calls:
-            out.append(_lcp(prev, c.request) if prev is not None else 0)
-            prev = c.request
-        return out, True
+        return (*_exact_prefixes(calls), True)
     out = []
     prev_call = None
     prev_trunc: frozenset[int] = frozenset()
@@ -98,7 +117,14 @@ def common_prefixes(replay: Replay) -> tuple[list[int], bool]:
             fixed = c.by_kind.get("system", 0) + c.by_kind.get("tools", 0)
             out.append(min(fixed, prev_call.context_tokens) if broke else prev_call.context_tokens)
         prev_call, prev_trunc = c, trunc
-    return out, False
+    return out, out, False
+
+
+def common_prefixes(replay: Replay) -> tuple[list[int], bool]:
+    """Tokens each request shares with the previous one, as it counts them (0 for the first),
+    and exactness."""
+    now, _, exact = _prefixes(replay)
+    return now, exact
 
 
 def _output_tokens(trace: Trace, cpt: float = tk.CHARS_PER_TOKEN) -> list[int]:
@@ -121,11 +147,11 @@ def model_of(trace: Trace, model: str | None = None) -> str | None:
 def cache_frame(replay: Replay, trace: Trace, model: str | None = None) -> pl.DataFrame:
     """Per turn: input, common prefix, cached read / written / uncached tokens, costs (USD)."""
     price = price_for(model_of(trace, model))
-    prefixes, _ = common_prefixes(replay)
+    prefixes, before, _ = _prefixes(replay)
     outputs = _output_tokens(trace)
     rows = []
     prev_total = None
-    for call, prefix, out_toks in zip(replay.calls, prefixes, outputs, strict=True):
+    for call, prefix, was, out_toks in zip(replay.calls, prefixes, before, outputs, strict=True):
         total = call.context_tokens
         read = cached_tokens(prefix, price) if price else 0
         write = 0
@@ -141,8 +167,8 @@ def cache_frame(replay: Replay, trace: Trace, model: str | None = None) -> pl.Da
                 "cache_read_tokens": read,
                 "cache_write_tokens": write,
                 "uncached_tokens": uncached,
-                "cache_break": prev_total is not None and prefix < prev_total,
-                "rebilled_tokens": (prev_total - prefix) if prev_total is not None else 0,
+                "cache_break": prev_total is not None and was < prev_total,
+                "rebilled_tokens": (prev_total - was) if prev_total is not None else 0,
                 "cost_usd": _cost(price, total, 0, 0, out_toks),
                 "cost_usd_with_cache": _cost(price, uncached, read, write, out_toks),
             }

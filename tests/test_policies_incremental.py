@@ -162,4 +162,4 @@ def test_request_bookkeeping_equals_a_fresh_count(case):
         assert req.total == 7 + sum(tok(it.msg) for it in items)
         assert req.by_kind == by_kind
         assert req.orphans == _view.count_orphans([it.msg for it in items])
-        assert [p[1] for p in req.pairs] == [7] + [tok(it.msg) for it in items]
+        assert req.toks == [7] + [tok(it.msg) for it in items]

@@ -69,7 +69,7 @@ def test_presets_keep_pairs_and_are_deterministic(messages):
         first = replay(trace, get(name, **params), summarizer=Fixed("summary"))
         again = replay(trace, get(name, **params), summarizer=Fixed("summary"))
         assert [c.context_tokens for c in first.calls] == [c.context_tokens for c in again.calls]
-        assert [c.request for c in first.calls] == [c.request for c in again.calls]
+        assert [list(c.request) for c in first.calls] == [list(c.request) for c in again.calls]
         for c in first.calls:
             assert c.orphans == 0, (name, c.turn)
             inserted = c.by_kind.get("summary", 0) + c.by_kind.get("stubs", 0)

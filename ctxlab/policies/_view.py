@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Protocol
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab import tokens as tk
-from ctxlab.policies.base import Call, Event, Files
+from ctxlab.policies.base import Call, Event, Files, Request
 from ctxlab.profiles import profile as lookup_profile
 
 if TYPE_CHECKING:
@@ -310,8 +310,11 @@ class _Request:
     def __init__(self, tools_tokens: int, meta: Callable[[BaseMessage], _Meta]) -> None:
         self.meta = meta
         self.items: list[Item] = []
-        self.pairs: list[tuple[int, int]] = [(0, tools_tokens)] if tools_tokens else []
-        self.base = len(self.pairs)
+        # the request's parts (tool schemas, then messages): fingerprints and tokens
+        self.fps: list[int] = [0] if tools_tokens else []
+        self.toks: list[int] = [tools_tokens] if tools_tokens else []
+        self.base = len(self.fps)
+        self.kept = 0  # parts this request shares with the previous one (a common prefix)
         # per item: (kind, tokens, calls it added, its tool_call_id if a result,
         # 1 if an orphan result / 2 if an answered one / 0)
         self.undo: list[tuple[str, int, frozenset[str] | None, str | None, int]] = []
@@ -356,7 +359,8 @@ class _Request:
         self.total += toks
         self.by_kind[kind] = self.by_kind.get(kind, 0) + toks
         self.n_kind[kind] = self.n_kind.get(kind, 0) + 1
-        self.pairs.append(pair)
+        self.fps.append(pair[0])
+        self.toks.append(toks)
         tool_id, status = None, 0
         if calls:
             called = self.called
@@ -391,6 +395,7 @@ class _Request:
         # keeps its fingerprint, as a provider's cache matches content, not objects.
         prev = self.items
         k = common_prefix(prev, items)
+        self.kept = self.base + k
         undo = self.undo
         by_kind, n_kind = self.by_kind, self.n_kind
         meta = self.meta
@@ -408,7 +413,7 @@ class _Request:
                 del by_kind[kind0], n_kind[kind0]
             by_kind[kind] = by_kind.get(kind, 0) + toks
             n_kind[kind] = n_kind.get(kind, 0) + 1
-            self.pairs[self.base + k] = pair
+            self.fps[self.base + k], self.toks[self.base + k] = pair
             undo[k] = (kind, toks, calls, tool_id, status)
             k += 1
             k += common_prefix(prev[k:], items[k:])
@@ -425,15 +430,13 @@ class _Request:
                     for rec in undo[k:b]:
                         self._drop(rec)
                     del undo[b + kept :], undo[k:b]
-                    del (
-                        self.pairs[self.base + b + kept :],
-                        self.pairs[self.base + k : self.base + b],
-                    )
+                    for parts in (self.fps, self.toks):
+                        del parts[self.base + b + kept :], parts[self.base + k : self.base + b]
                     k += kept
         for rec in reversed(undo[k:]):
             self._drop(rec)
         del undo[k:]
-        del self.pairs[self.base + k :]
+        del self.fps[self.base + k :], self.toks[self.base + k :]
         for it in items[k:]:
             self._push(it)
         self.items = items
@@ -474,6 +477,7 @@ class ViewRun:
         # keeps ids unique for the run's lifetime
         self._meta: dict[int, _Meta] = {}
         self.request = _Request(self.tools_tokens, self._meta_of)
+        self._request: Request | None = None
 
     def _feed(self, upto: int) -> None:
         msgs = self.trace.messages
@@ -516,6 +520,8 @@ class ViewRun:
             items = stage.apply(items, ctx)
         req = self.request
         req.update(items)
+        kept = req.kept if self._request is not None else 0  # the first request: every part
+        request = self._request = Request(self._request, kept, req.fps[kept:], req.toks[kept:])
         call = ViewCall(
             turn.index,
             turn.position,
@@ -524,7 +530,7 @@ class ViewRun:
             len(items),
             ctx.events,
             self.baseline,
-            request=tuple(req.pairs),
+            request=request,
             orphans=req.orphans,
         )
         if turn.output is not None:

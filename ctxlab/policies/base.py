@@ -10,9 +10,9 @@ policies by wrapping runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 if TYPE_CHECKING:
     from ctxlab.summarizers import Summarizer
@@ -76,11 +76,71 @@ class Call:
     events: list[Event] = field(default_factory=list)
     baseline_tokens: int | None = None
     """The same counter over the uncompacted context (`trace.messages[:position]`)."""
-    request: tuple[tuple[int, int], ...] | None = None
+    request: Sequence[tuple[int, int]] | None = None
     """Optional: `(fingerprint, tokens)` of each part of the request in send order (tool
-    schemas, then messages); equal fingerprints within one replay mean identical content. The
-    prompt-cache simulation (`ctxlab.metrics`) takes longest common prefixes over it; runs that
-    leave it None get an estimate from their events instead."""
+    schemas, then messages); equal fingerprints within one replay mean identical content. A
+    plain tuple works; a `Request` (an edit of the previous call's) keeps long replays small
+    and lets the prompt-cache simulation (`ctxlab.metrics`) start where the calls diverge. The
+    simulation takes longest common prefixes over it; runs that leave it None get an estimate
+    from their events instead."""
+
+
+class Request(Sequence[tuple[int, int]]):
+    """The `(fingerprint, tokens)` parts of one request (`Call.request`), stored as an edit of
+    the `previous` call's request: its first `kept` parts (0 for a first request, whose
+    `previous` is None), then parts with the given `fingerprints` and `tokens`.
+
+    Consecutive requests share nearly everything, so a replay keeps only what changes between
+    calls (a few parts per call, not the whole request: 1,000 calls of up to 2,667 parts
+    would be millions of pairs), and the prompt-cache simulation (`ctxlab.metrics`) starts
+    its common-prefix search at `kept` instead of comparing whole requests. `kept` is a common
+    prefix, not always the longest (a rebuilt part may equal the one it replaces). The new
+    parts are two parallel sequences, not pairs: messages fed since the last call are a
+    `range` of fingerprints and a slice of token counts, no object per part. Read as a
+    sequence of pairs, the parts are rebuilt from the chain of edits. Any run may use it
+    (`DeepAgentsRun` and `ctxlab.policies._view.ViewRun` do).
+    """
+
+    __slots__ = ("previous", "kept", "fingerprints", "tokens")
+
+    def __init__(
+        self,
+        previous: Request | None,
+        kept: int,
+        fingerprints: Sequence[int],
+        tokens: Sequence[int],
+    ) -> None:
+        self.previous = previous
+        self.kept = kept
+        self.fingerprints = fingerprints
+        self.tokens = tokens
+
+    def _parts(self) -> list[tuple[int, int]]:
+        chain = []
+        request: Request | None = self
+        while request is not None:
+            chain.append(request)
+            request = request.previous
+        parts: list[tuple[int, int]] = []
+        for request in reversed(chain):
+            del parts[request.kept :]
+            parts.extend(zip(request.fingerprints, request.tokens, strict=True))
+        return parts
+
+    def __len__(self) -> int:
+        return self.kept + len(self.tokens)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[int, int]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[int, int]]: ...
+
+    def __getitem__(self, index: int | slice) -> tuple[int, int] | list[tuple[int, int]]:
+        return self._parts()[index]
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return iter(self._parts())
 
 
 class Files(Mapping[str, str]):

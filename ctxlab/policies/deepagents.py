@@ -24,6 +24,10 @@ the state: a call with no event costs O(1) amortised, an event O(messages it tou
 O(log n) for the keep window's binary search. Message copies that only the summariser and the
 history file read (truncated arguments, dropped reasoning) are made when they are read. The
 real middleware walks and re-counts the whole history on every call.
+
+Each call's request is also given part by part (`Call.request`, for the prompt-cache
+simulation) as a `Request`: an edit of the previous call's request, built from the state
+positions appended or edited since, so it too costs O(1) amortised on a call without an event.
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ from langchain_core.messages import (
 )
 
 from ctxlab import tokens as tk
-from ctxlab.policies.base import Call, Event, Files
+from ctxlab.policies.base import Call, Event, Files, Request
 from ctxlab.profiles import profile as lookup_profile
 
 if TYPE_CHECKING:
@@ -397,6 +401,8 @@ def _deterministic_hex(*parts: object) -> str:
 
 
 _Undo = tuple["_SummaryEvent | None", tuple[int, list[tuple[int, int]]], str]
+_REBUILD = object()
+"""`DeepAgentsRun.request_event` when the next request must be built whole."""
 
 
 @dataclass
@@ -493,6 +499,8 @@ class DeepAgentsRun:
         self.tagged: set[int] = set()
         self.event: _SummaryEvent | None = None
         self.dropped_until = 0  # state positions below this had bound reasoning dropped
+        self.unreasoned: set[int] = set()  # those that had some (their copies are sent)
+        self.edited_until = 0  # `_set` and `unreasoned` positions are all below this
         self.session: str | None = None
         self.summaries: dict[str, HumanMessage] = {}  # summary messages by text
         self.pending: list[Event] = []
@@ -502,6 +510,25 @@ class DeepAgentsRun:
         self.budget_per_call = s.recorded_max_output and s.window is not None
         self.truncate_when = self._truncate_when()
         self.trigger = [[self._metric(k, v) for k, v in clause.items()] for clause in s.clauses]
+        # Fingerprints: 4 * state position for a state message as fed; a new number (negative,
+        # steps of 4) for one `_set` put there (`versions`), and for each other thing sent:
+        # the tool schemas, the system prompt, each summary message (`named`, by id).
+        self.last_fingerprint = 0
+        self.versions: dict[int, int] = {}
+        self.named: dict[int, tuple[object, int]] = {}
+        tools = ((self._new_fingerprint(), s.tools_tokens),) if s.tools_tokens else ()
+        self.fixed_parts = (*tools, (self._fingerprint(s.system), self.system_tokens))
+        # The previous call's request and what `_request` needs of how it was built: its
+        # summary event (`_REBUILD` before the first call, and always with usage scaling),
+        # the `tpos` indices its truncated arguments start (`truncated_from`, fixed while the
+        # event is) and stop at (`truncated_to`), the offset from a state position to its part
+        # (`part_of`), and `dirty`: the first state position edited in place since (`_set`),
+        # or the state length then.
+        self.request: Request | None = None
+        self.request_event: object = _REBUILD
+        self.truncated_from = self.truncated_to = self.part_of = self.dirty = 0
+        self.scaled = s.use_usage_metadata
+        self.scale = 1.0  # usage scaling of the latest whole-request count
 
     @cached_property
     def source_tokens(self) -> list[int]:
@@ -592,6 +619,9 @@ class DeepAgentsRun:
 
     def _set(self, index: int, message: BaseMessage, kind: str) -> None:
         self.view[index] = message
+        self.dirty = min(self.dirty, index)
+        self.versions[index] = self._new_fingerprint()
+        self.edited_until = max(self.edited_until, index + 1)
         self._retoken(index, tk.message_tokens(message, self.cpt), kind)
 
     def _retoken(self, index: int, toks: int, kind: str) -> None:
@@ -792,13 +822,17 @@ class DeepAgentsRun:
         )
 
     def _scaled(self, raw: int, msgs: list[BaseMessage] | None, with_fixed: bool) -> int:
-        """Apply LangChain's usage-metadata scaling (only when enabled)."""
+        """Apply LangChain's usage-metadata scaling (only when enabled). The factor of a whole
+        request's count (`with_fixed`) is kept in `scale`: the last one taken before a call is
+        recorded is that call's, which its request's parts are scaled by."""
         if not self.settings.use_usage_metadata or msgs is None:
             return raw
         fixed_msgs = [self.settings.system] if with_fixed else []
         counted = fixed_msgs + msgs
         per = [tk.message_tokens(m, self.cpt) for m in counted]
         scale = tk.usage_scale(counted, per, self.settings.tools_tokens if with_fixed else 0)
+        if with_fixed:
+            self.scale = scale
         return math.ceil(raw * scale)
 
     def _all(self, trunc_stop: int) -> list[BaseMessage] | None:
@@ -1049,11 +1083,15 @@ class DeepAgentsRun:
                     changed.append((p, size.tokens(cpt)))
         undo = (self.dropped_until, [(p, self.etok.values[p]) for p, _ in changed])
         self.dropped_until = max(self.dropped_until, stop)
+        if changed:
+            self.unreasoned.update(p for p, _ in changed)
+            self.edited_until = max(self.edited_until, changed[-1][0] + 1)
         self._retoken_ai(changed)
         return undo
 
     def _undo_drop(self, undo: tuple[int, list[tuple[int, int]]]) -> None:
         self.dropped_until, changed = undo
+        self.unreasoned.difference_update(p for p, _ in changed)
         self._retoken_ai(changed)
 
     def _retoken_ai(self, changes: list[tuple[int, int]]) -> None:
@@ -1181,7 +1219,122 @@ class DeepAgentsRun:
             self._eff_len(),
             events,
             self.baselines[self.fed],
+            self._request(trunc_stop),
         )
+
+    def _fingerprint(self, obj: object) -> int:
+        """The fingerprint of an object sent outside the state (see `__post_init__`); the dict
+        keeps each object alive, so its id cannot be reused by another within the run."""
+        entry = self.named.get(id(obj))
+        if entry is None:
+            entry = self.named[id(obj)] = (obj, self._new_fingerprint())
+        return entry[1]
+
+    def _new_fingerprint(self) -> int:
+        """A fingerprint no state position has (negative), with room for the flags."""
+        self.last_fingerprint -= 4
+        return self.last_fingerprint
+
+    def _request(self, trunc_stop: int) -> Request:
+        """This call's request part by part, as an edit of the previous call's.
+
+        Parts: the tool schemas (one part: the counter measures them together), the system
+        prompt, the summary message, then each state message from the event's cutoff as sent.
+        A state message's fingerprint names its position and version (`__post_init__`), plus 2
+        when its arguments are truncated in this request and 1 when its bound reasoning is
+        dropped: the copies deepagents sends, told apart without being made. Tokens are those
+        the count adds up, so the parts sum to the call's `context_tokens`. Usage scaling
+        multiplies the whole count (`ceil(raw * scale)`): there the first k parts hold
+        `ceil(raw_k * scale)` tokens (raw_k: their raw sum), so the parts still sum to the
+        count, and the whole request is given each call (the factor moves with each call).
+
+        Otherwise only what can differ from the previous request is visited: the state
+        positions from `dirty` (appended, or edited in place by an offload or a tail clip) and
+        from the first position whose truncation changed (the truncated range of `tpos` starts
+        where the event does and grows or shrinks at its end); after a new summary event,
+        everything after the fixed parts.
+        """
+        ev, n, first, previous = self.event, len(self.view), self.dirty, self.request
+        if (
+            ev is self.request_event
+            and not trunc_stop
+            and self.truncated_to == self.truncated_from
+            and first >= self.edited_until
+        ):  # the common call: messages appended, nothing else changed
+            request = self.request = Request(
+                previous,
+                self.part_of + first,
+                range(first << 2, n << 2, 4),
+                self.etok.values[first:n],
+            )
+            self.dirty = n
+            return request
+        tpos = self.tpos
+        head: list[tuple[int, int]] = []  # on a rebuild: the fixed parts, the summary
+        edit = ev is self.request_event
+        if edit:
+            truncated_from = self.truncated_from
+        else:
+            first = 0 if ev is None else ev.cutoff
+            truncated_from = self.truncated_from = bisect_left(tpos, first)
+            kept = 0 if previous is None or self.scaled else len(self.fixed_parts)
+            if not kept:
+                head.extend(self.fixed_parts)
+            if ev is not None:
+                head.append((self._fingerprint(ev.message), ev.tokens))
+            self.part_of = kept + len(head) - first
+            if not self.scaled:
+                self.request_event = ev
+        # `tpos` indices [truncated_from, truncated_to) are truncated: effective indices below
+        # `trunc_stop`, i.e. state positions below `_pos(trunc_stop - 1) + 1`
+        truncated_to = truncated_from
+        if trunc_stop:
+            below = trunc_stop if ev is None else ev.cutoff + trunc_stop - 1
+            truncated_to = bisect_left(tpos, below)
+        if truncated_to != self.truncated_to:
+            if edit:
+                first = min(first, tpos[min(truncated_to, self.truncated_to)])
+            self.truncated_to = truncated_to
+        if edit:
+            if ev is not None and first < ev.cutoff:
+                first = ev.cutoff
+            kept = self.part_of + first
+        # the messages as fed, then the exceptions: edited in place or with their reasoning
+        # dropped (both only below `edited_until`), arguments truncated
+        fingerprints: Sequence[int] = range(first << 2, n << 2, 4)
+        tokens = self.etok.values[first:n]
+        truncating = truncated_to and tpos[truncated_to - 1] >= first
+        if first < self.edited_until or truncating:
+            fingerprints = list(fingerprints)
+            versions, unreasoned = self.versions, self.unreasoned
+            for p in range(first, min(n, self.edited_until)):
+                if p in versions or p in unreasoned:
+                    fingerprints[p - first] = versions.get(p, p << 2) + (p in unreasoned)
+            if truncating:
+                tsaved = self.tsaved
+                for i in range(bisect_left(tpos, first), truncated_to):
+                    fingerprints[tpos[i] - first] += 2
+                    tokens[tpos[i] - first] -= tsaved[i + 1] - tsaved[i]
+        if head:
+            fingerprints = [*(f for f, _ in head), *fingerprints]
+            tokens = [*(t for _, t in head), *tokens]
+        if self.scaled:
+            tokens = _scaled_tokens(tokens, self.scale)
+        request = self.request = Request(previous, kept, fingerprints, tokens)
+        self.dirty = n
+        return request
+
+
+def _scaled_tokens(tokens: list[int], scale: float) -> list[int]:
+    """Token counts whose first k sum to `ceil(raw_k * scale)` (raw_k: their raw sum), the
+    rounding LangChain applies to the whole count, so all of them sum to the scaled count."""
+    out = []
+    before = 0
+    for raw in accumulate(tokens):
+        now = math.ceil(raw * scale)
+        out.append(now - before)
+        before = now
+    return out
 
 
 def _stub(message: ToolMessage, path: str, text: str) -> ToolMessage:
@@ -1345,4 +1498,11 @@ def _validated(path: str) -> str | None:
         return None
 
 
-__all__ = ["DeepAgents", "DeepAgentsRun", "Settings", "normalize_trigger", "visible_tools"]
+__all__ = [
+    "DeepAgents",
+    "DeepAgentsRun",
+    "Request",
+    "Settings",
+    "normalize_trigger",
+    "visible_tools",
+]
