@@ -1,34 +1,63 @@
 """A dated price list of common models, with each provider's prompt-cache rules.
 
-Prices are USD per million tokens, standard (non-batch) tier, short-context rates, as listed on
-the vendors' pricing pages on `AS_OF`; re-check them before publishing a cost figure. Cache rules:
+Prices are USD per million tokens, standard (non-batch) tier, short-context rates. The table was
+compiled on 2025-10-01 and re-verified on `AS_OF` against *stored copies* of the vendors' pages
+(not the live pages; `VERIFIED` says, per provider, what was and was not confirmed). Re-check
+them before publishing a cost figure. Cache rules:
 
-* **Anthropic** (docs.anthropic.com/en/docs/build-with-claude/prompt-caching): a cache read
-  costs 0.1x the input price, a 5-minute cache write 1.25x (1-hour 2x); the cacheable prefix
-  must be at least 1,024 tokens (2,048 on Haiku models).
-* **OpenAI** (platform.openai.com/docs/guides/prompt-caching; cookbook "Prompt Caching 201"):
-  automatic for prompts of at least 1,024 tokens, hits counted in 128-token steps, no write
-  surcharge; the cached-input price is per model (0.5x for gpt-4o, 0.25x for gpt-4.1, 0.1x
-  for gpt-5).
+* **Anthropic** (platform.claude.com/docs/en/build-with-claude/prompt-caching and
+  /about-claude/pricing): a cache read costs 0.1x the input price, a 5-minute cache write 1.25x
+  (1-hour 2x); the cacheable prefix must be at least 1,024 tokens on Opus 4/4.1 and Sonnet
+  4/4.5, 4,096 on Opus 4.5 and Haiku 4.5.
+* **OpenAI** (developers.openai.com/api/docs/guides/prompt-caching; cookbook "Prompt Caching
+  201"): automatic for prompts of at least 1,024 tokens, hits counted in 128-token steps, no
+  write surcharge; the cached-input price is per model (0.5x for gpt-4o, 0.25x for gpt-4.1,
+  0.1x for gpt-5).
 * **Google** (ai.google.dev/gemini-api/docs/caching, implicit caching): no write surcharge,
-  minimum 1,024 tokens (2.5 Flash) or 4,096 (2.5 Pro); cached input at the listed rate.
+  minimum 2,048 tokens on 2.5 Flash and 2.5 Pro (the copy last updated 2026-10-13; copies
+  last updated 2026-05-07 said 1,024 and 4,096); cached input at the listed rate.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-AS_OF = "2025-10-01"
-"""Date the table was read from the vendors' pages."""
+AS_OF = "2026-12-02"
+"""Date the table was last checked (against stored copies of the vendors' pages; first compiled
+2025-10-01). Cost figures should cite it, since prices and cache minimums change."""
 
 SOURCES = {
-    "anthropic": "https://www.anthropic.com/pricing#api ; "
-    "https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching",
-    "openai": "https://openai.com/api/pricing/ ; "
-    "https://platform.openai.com/docs/guides/prompt-caching",
+    "anthropic": "https://platform.claude.com/docs/en/about-claude/pricing ; "
+    "https://platform.claude.com/docs/en/build-with-claude/prompt-caching",
+    "openai": "https://developers.openai.com/api/docs/pricing ; "
+    "https://developers.openai.com/api/docs/guides/prompt-caching",
     "google": "https://ai.google.dev/gemini-api/docs/pricing ; "
     "https://ai.google.dev/gemini-api/docs/caching",
 }
+"""Where each provider publishes its prices and cache rules."""
+
+VERIFIED = {
+    "anthropic": "verified against stored copies of "
+    "https://platform.claude.com/docs/en/about-claude/pricing (and of its /docs/zh-CN/ "
+    "translation, whose stored copy lists every model here) on 2026-12-02: input, output, "
+    "5-minute cache write (1.25x) and cache hit (0.1x) prices of every Claude model listed here. "
+    "Minimum cacheable prompt (1,024; 4,096 for Opus 4.5 and Haiku 4.5): the stored copy of "
+    "https://platform.claude.com/docs/en/build-with-claude/prompt-caching did not show its "
+    "limits section; taken from the docs' text as quoted in anthropics/anthropic-sdk-python#1194 "
+    "and agreeing gateway docs (secondary)",
+    "openai": "verified against stored copies of "
+    "https://developers.openai.com/api/docs/guides/prompt-caching and of the openai-cookbook "
+    "notebook Prompt_Caching_201.ipynb on 2026-12-02: 1,024-token minimum, 128-token steps, no "
+    "write fee. Per-model prices NOT verified: no stored copy of "
+    "https://developers.openai.com/api/docs/pricing was found; secondary copies (github/docs "
+    "Copilot models-and-pricing.yml: gpt-4.1 $2.00/$0.50/$8.00, GPT-5 mini $0.25/$0.025/$2.00) "
+    "agree with this table",
+    "google": "verified against stored copies of https://ai.google.dev/gemini-api/docs/caching "
+    "on 2026-12-02: implicit-caching minimum 2,048 tokens for 2.5 Flash and 2.5 Pro (page last "
+    "updated 2026-10-13); 2.5 Flash-Lite is not listed there (1,024 kept, unverified). Prices "
+    "NOT verified: no stored copy of https://ai.google.dev/gemini-api/docs/pricing was found",
+}
+"""Per provider: what was checked against which stored copy, and what could not be."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +95,10 @@ PRICES: dict[str, Price] = {
     for p in (
         _anthropic("claude-opus-4-1", 15.0, 75.0),
         _anthropic("claude-opus-4", 15.0, 75.0),
-        _anthropic("claude-opus-4-5", 5.0, 25.0),
+        _anthropic("claude-opus-4-5", 5.0, 25.0, 4096),  # minimum was 1,024 here until 2026-12-02
         _anthropic("claude-sonnet-4", 3.0, 15.0),
         _anthropic("claude-sonnet-4-5", 3.0, 15.0),
-        _anthropic("claude-haiku-4-5", 1.0, 5.0, 2048),
+        _anthropic("claude-haiku-4-5", 1.0, 5.0, 4096),  # minimum was 2,048 here until 2026-12-02
         _openai("gpt-4o", 2.50, 10.00, 1.25),
         _openai("gpt-4o-mini", 0.15, 0.60, 0.075),
         _openai("gpt-4.1", 2.00, 8.00, 0.50),
@@ -78,9 +107,9 @@ PRICES: dict[str, Price] = {
         _openai("gpt-5", 1.25, 10.00, 0.125),
         _openai("gpt-5-mini", 0.25, 2.00, 0.025),
         _openai("gpt-5-nano", 0.05, 0.40, 0.005),
-        _google("gemini-2.5-pro", 1.25, 10.00, 0.31, 4096),
-        _google("gemini-2.5-flash", 0.30, 2.50, 0.075, 1024),
-        _google("gemini-2.5-flash-lite", 0.10, 0.40, 0.025, 1024),
+        _google("gemini-2.5-pro", 1.25, 10.00, 0.31, 2048),  # minimum was 4,096 until 2026-12-02
+        _google("gemini-2.5-flash", 0.30, 2.50, 0.075, 2048),  # minimum was 1,024 until 2026-12-02
+        _google("gemini-2.5-flash-lite", 0.10, 0.40, 0.025, 1024),  # minimum not published
     )
 }
 
@@ -109,4 +138,4 @@ def cached_tokens(prefix: int, price: Price) -> int:
     return prefix
 
 
-__all__ = ["AS_OF", "PRICES", "SOURCES", "Price", "cached_tokens", "price_for"]
+__all__ = ["AS_OF", "PRICES", "SOURCES", "VERIFIED", "Price", "cached_tokens", "price_for"]

@@ -153,10 +153,21 @@ _WRITES = re.compile(r"write|edit|create|delete|remove|move|rename|patch|apply|i
 _HEADING = re.compile(r"^[ \t]*(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
 _TAG = re.compile(r"<section\s+(?:name|title)\s*=\s*[\"']([^\"'\n]+)[\"']\s*/?>", re.I)
 _ITEM = re.compile(
-    r"^[ \t]*(\d+[.)]|[-*•])[ \t]+(\*\*)?([A-Z][\w &/'-]{0,60}?)(?(2)\*\*)"
+    r"^([ \t]*)(\d+[.)]|[-*•])[ \t]+(\*\*)?([A-Z][\w &/'(),-]{0,80}?)(?(3)\*\*)"
     r"[ \t]*(?::|[ \t][-–—][ \t]|$)",
     re.M,
 )
+"""A labelled list item: `1. Pending Tasks: ...`, `- **Goal** - ...`, or a bare short item such
+as Codex's `- What remains to be done (clear next steps)` (commas and brackets allowed)."""
+_ITEM_WORDS = 10
+"""Longest item title read as a section name; longer items are instructions, not sections."""
+_FIELD = re.compile(r"^[ \t]*([A-Z][A-Z0-9_]{2,}):[ \t]*[({]+([^\n]*)", re.M)
+"""An upper-case field with its description in brackets, as OpenHands' and JetBrains' prompts
+ask: `USER_CONTEXT: (Preserve essential user requirements...)`, `TESTS: {Failing cases...}`.
+A field with text after it (`USER_CONTEXT: Fix FITS...`) is an example answer, not an ask."""
+_EXAMPLE = re.compile(r"<example>.*?</example>", re.S | re.I)
+"""Worked examples inside a prompt (Inspect's and Claude Code's): they show an answer or other
+instructions, and their headings and numbered lines are not the sections asked for."""
 _NUMBER_WORDS = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
     "fifteen sixteen seventeen eighteen nineteen twenty"
@@ -172,19 +183,30 @@ _PER_SECTION = re.compile(r"\b(?:per|each|every)\s+(?:section|heading)\b", re.I)
 
 _KEYWORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("questions", ("question", "unknown", "unclear", "clarif")),
-    ("next", ("next", "todo", "to do", "remaining", "pending", "open", "follow", "plan")),
+    (
+        "next",
+        ("next", "todo", "to do", "remaining", "pending", "open", "follow", "plan", "tracking"),
+    ),
     ("errors", ("error", "fail", "problem", "issue", "bug", "exception", "fix")),
-    ("users", ("user message", "all user", "human message")),
+    ("users", ("user message", "all user", "human message", "preference", "constraint")),
     ("said", ("done", "complet", "progress", "accomplish")),
-    ("intent", ("intent", "goal", "task", "objective", "request", "purpose", "aim")),
+    (
+        "intent",
+        ("intent", "goal", "task", "objective", "request", "purpose", "aim", "user context"),
+    ),
     ("changes", ("change", "modif", "written", "edited", "created")),
     ("artifacts", ("artifact", "file", "path", "resource", "code", "document")),
-    ("identifiers", ("identifier", "number", "value", "name", "variable", "symbol", "concept")),
+    (
+        "identifiers",
+        ("identifier", "number", "value", "name", "variable", "symbol", "concept", "data"),
+    ),
     ("tools", ("tool", "command", "action")),
     ("said", ("decision", "summary", "context", "current", "work", "state", "status", "finding")),
 )
 """Heading keywords -> extractor, first match wins: specific asks ("pending tasks", "open
-questions", "problem solving") must beat the generic words they contain ("task", "open")."""
+questions", "problem solving") must beat the generic words they contain ("task", "open").
+"tracking", "user context", "constraints/preferences" and "critical data" are the upstream
+prompts' own asks (OpenHands' TASK_TRACKING and USER_CONTEXT, Codex's handoff list)."""
 
 
 def _first_line(text: str, limit: int) -> str:
@@ -230,10 +252,18 @@ class Plan:
 def _sections(prompt: str) -> tuple[Section, ...]:
     """The sections `prompt` names: markdown headings (the deepest level used twice or more,
     so a `# Output format` title above `## GOAL`, `## FILES` is skipped), else
-    `<section name=...>` tags, else a list of labelled items (`1. Goal: ...`); empty when none
-    of them maps to a known extractor, so the caller falls back to the deepagents sections."""
+    `<section name=...>` tags, else upper-case fields with a bracketed description
+    (`USER_CONTEXT: (...)`, each once), else a list of labelled items (`1. Goal: ...`) at the
+    list's outermost indentation, so an indented sub-list of things to think about is not taken
+    for the sections; empty when none of them maps to a known extractor, so the caller falls
+    back to the deepagents sections. `<example>` blocks are ignored: they show answers (or
+    other prompts), not what this prompt asks for."""
+    prompt = _EXAMPLE.sub("", prompt)
     headings = _HEADING.findall(prompt)
     levels = sorted({len(h) for h, _ in headings if sum(len(g) == len(h) for g, _ in headings) > 1})
+    fields: dict[str, str] = {}
+    for label, rest in _FIELD.findall(prompt):
+        fields.setdefault(label, rest)
     if headings:
         chosen = [(h, t) for h, t in headings if not levels or len(h) == levels[-1]]
         found = tuple(Section(t, f"{h} {t}", _kind(t) or "said") for h, t in chosen)
@@ -241,11 +271,22 @@ def _sections(prompt: str) -> tuple[Section, ...]:
         found = tuple(
             Section(t, f'<section name="{t}">', _kind(t) or "said", "</section>") for t in tags
         )
+    elif len(fields) > 1:
+        found = tuple(
+            Section(f, f"{f}:", _kind(f.replace("_", " ")) or _kind(fields[f]) or "said")
+            for f in fields
+        )
+        return found if any(_kind(s.title.replace("_", " ")) for s in found) else ()
     else:
-        items = [(m, t.strip()) for m, _, t in _ITEM.findall(prompt) if len(t.split()) <= 6]
+        items = [
+            (len(i.expandtabs(4)), m, t.strip())
+            for i, m, _, t in _ITEM.findall(prompt)
+            if len(t.split()) <= _ITEM_WORDS
+        ]
+        outer = min((depth for depth, _, _ in items), default=0)
         found = tuple(
             Section(t, f"{n}. {t}:" if m[0].isdigit() else f"- {t}:", _kind(t) or "said")
-            for n, (m, t) in enumerate(items, 1)
+            for n, (_, m, t) in enumerate(((d, m, t) for d, m, t in items if d == outer), 1)
         )
         found = found if len(found) > 1 else ()
     return found if any(_kind(s.title) for s in found) else ()
@@ -440,8 +481,11 @@ class Extractive:
     """Offline, deterministic summary in the sections the prompt asks for, built from the
     messages, so two prompts give two different summaries without a model (`PromptDiff`).
 
-    Sections are the prompt's `## HEADING` lines (else `<section name=...>` tags, else a list
-    of labelled items such as `1. Pending Tasks: ...`), each filled by keyword in its title:
+    Sections are the prompt's `## HEADING` lines (else `<section name=...>` tags, else
+    upper-case fields such as OpenHands' `PENDING: (Tasks that still need to be done)`, else a
+    list of labelled items such as `1. Pending Tasks: ...` or Codex's `- Goal / user
+    objective`, outermost level only); `<example>` blocks are skipped. Each section is filled
+    by keyword in its title (a field's bracketed description if its name says nothing):
 
     * intent, goal, task, request: the first request (a prior summary's own line when chaining);
     * summary, decisions, progress, current work, and any title matching nothing: the last

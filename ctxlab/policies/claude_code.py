@@ -29,17 +29,32 @@ CONTINUATION = (
     "This session is being continued from a previous conversation that ran out of context. "
     "The conversation is summarized below:\n"
 )
-"""The user message Claude Code starts a compacted session with, as seen in its transcripts."""
+"""The user message Claude Code starts a compacted session with, as seen in its transcripts
+(the same one-sentence lead is in @anthropic-ai/claude-code 2.0.0's cli.js, followed by the
+summary). Kept for token-count fidelity; Claude Code is proprietary, see the prompt below."""
 
-CLAUDE_CODE_SUMMARY_PROMPT = """Your task is to create a detailed summary of the conversation \
-so far, paying close attention to the user's explicit requests and your previous actions. First \
-think in <analysis> tags, then write a <summary> with: primary request and intent, key technical \
-concepts, files and code sections, errors and fixes, problem solving, all user messages, pending \
-tasks, current work, and an optional next step.
+CLAUDE_CODE_SUMMARY_PROMPT = """{messages}
 
-{messages}"""
-"""A paraphrase of the 9-section `/compact` prompt users have extracted; only LLM summarisers
-read it."""
+Write a summary of the conversation above that lets the work go on once the earlier messages \
+are gone. Reason first inside <analysis> tags, then give the summary inside <summary> tags, in \
+these sections:
+
+1. Primary Request and Intent: everything the user asked for, in detail.
+2. Key Technical Concepts: the technologies, frameworks and ideas that came up.
+3. Files and Code Sections: each file read, changed or created, why it matters, key code.
+4. Errors and fixes: each error, how it was resolved, and what the user said about it.
+5. Problem Solving: problems solved and troubleshooting still open.
+6. All user messages: every message the user wrote, leaving out tool results.
+7. Pending Tasks: work the user asked for that is not finished.
+8. Current Work: what was being done just before this request.
+9. Optional Next Step: the next step, only if it follows from the latest request."""
+"""A PARAPHRASE, in ctxlab's own words, of Claude Code's `/compact` summary prompt. Claude Code is
+proprietary ("© Anthropic PBC. All rights reserved.", package LICENSE.md), so its text is not
+copied here. The original lives in the bundled `cli.js` of the npm package
+`@anthropic-ai/claude-code` (read at version 2.0.0; version 2.1.332 ships a native binary
+instead). Kept from it: the conversation-then-request order, the <analysis> then
+<summary> answer, and the nine section names in order, so the offline `Extractive` summariser
+fills the same nine sections. Token counts of summariser input differ from the original's."""
 
 
 class AutoCompactStage(RebuildStage):
@@ -75,7 +90,9 @@ class ClaudeCode(StagePolicy):
     name: ClassVar[str] = "claude-code"
     source: ClassVar[str] = (
         "reverse-engineered threshold 'effective window - 13,000' (~83.5% of 200k): "
-        "anthropics/claude-code issues #31806 and #5385 [secondary; closed source]"
+        "anthropics/claude-code issues #31806 and #5385 [secondary; closed source]; summary "
+        "prompt is a paraphrase (licence forbids copying) of the /compact prompt in "
+        "package/cli.js of the npm package @anthropic-ai/claude-code 2.0.0"
     )
 
     window: int | None | Literal["auto"] = AUTO

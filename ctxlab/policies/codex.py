@@ -36,16 +36,36 @@ CODEX_SUMMARY_PREFIX = (
     "thinking process. You also have access to the state of the tools that were used by that "
     "language model. Use this to build on the work that has already been done and avoid "
     "duplicating work. Here is the summary produced by the other language model, use the "
-    "information in this summary to assist with your own analysis:"
+    "information in this summary to  assist with your own analysis:"
 )
-"""`codex-rs/core/templates/compact/summary_prefix.md` (joined to the summary by a newline)."""
+"""Verbatim `codex-rs/core/templates/compact/summary_prefix.md` at openai/codex@50a533337862
+(50a53333786249f03284067b997c41d84365c7cd; Apache-2.0, Copyright 2025 OpenAI), 400 characters,
+no trailing newline, including upstream's double space in "to  assist": `compact.rs` writes
+`format!("{SUMMARY_PREFIX}\\n{summary}")`, so the exact bytes decide the summary's token count.
+The file differs between Codex versions (at openai/codex@928a707f6a5e it reads "You are
+resuming an in-progress task..."); ctxlab keeps the text that goes with the local compaction it
+models (`compact.rs` keeping user messages, then prefix + summary)."""
 
-CODEX_COMPACT_PROMPT = """You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff \
-summary for another LLM that will resume the task: the goal, progress and key decisions, \
-constraints and preferences, what remains to be done, and any critical data or references.
+CODEX_UPSTREAM_PROMPT = """You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another LLM that will resume the task.
 
-{messages}"""
-"""After `codex-rs/core/templates/compact/prompt.md` (same five points); LLM summarisers only."""
+Include:
+- Goal / user objective
+- Current progress and key decisions made
+- Important context, constraints, or user preferences
+- What remains to be done (clear next steps)
+- Any critical data, examples, or references needed to continue
+
+Be concise, structured, and focused on helping the next LLM seamlessly continue the work.
+"""  # noqa: E501 (verbatim upstream text)
+"""Verbatim `codex-rs/core/templates/compact/prompt.md` at openai/codex@11baefb5183c
+(11baefb5183c7d61c631dee6c3fd6aa9cc93aa73; Apache-2.0, Copyright 2025 OpenAI), 450 characters
+with its trailing newline: `compact.rs` sends it (`SUMMARIZATION_PROMPT`, `include_str!`) as the
+last user input after the history. Other versions differ: third-party copies lack the "Goal /
+user objective" line, and openai/codex@928a707f6a5e asks for an "Active task" handoff."""
+
+CODEX_COMPACT_PROMPT = "{messages}\n\n" + CODEX_UPSTREAM_PROMPT
+"""`CODEX_UPSTREAM_PROMPT` as a ctxlab template: the history first, then the prompt, the order
+in which Codex sends them (the prompt has no braces to escape)."""
 
 
 def _middle_cut(message: HumanMessage, budget_chars: int) -> HumanMessage:
@@ -106,7 +126,9 @@ class Codex(StagePolicy):
     source: ClassVar[str] = (
         "openai/codex codex-rs/core/src/codex/compact.rs (COMPACT_USER_MESSAGE_MAX_TOKENS=20_000, "
         "build_compacted_history), model family auto_compact_token_limit = 90% of the context "
-        "window; templates/compact/prompt.md and summary_prefix.md"
+        "window; prompt and prefix verbatim (Apache-2.0) from "
+        "codex-rs/core/templates/compact/prompt.md @11baefb5183c and "
+        "codex-rs/core/templates/compact/summary_prefix.md @50a533337862"
     )
 
     window: int | None | Literal["auto"] = AUTO

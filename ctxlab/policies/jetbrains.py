@@ -25,10 +25,58 @@ from ctxlab.policies._view import (
     summary_item,
 )
 from ctxlab.policies.masking import LastNStage
-from ctxlab.policies.openhands import OPENHANDS_SUMMARY_PROMPT
 
 if TYPE_CHECKING:
     from ctxlab.trace import Trace
+
+JETBRAINS_UPSTREAM_PROMPT = """You are maintaining a context-aware state summary for an interactive agent. You will be given a list of events corresponding to actions taken by the agent, and the most recent previous summary if one exists. Track:
+
+USER_CONTEXT: (Preserve essential user requirements, goals, and clarifications in concise form)
+
+COMPLETED: (Tasks completed so far, with brief results)
+PENDING: (Tasks that still need to be done)
+CURRENT_STATE: (Current variables, data structures, or relevant state)
+
+For code-specific tasks, also include:
+CODE_STATE: (File paths, function signatures, data structures)
+TESTS: (Failing cases, error messages, outputs)
+CHANGES: (Code edits, variable updates)
+DEPS: (Dependencies, imports, external calls)
+VERSION_CONTROL_STATUS: (Repository state, current branch, PR status, commit history)
+
+PRIORITIZE:
+1. Adapt tracking format to match the actual task type
+2. Capture key user requirements and goals
+3. Distinguish between completed and pending tasks
+4. Keep all sections concise and relevant
+
+SKIP: Tracking irrelevant details for the current task type
+
+Example formats:
+
+For code tasks:
+USER_CONTEXT: Fix FITS card float representation issue
+COMPLETED: Modified mod_float() in card.py, all tests passing
+PENDING: Create PR, update documentation
+CODE_STATE: mod_float() in card.py updated
+TESTS: test_format() passed
+CHANGES: str(val) replaces f"{val:.16G}"
+DEPS: None modified
+VERSION_CONTROL_STATUS: Branch: fix-float-precision, Latest commit: a1b2c3d"""  # noqa: E501 (verbatim upstream text)
+"""The paper's summariser system prompt, verbatim: `agent.templates.summary_system_template` of
+config/default_no_demo_checkpoint_same_model_openhands_N=21_M=10.yaml (the LLM-Summary config)
+in Recursive-Safeguarding/the-complexity-trap@adfaa1a18b8b
+(adfaa1a18b8b3500abb7537101b2bdcefa31f22a), a fork of JetBrains-Research/the-complexity-trap;
+the JetBrains repository itself is not in the stored index, so the text is as the fork carries
+it. Licence: the fork's README says "MIT (same as upstream)" (its LICENSE file was not
+available); the text is OpenHands' MIT-licensed condenser prompt without TASK_TRACKING and with
+( ) for { }. SWE-agent sends it as the system message and the turns to summarise (after a
+<PROBLEM_STATEMENT> or <PREVIOUS_CHECKPOINT>) as the user message."""
+
+JETBRAINS_SUMMARY_PROMPT = (
+    JETBRAINS_UPSTREAM_PROMPT.replace("{", "{{").replace("}", "}}") + "\n\n{messages}"
+)
+"""`JETBRAINS_UPSTREAM_PROMPT` as a ctxlab template (braces escaped, then the turns)."""
 
 
 class EveryNTurnsStage(RebuildStage):
@@ -61,7 +109,7 @@ class EveryNTurnsStage(RebuildStage):
             return view
         end = starts[self.n]  # first message of the first kept turn
         chunk = view[head_end:end]
-        text = ctx.summarizer.summarize([it.msg for it in chunk], prompt=OPENHANDS_SUMMARY_PROMPT)
+        text = ctx.summarizer.summarize([it.msg for it in chunk], prompt=JETBRAINS_SUMMARY_PROMPT)
         after = [*view[:head_end], summary_item(text.strip()), *view[end:]]
         return self.commit(ctx, view, after, "summarize", f"{len(starts)} turns >= n+m")
 
@@ -74,7 +122,9 @@ class JetBrainsLLMSummary(StagePolicy):
     source: ClassVar[str] = (
         "JetBrains-Research/the-complexity-trap SWE-agent fork, history_processors.py "
         "SummarizeEveryNTurns (trigger: unprocessed turns >= n + keep_last_m_turns); N=21, M=10 "
-        "from the paper's LLM-Summary config (arXiv:2508.21433)"
+        "from the paper's LLM-Summary config (arXiv:2508.21433); summary prompt verbatim from "
+        "summary_system_template in config/default_no_demo_checkpoint_same_model_openhands_"
+        "N=21_M=10.yaml, fork Recursive-Safeguarding/the-complexity-trap@adfaa1a18b8b"
     )
 
     n: int = 21
@@ -94,7 +144,10 @@ class JetBrainsHybrid(StagePolicy):
     name: ClassVar[str] = "jetbrains-hybrid"
     source: ClassVar[str] = (
         "JetBrains-Research/the-complexity-trap README and configs: Hybrid = "
-        "summarize_every_n_turns(n=43, keep_last_m_turns=10) + last_n_observations(n=10)"
+        "summarize_every_n_turns(n=43, keep_last_m_turns=10) + last_n_observations(n=10); "
+        "summary prompt as config/default_no_demo_checkpoint_same_model_openhands_"
+        "N=43_M=10_masking_M=10.yaml (same text), fork "
+        "Recursive-Safeguarding/the-complexity-trap@adfaa1a18b8b"
     )
 
     n: int = 43
