@@ -9,8 +9,10 @@ no key, no model instance.
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 ANTHROPIC_DEFAULT_MAX_TOKENS = 4096
@@ -38,22 +40,45 @@ class Profile:
         return self.provider == "anthropic"
 
 
-def _lookup(provider: str, model: str) -> dict[str, Any]:
-    if provider == "anthropic":
-        from langchain_anthropic.chat_models import _get_default_model_profile
+_DATA_MODULES = {
+    "anthropic": "langchain_anthropic",
+    "openai": "langchain_openai",
+    "google_genai": "langchain_google_genai",
+    "google": "langchain_google_genai",
+    "gemini": "langchain_google_genai",
+}
+"""Partner packages whose `data/_profiles.py` holds the `_PROFILES` table their chat models read
+(`_get_default_model_profile(name)` is `_PROFILES.get(name, {}).copy()` in each)."""
 
-        return dict(_get_default_model_profile(model) or {})
-    if provider == "openai":
-        from langchain_openai.chat_models.base import _get_default_model_profile
 
-        return dict(_get_default_model_profile(model) or {})
-    if provider in {"google_genai", "google", "gemini"}:
-        try:
-            from langchain_google_genai.data._profiles import _PROFILES
-        except ImportError:
-            return {}
-        return dict(_PROFILES.get(model) or {})
+@cache
+def _profiles(package: str) -> dict[str, dict[str, Any]]:
+    """`package`'s bundled `_PROFILES`, read without importing the package.
+
+    Importing `langchain_anthropic` pulls in its chat model, the Anthropic SDK and pydantic
+    models: seconds of start-up in every sweep worker, for a dict literal. The file is loaded
+    on its own instead (`tests/test_profiles.py` checks it agrees with the chat models' lookup).
+    """
+    spec = importlib.util.find_spec(package)  # a top-level name: finds, does not import
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    for folder in spec.submodule_search_locations:
+        path = Path(folder) / "data" / "_profiles.py"
+        if path.is_file():
+            module_spec = importlib.util.spec_from_file_location(
+                f"_ctxlab_profiles_{package}", path
+            )
+            if module_spec is None or module_spec.loader is None:
+                return {}
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+            return dict(getattr(module, "_PROFILES", {}))
     return {}
+
+
+def _lookup(provider: str, model: str) -> dict[str, Any]:
+    package = _DATA_MODULES.get(provider)
+    return dict(_profiles(package).get(model) or {}) if package else {}
 
 
 def guess_provider(model: str | None) -> str | None:

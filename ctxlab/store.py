@@ -23,7 +23,7 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -181,12 +181,19 @@ class SavedReplay:
 
     @classmethod
     def of(
-        cls, replay: Replay, trace_hash: str, summarizer: str, *, files: str = "all"
+        cls,
+        replay: Replay,
+        trace_hash: str,
+        summarizer: str,
+        *,
+        files: str = "all",
+        omit: Collection[str] = (),
     ) -> SavedReplay:
         """Package a replay. `files`: which contents to keep: "all", "offloaded" (results and
         messages the policy offloaded, not the summarised-history files, which re-render from
         the stored messages and can be megabytes per replay) or "none"; paths, sizes and
-        hashes are always kept."""
+        hashes are always kept. `omit`: sha256 of contents the writer already has (a sweep
+        worker sends each content once), left out so they do not travel again."""
         if files not in FILE_MODES:
             raise ValueError(f"files must be one of {', '.join(FILE_MODES)}, got {files!r}")
         key = replay_key(trace_hash, replay.policy, replay.params, summarizer)
@@ -194,15 +201,17 @@ class SavedReplay:
         paths = sorted(replay.files)
         contents = [replay.files[p] for p in paths]
         raw = [c.encode("utf-8", "surrogatepass") for c in contents]
+        hashes = [hashlib.sha256(b).hexdigest() for b in raw]
         keep = [
-            files == "all" or (files == "offloaded" and not p.startswith(HISTORY_PREFIX))
-            for p in paths
+            h not in omit
+            and (files == "all" or (files == "offloaded" and not p.startswith(HISTORY_PREFIX)))
+            for p, h in zip(paths, hashes, strict=True)
         ]
         file_frame = pl.DataFrame(
             {
                 "path": paths,
                 "bytes": [len(b) for b in raw],
-                "sha256": [hashlib.sha256(b).hexdigest() for b in raw],
+                "sha256": hashes,
                 "content": [c if k else None for c, k in zip(contents, keep, strict=True)],
             },
             schema={"path": pl.Utf8, "bytes": pl.Int64, "sha256": pl.Utf8, "content": pl.Utf8},
@@ -227,6 +236,53 @@ class SavedReplay:
             ),  # fmt: skip
             files=file_frame,
         )
+
+    def write_parts(self, prefix: Path) -> ReplayPart:
+        """Write the frames as Parquet files `<prefix>.<table>.parquet` for `Store.save_parts`.
+
+        A sweep worker calls this so that the single writer process reads finished rows
+        inside DuckDB instead of unpickling and concatenating frames in Python, work that on
+        a small machine takes a core away from the workers. Uncompressed: the files live
+        for seconds on a local disk."""
+        for table in PART_TABLES:
+            frame = getattr(self, table).with_columns(pl.lit(self.replay_key).alias("replay_key"))
+            frame.write_parquet(f"{prefix}.{table}.parquet", compression="uncompressed")
+        return ReplayPart(
+            self.replay_key,
+            self.trace_key,
+            self.trace_id,
+            self.policy,
+            self.params,
+            self.summarizer,
+            str(prefix),
+        )
+
+
+PART_TABLES = ("turns", "events", "files")
+"""Tables whose rows a `ReplayPart` holds in Parquet files (the `replays` row travels inline)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayPart:
+    """A replay a sweep worker wrote to Parquet files (`SavedReplay.write_parts`): its
+    identity inline, its rows in `<prefix>.<table>.parquet` (the `files` part with contents)."""
+
+    replay_key: str
+    trace_key: str
+    trace_id: str
+    policy: str
+    params: str
+    summarizer: str
+    prefix: str
+
+    def path(self, table: str) -> str:
+        """The Parquet file holding this replay's rows of `table`."""
+        return f"{self.prefix}.{table}.parquet"
+
+    def remove(self) -> None:
+        """Delete the files (once stored, or when abandoned)."""
+        for table in PART_TABLES:
+            Path(self.path(table)).unlink(missing_ok=True)
 
 
 def summarizer_name(summarizer: Any) -> str:
@@ -394,20 +450,7 @@ class Store:
             fresh = list({s.replay_key: s for s in saved if s.replay_key not in known}.values())
             if not fresh:
                 return 0
-            now = _now()
-            replays = pl.DataFrame(
-                {
-                    "replay_key": [s.replay_key for s in fresh],
-                    "trace_key": [s.trace_key for s in fresh],
-                    "trace_id": [s.trace_id for s in fresh],
-                    "policy": [s.policy for s in fresh],
-                    "params": [s.params for s in fresh],
-                    "summarizer": [s.summarizer for s in fresh],
-                    "ctxlab_version": [ctxlab.__version__] * len(fresh),
-                    "created_at": [now] * len(fresh),
-                }
-            )
-            _insert(con, "replays", replays)
+            _insert(con, "replays", _replays_frame(fresh))
             for table, attr in (("turns", "turns"), ("events", "events"), ("files", "files")):
                 frames = [
                     getattr(s, attr).with_columns(pl.lit(s.replay_key).alias("replay_key"))
@@ -420,6 +463,35 @@ class Store:
                         _insert_blobs(con, rows)
                         rows = rows.drop("content")
                     _insert(con, table, rows)
+        return len(fresh)
+
+    def save_parts(self, parts: Sequence[ReplayPart]) -> int:
+        """Store replays that workers wrote as Parquet files, in one transaction; those
+        already stored are skipped. DuckDB reads the files itself (`read_parquet`), so the
+        writing process spends no Python time per row."""
+        if not parts:
+            return 0
+        with self._transaction() as con:
+            # Contents from every part, stored or not: a worker sends each content once, and
+            # the cell that carried it may be one another process stored meanwhile.
+            con.execute(
+                "INSERT INTO blobs SELECT sha256, any_value(content) FROM read_parquet(?) n "
+                "WHERE content IS NOT NULL "
+                "AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.sha256 = n.sha256) "
+                "GROUP BY sha256",
+                [[p.path("files") for p in parts]],
+            )
+            known = self._known(con, [p.replay_key for p in parts])
+            fresh = list({p.replay_key: p for p in parts if p.replay_key not in known}.values())
+            if not fresh:
+                return 0
+            _insert(con, "replays", _replays_frame(fresh))
+            for table, cols in _PART_COLUMNS.items():
+                names = ", ".join(f'"{c}"' for c in cols)
+                con.execute(
+                    f"INSERT INTO {table} ({names}) SELECT {names} FROM read_parquet(?)",
+                    [[p.path(table) for p in fresh]],
+                )
         return len(fresh)
 
     def _known(self, con: duckdb.DuckDBPyConnection, keys: list[str]) -> set[str]:
@@ -499,6 +571,33 @@ def _holder(exc: Exception) -> str:
         pid = text.split(marker, 1)[1].split(")", 1)[0]
         return f"held by process {pid}"
     return "held by another process"
+
+
+_PART_COLUMNS = {
+    "turns": ("replay_key", *TURN_COLUMNS),
+    "events": (
+        "replay_key", "seq", "kind", "turn", "messages", "tokens_before", "tokens_after",
+        "file_path", "reason",
+    ),
+    "files": ("replay_key", "path", "bytes", "sha256"),
+}  # fmt: skip
+
+
+def _replays_frame(items: Sequence[SavedReplay | ReplayPart]) -> pl.DataFrame:
+    """The `replays` rows of a batch, stamped with this ctxlab's version and the time now."""
+    now = _now()
+    return pl.DataFrame(
+        {
+            "replay_key": [s.replay_key for s in items],
+            "trace_key": [s.trace_key for s in items],
+            "trace_id": [s.trace_id for s in items],
+            "policy": [s.policy for s in items],
+            "params": [s.params for s in items],
+            "summarizer": [s.summarizer for s in items],
+            "ctxlab_version": [ctxlab.__version__] * len(items),
+            "created_at": [now] * len(items),
+        }
+    )
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:

@@ -2,10 +2,14 @@
 
 A researcher's question is rarely one trace ("over my 400 traces, which trigger and keep
 minimise cumulative tokens without dropping the goal?"). Cells are independent and replays are
-pure, so they run in worker processes (or Ray tasks) that send back finished frames; only the
-parent writes, in bulk transactions, so the DuckDB file has one writer and a killed sweep
-leaves whole replays only. A cell whose replay key is already stored is skipped: rerunning a
-sweep resumes it.
+pure, so they run in worker processes (or Ray tasks); only the parent writes, in bulk
+transactions, so the DuckDB file has one writer and a killed sweep leaves whole replays only.
+A cell whose replay key is already stored is skipped: rerunning a sweep resumes it.
+
+Local workers are built for near-linear scaling on a small machine, where the parent shares
+the cores with them: each trace is pinned to one worker (sent once, replayed cold once),
+workers write finished rows as Parquet files that DuckDB reads in one statement per batch
+(the parent never touches a row), and the fork server boots while the parent plans.
 
 Everything that can be wrong with the request (an unknown parameter, a value of the wrong
 type, a missing trace file) is checked before the first replay starts.
@@ -13,18 +17,25 @@ type, a missing trace file) is checked before the first replay starts.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import multiprocessing
+import multiprocessing.connection
+import multiprocessing.forkserver
 import os
+import pickle
 import sys
+import tempfile
+import threading
 import time
+import traceback
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
@@ -36,6 +47,7 @@ from ctxlab.replay import replay
 from ctxlab.specs import SIZE_PARAMS, format_size, parse_value
 from ctxlab.store import (
     FILE_MODES,
+    ReplayPart,
     SavedReplay,
     Store,
     replay_key,
@@ -62,9 +74,9 @@ class Cell:
     key: str
     trace_hash: str
     files: str = "offloaded"
+    """Which file contents to store (`ctxlab.store.SavedReplay.of`)."""
     sweep_id: str = ""
     """Identifies one `sweep` call: contents are sent once per sweep and worker process."""
-    """Which file contents to store (`ctxlab.store.SavedReplay.of`)."""
 
 
 def policy_named(name: str, **params: Any) -> Policy:
@@ -180,89 +192,275 @@ def _check(policy: Policy, trace: Trace, summarizer: Summarizer) -> None:
 
 # ----------------------------------------------------------------------------- workers
 
-_STATE: dict[str, Any] = {}
-
-
-def _init_worker(traces: list[Trace], policy: Policy, summarizer: Summarizer) -> None:
-    _STATE.update(traces=traces, policy=policy, summarizer=summarizer)
-
-
-def _run_cell(cell: Cell) -> SavedReplay:
-    return run_cell(_STATE["traces"], _STATE["policy"], _STATE["summarizer"], cell)
-
-
 _SENT: dict[str, set[str]] = {}
 """Per sweep, hashes of file contents this process already returned: the parent stores each
 content once, and every cell of a trace offloads the same results, so repeats travel without
 their text. Keyed by sweep so a later sweep into another store sends everything again."""
 
 
-def run_cell(
-    traces: Sequence[Trace], policy: Policy, summarizer: Summarizer, cell: Cell
-) -> SavedReplay:
-    """Replay one cell and package it for the store (runs in a worker)."""
-    trace = traces[cell.trace_index]
+def run_cell(trace: Trace, policy: Policy, summarizer: Summarizer, cell: Cell) -> SavedReplay:
+    """Replay one cell of `trace` and package it for the store (runs in a worker)."""
     result = replay(trace, dataclasses.replace(policy, **dict(cell.values)), summarizer=summarizer)
-    saved = SavedReplay.of(result, cell.trace_hash, summarizer_name(summarizer), files=cell.files)
-    if saved.replay_key != cell.key:
-        raise RuntimeError(f"replay key changed between plan and run for {trace.trace_id}")
     if cell.sweep_id not in _SENT:
         _SENT.clear()
         _SENT[cell.sweep_id] = set()
     sent = _SENT[cell.sweep_id]
-    repeat = saved.files["sha256"].is_in(list(sent))
+    saved = SavedReplay.of(
+        result, cell.trace_hash, summarizer_name(summarizer), files=cell.files, omit=sent
+    )
+    if saved.replay_key != cell.key:
+        raise RuntimeError(f"replay key changed between plan and run for {trace.trace_id}")
     sent.update(saved.files.filter(pl.col("content").is_not_null())["sha256"].to_list())
-    if repeat.any():
-        content = pl.when(repeat).then(None).otherwise(pl.col("content")).alias("content")
-        saved = dataclasses.replace(saved, files=saved.files.with_columns(content))
     return saved
 
 
-# Imported once in the fork server, not once per worker: the model-profile packages alone take
-# over a second to import, which every worker would otherwise pay on its first cell.
-PRELOAD = [
-    "ctxlab.sweep",
-    "langchain_anthropic.chat_models",
-    "langchain_openai.chat_models.base",
-    "langchain_google_genai.data._profiles",
-]
+# Imported once in the fork server, not once per worker: LangChain, deepagents and polars
+# take seconds to import on a small machine. Model profiles need no preloading: they are read
+# from the partner packages' data files without importing their chat models.
+PRELOAD = ["ctxlab.sweep"]
 
 
 def _worker_context() -> multiprocessing.context.BaseContext:
     """Fork-server workers with ctxlab preloaded: a worker starts in milliseconds, not seconds.
 
     Plain `fork` is unsafe (polars' thread pool does not survive it); `spawn` re-imports
-    LangChain, deepagents and polars in every worker, seconds each on a small machine.
+    LangChain, deepagents and polars in every worker, seconds each on a small machine. The
+    server is started here, in the background: `sweep` calls this before hashing and planning
+    so that the server's imports overlap them. A server already running (an earlier sweep in
+    this process) is reused as it is.
     """
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(PRELOAD)
-        return ctx
-    return multiprocessing.get_context("spawn")
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
+    multiprocessing.forkserver.ensure_running()
+    return ctx
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    """A worker's exception with its traceback, re-raised in the parent."""
+
+    error: BaseException
+    trace: str
+
+
+def _work(
+    conn: multiprocessing.connection.Connection,
+    folder: str,
+    policy: Policy,
+    summarizer: Summarizer,
+) -> None:
+    """A worker's loop: `(cell, trace file or None)` in, a `ReplayPart` (or `_Failed`) out.
+
+    The worker holds one trace, the last one it was sent: the parent sends a cell of another
+    trace together with that trace's file, which the worker loads and deletes at once.
+    """
+    trace: Trace | None = None
+    with contextlib.suppress(KeyboardInterrupt, EOFError):  # the parent reports Ctrl-C; EOF:
+        while (task := conn.recv()) is not None:  # the sweep ended before this worker started
+            cell, trace_file = task
+            try:
+                if trace_file is not None:
+                    path = Path(trace_file)
+                    trace = pickle.loads(path.read_bytes())
+                    path.unlink()
+                assert trace is not None, "the parent sends a trace with its first cell"
+                saved = run_cell(trace, policy, summarizer, cell)
+                conn.send(saved.write_parts(Path(folder) / cell.key))
+            except Exception as exc:
+                failed = _Failed(exc, traceback.format_exc())
+                try:
+                    conn.send(failed)
+                except Exception:  # an exception that does not pickle: send its text
+                    conn.send(_Failed(RuntimeError(repr(exc)), failed.trace))
+
+
+@dataclass(slots=True)
+class _Child:
+    """A worker process as the parent sees it: its pipe and how many cells it has in hand."""
+
+    conn: multiprocessing.connection.Connection
+    proc: multiprocessing.process.BaseProcess
+    busy: int = 0
+
+
+def _died(child: _Child) -> RuntimeError:
+    """The error for a child that exited mid-sweep (killed, out of memory, `os._exit`)."""
+    child.proc.join(5)
+    return RuntimeError(f"sweep worker {child.proc.pid} died (exit code {child.proc.exitcode})")
+
+
+class _Pool:
+    """The parent and `workers - 1` child processes replaying cells, traces pinned to them.
+
+    The parent is one of the workers: it replays a cell whenever it has nothing to collect,
+    so its core is never idle while children start (a fork server boots in seconds) or while
+    they work. Each process gets the cells of one trace until that trace has none left, then
+    a trace no one holds, and only then helps with another's trace; so each trace is pickled,
+    loaded and replayed cold about once per sweep, and the traces the parent takes are never
+    pickled at all. A child has `DEPTH` cells in hand, enough to stay busy while the parent
+    replays a cell or writes a batch.
+    """
+
+    DEPTH = 3
+    PARENT = -1
+
+    def __init__(
+        self,
+        cells: Sequence[Cell],
+        traces: Sequence[Trace],
+        policy: Policy,
+        summarizer: Summarizer,
+        workers: int,
+        folder: Path,
+    ) -> None:
+        self.traces, self.policy, self.summarizer, self.folder = traces, policy, summarizer, folder
+        self.queues: dict[int, deque[Cell]] = {}
+        for cell in cells:
+            self.queues.setdefault(cell.trace_index, deque()).append(cell)
+        self.held: dict[int, int | None] = {self.PARENT: None}
+        self.files = itertools.count()
+        self.children: list[_Child] = []
+        self.failed: list[BaseException] = []
+        self.lock = threading.Lock()
+        self.closing = False
+        ctx = _worker_context()
+        pending = []
+        for _ in range(workers - 1):
+            conn, child_end = ctx.Pipe()
+            proc = ctx.Process(target=_work, args=(child_end, str(folder), policy, summarizer))
+            proc.daemon = True
+            pending.append((conn, proc, child_end))
+        self.starter = threading.Thread(target=self._start, args=(pending,), daemon=True)
+        self.starter.start()
+
+    def _start(self, pending: list[tuple[Any, Any, Any]]) -> None:
+        """Start the children (in a thread: `start` blocks until the fork server is up)."""
+        try:
+            for conn, proc, child_end in pending:
+                if self.closing:  # the parent did every cell before this child could start
+                    break
+                proc.start()
+                child_end.close()  # so that a dead child reads as EOF in the parent
+                with self.lock:
+                    if not self.closing:
+                        self.children.append(_Child(conn, proc))
+                        continue
+                conn.close()  # too late: the child reads EOF and exits
+                proc.join()
+        except BaseException as exc:  # re-raised by the parent's loop
+            self.failed.append(exc)
+
+    def _trace_for(self, who: int) -> int | None:
+        held = self.held.get(who)
+        if held is not None and self.queues.get(held):
+            return held
+        others = {h for w, h in self.held.items() if w != who}
+        free = [t for t, q in self.queues.items() if q and t not in others]
+        if free:
+            return free[0]
+        rest = [t for t, q in self.queues.items() if q]
+        return max(rest, key=lambda t: len(self.queues[t])) if rest else None
+
+    def _feed(self) -> None:
+        for i, child in enumerate(self.children):
+            while child.busy < self.DEPTH:
+                index = self._trace_for(i)
+                if index is None:
+                    return
+                cell = self.queues[index].popleft()
+                trace_file = None
+                if index != self.held.get(i):
+                    trace_file = self.folder / f"trace-{index}-{next(self.files)}.pickle"
+                    data = pickle.dumps(self.traces[index], protocol=pickle.HIGHEST_PROTOCOL)
+                    trace_file.write_bytes(data)
+                    self.held[i] = index
+                try:
+                    child.conn.send((cell, None if trace_file is None else str(trace_file)))
+                except OSError:
+                    raise _died(child) from None
+                child.busy += 1
+
+    def _collect(self, timeout: float | None) -> list[ReplayPart]:
+        busy = {c.conn: c for c in self.children if c.busy}
+        if not busy:
+            return []
+        out = []
+        for conn in multiprocessing.connection.wait(list(busy), timeout):
+            child = busy[conn]  # type: ignore[index]
+            try:
+                message = child.conn.recv()
+            except (EOFError, OSError):  # OSError: it died with our data unread
+                raise _died(child) from None
+            if isinstance(message, _Failed):
+                message.error.add_note(f"in a sweep worker:\n{message.trace}")
+                raise message.error
+            child.busy -= 1
+            out.append(message)
+        return out
+
+    def results(self) -> Iterator[ReplayPart]:
+        """Finished cells as they come; an exception in any worker is raised here."""
+        while True:
+            if self.failed:
+                raise self.failed[0]
+            self._feed()
+            yield from self._collect(0)
+            index = self._trace_for(self.PARENT)
+            if index is not None:
+                self.held[self.PARENT] = index
+                cell = self.queues[index].popleft()
+                saved = run_cell(self.traces[index], self.policy, self.summarizer, cell)
+                self._feed()  # before this cell's part is written and possibly a batch stored
+                yield saved.write_parts(self.folder / cell.key)
+            elif any(c.busy for c in self.children):
+                yield from self._collect(None)
+            else:
+                return
+
+    def close(self, *, finished: bool) -> None:
+        """Stop the children: politely when every cell is done, at once otherwise. A child
+        that was still starting is stopped by the starting thread."""
+        with self.lock:
+            self.closing = True
+            children = list(self.children)
+        for child in children:
+            if finished:
+                with contextlib.suppress(OSError):
+                    child.conn.send(None)
+            else:
+                child.proc.terminate()
+        for child in children:
+            child.proc.join(10)
+            if child.proc.is_alive():
+                child.proc.kill()
+                child.proc.join()
+            child.conn.close()
 
 
 def _local(
-    cells: list[Cell], traces: list[Trace], policy: Policy, summarizer: Summarizer, workers: int
+    cells: list[Cell],
+    traces: list[Trace],
+    policy: Policy,
+    summarizer: Summarizer,
+    workers: int,
+    folder: Path,
+) -> Iterator[ReplayPart]:
+    pool = _Pool(cells, traces, policy, summarizer, workers, folder)
+    finished = False
+    try:
+        yield from pool.results()
+        finished = True
+    finally:
+        pool.close(finished=finished)
+
+
+def _serial(
+    cells: list[Cell], traces: list[Trace], policy: Policy, summarizer: Summarizer
 ) -> Iterator[SavedReplay]:
-    if workers <= 1:
-        for cell in cells:
-            yield run_cell(traces, policy, summarizer, cell)
-        return
-    ctx = _worker_context()
-    with ProcessPoolExecutor(
-        workers, mp_context=ctx, initializer=_init_worker, initargs=(traces, policy, summarizer)
-    ) as pool:
-        pending: set[Future[SavedReplay]] = set()
-        queue = iter(cells)
-        for cell in itertools.islice(queue, workers * 4):
-            pending.add(pool.submit(_run_cell, cell))
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                yield future.result()
-                nxt = next(queue, None)
-                if nxt is not None:
-                    pending.add(pool.submit(_run_cell, nxt))
+    for cell in cells:
+        yield run_cell(traces[cell.trace_index], policy, summarizer, cell)
 
 
 def _ray(
@@ -287,8 +485,11 @@ def _ray(
         ray.init(**kwargs)
     try:
         remote = ray.remote(run_cell)
-        traces_ref = ray.put(traces)
-        pending = [remote.remote(traces_ref, policy, summarizer, cell) for cell in cells]
+        # One object per trace: a task deserialises the trace it replays, not all of them.
+        refs = [ray.put(t) for t in traces]
+        pending = [
+            remote.remote(refs[cell.trace_index], policy, summarizer, cell) for cell in cells
+        ]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             for ref in done:
@@ -338,6 +539,8 @@ def sweep(
         raise SweepError(str(exc)) from exc
     if files not in FILE_MODES:
         raise SweepError(f"files must be one of {', '.join(FILE_MODES)}, got {files!r}")
+    if backend == "local" and (workers or os.cpu_count() or 1) > 1:
+        _worker_context()  # boots the fork server while this process hashes and plans
     keys = [trace_key(t) for t in loaded]
     cells, _ = plan(loaded, policy, grid, summarizer, keys)
     sweep_id = uuid.uuid4().hex
@@ -347,34 +550,57 @@ def sweep(
     store.add(loaded, keys=keys)
     done = store.has_replays(c.key for c in cells)
     todo = [c for c in cells if c.key not in done]
-    workers = workers or max(1, min(os.cpu_count() or 1, len(todo)))
+    workers = min(workers or os.cpu_count() or 1, len(todo))
+    skipped = len(cells) - len(todo)
     if backend == "ray":
         results = _ray(todo, loaded, policy, summarizer, ray_address, workers)
+        _drain(results, store.save_many, len(todo), skipped, progress, batch_seconds)
+    elif workers > 1:
+        # Outlives the workers: the last batch of parts is stored after they stop.
+        with tempfile.TemporaryDirectory(prefix="ctxlab-sweep-") as folder:
+            parts = _local(todo, loaded, policy, summarizer, workers, Path(folder))
+            _drain(parts, _attach(store), len(todo), skipped, progress, batch_seconds)
     else:
-        results = _local(todo, loaded, policy, summarizer, workers)
-    _drain(results, store, len(todo), len(cells) - len(todo), progress, batch_seconds)
+        results = _serial(todo, loaded, policy, summarizer)
+        _drain(results, store.save_many, len(todo), skipped, progress, batch_seconds)
     return _summary(store, cells, list(grid))
 
 
+def _attach(store: Store) -> Callable[[list[ReplayPart]], Any]:
+    """Store a batch of worker-written parts, then delete their files."""
+
+    def save(parts: list[ReplayPart]) -> None:
+        store.save_parts(parts)
+        for part in parts:
+            part.remove()
+
+    return save
+
+
+T = TypeVar("T", SavedReplay, ReplayPart)
+
+
 def _drain(
-    results: Iterator[SavedReplay],
-    store: Store,
+    results: Iterator[T],
+    save: Callable[[list[T]], Any],
     total: int,
     skipped: int,
     progress: bool,
     batch_seconds: float,
 ) -> None:
+    """Save results in one transaction per `batch_seconds`; stops the workers on any error."""
     bar = _progress(total, skipped) if progress else None
-    batch: list[SavedReplay] = []
+    batch: list[T] = []
     last = time.monotonic()
-    for saved in results:
-        batch.append(saved)
-        if time.monotonic() - last >= batch_seconds:
-            store.save_many(batch)
-            if bar is not None:
-                bar.update(len(batch))
-            batch, last = [], time.monotonic()
-    store.save_many(batch)
+    with contextlib.closing(results):  # type: ignore[type-var]
+        for saved in results:
+            batch.append(saved)
+            if time.monotonic() - last >= batch_seconds:
+                save(batch)
+                if bar is not None:
+                    bar.update(len(batch))
+                batch, last = [], time.monotonic()
+    save(batch)
     if bar is not None:
         bar.update(len(batch))
         bar.close()

@@ -7,8 +7,11 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -19,6 +22,7 @@ from ctxlab.cli import main
 from ctxlab.policies import DeepAgents
 from ctxlab.replay import replay
 from ctxlab.store import Store
+from ctxlab.summarizers import DEFAULT_PROMPT, Extractive
 from ctxlab.sweep import SweepError, parse_grid, sweep
 from tests.synthetic import make_trace
 
@@ -252,3 +256,92 @@ def test_killed_sweep_leaves_only_whole_replays_and_resumes(tmp_path: Path) -> N
     fresh = replay(traces[0], DeepAgents(window=40_000, trigger=("fraction", 0.2)))
     assert row["cumulative_input_tokens"] == fresh.turns["context_tokens"].sum()
     assert isinstance(out, pl.DataFrame)
+
+
+@dataclass(frozen=True)
+class WhereSummarized(Extractive):
+    """`Extractive` (same name, so the same replay keys and summaries) that records which
+    process summarised, is slow in the parent so that the child processes surely get cells,
+    and in a child can fail (`fail="raise"`) or die (`fail="exit"`)."""
+
+    folder: str = ""
+    parent: int = 0
+    fail: str = ""
+
+    def summarize(self, messages: Sequence, *, prompt: str = DEFAULT_PROMPT) -> str:
+        Path(self.folder, str(os.getpid())).touch()
+        if os.getpid() == self.parent:
+            time.sleep(0.05)
+        elif self.fail == "raise":
+            raise RuntimeError("summariser failed in a worker")
+        elif self.fail == "exit":
+            os._exit(7)
+        return super().summarize(messages, prompt=prompt)
+
+
+@pytest.fixture()
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The sweep's temporary folder (traces sent to workers, their Parquet parts) lands here."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def _sweep_folders(folder: Path) -> list[Path]:
+    """Sweep folders left behind (multiprocessing keeps its own `pymp-*` folder there)."""
+    return list(folder.glob("ctxlab-sweep-*"))
+
+
+def test_worker_processes_store_the_same_rows_as_one_process(
+    tmp_path: Path, traces: list, private_tmp: Path
+) -> None:
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    marking = WhereSummarized(folder=str(pids), parent=os.getpid())
+    grid = {**GRID, "keep": ["messages:6", "messages:20", "fraction:0.1"]}
+    args = (traces, DeepAgents(window=40_000), grid)
+    many = sweep(*args, store=tmp_path / "2.duckdb", summarizer=marking, workers=2, progress=False)
+    one = sweep(*args, store=tmp_path / "1.duckdb", workers=1, progress=False)
+    assert len(list(pids.iterdir())) >= 2  # the parent and a child both replayed cells
+    assert many.drop("summarizer").equals(one.drop("summarizer"))
+    a, b = Store(tmp_path / "2.duckdb"), Store(tmp_path / "1.duckdb")
+    for sql in (
+        "SELECT * EXCLUDE (created_at) FROM replays ORDER BY replay_key",
+        "SELECT * FROM turns ORDER BY replay_key, turn",
+        "SELECT * FROM events ORDER BY replay_key, seq",
+        "SELECT * FROM files ORDER BY replay_key, path",
+        "SELECT * FROM blobs ORDER BY sha256",
+    ):
+        assert a.query(sql).equals(b.query(sql)), sql
+    assert _sweep_folders(private_tmp) == []  # trace files and parts are gone
+
+
+@pytest.mark.parametrize(
+    ("fail", "error"),
+    [("raise", "summariser failed in a worker"), ("exit", r"sweep worker \d+ died \(exit code 7")],
+)
+def test_a_failing_worker_stops_the_sweep_with_whole_replays_only(
+    tmp_path: Path, traces: list, private_tmp: Path, fail: str, error: str
+) -> None:
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    failing = WhereSummarized(folder=str(pids), parent=os.getpid(), fail=fail)
+    path = tmp_path / "s.duckdb"
+    with pytest.raises(RuntimeError, match=error):
+        sweep(
+            traces,
+            DeepAgents(window=40_000),
+            GRID,
+            store=path,
+            summarizer=failing,
+            workers=2,
+            progress=False,
+            batch_seconds=0.0,
+        )
+    counts = Store(path).query(
+        "SELECT r.replay_key, count(t.turn) AS turns FROM replays r "
+        "LEFT JOIN turns t USING (replay_key) GROUP BY ALL"
+    )
+    assert set(counts["turns"].to_list()) <= {50}  # what the parent stored is whole
+    assert _sweep_folders(private_tmp) == []
