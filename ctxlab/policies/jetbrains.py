@@ -3,7 +3,8 @@
 * `JetBrainsLLMSummary`: `summarize_every_n_turns(n=21, keep_last_m_turns=10)`: a turn is an
   action (AIMessage) with its observations; the system and first user messages are never
   summarised; when at least `n + keep_last_m_turns` turns are unprocessed, the first `n` become
-  one summary message, appended after earlier summaries (`enable_static_checkpointing=False`).
+  one "Checkpoint for the last n turns:" message; `enable_static_checkpointing=True`, as in
+  the paper's configs (see `EveryNTurnsStage` for what that flag did in the paper's code).
 * `JetBrainsHybrid`: the paper's hybrid: that summary with N=43, M=10, then
   `last_n_observations(n=10)` masking on what remains.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 
 from ctxlab.policies._view import (
     AUTO,
@@ -22,7 +23,6 @@ from ctxlab.policies._view import (
     RebuildStage,
     Stage,
     StagePolicy,
-    summary_item,
 )
 from ctxlab.policies.masking import LastNStage
 
@@ -79,14 +79,37 @@ JETBRAINS_SUMMARY_PROMPT = (
 """`JETBRAINS_UPSTREAM_PROMPT` as a ctxlab template (braces escaped, then the turns)."""
 
 
-class EveryNTurnsStage(RebuildStage):
-    """`SummarizeEveryNTurns` in append mode."""
+def checkpoint_item(turns: int, summary: str) -> Item:
+    """The summary message SWE-agent inserts: an assistant message tagged as a summary."""
+    return Item(
+        None,
+        AIMessage(
+            content=f"Checkpoint for the last {turns} turns:\n{summary}",
+            additional_kwargs={"lc_source": "summarization"},
+        ),
+        "summary",
+    )
 
-    def __init__(self, n: int, keep_last_m_turns: int) -> None:
+
+class EveryNTurnsStage(RebuildStage):
+    """`SummarizeEveryNTurns` as the paper's code ran it (the-complexity-trap@adfaa1a18b8b).
+
+    A turn is an action (AIMessage) with its observations; the system messages and the first
+    user message are never summarised. When `n + keep_last_m_turns` turns are unprocessed, the
+    first `n` go to the summariser after a `<PROBLEM_STATEMENT>` (first time) or the latest
+    `<PREVIOUS_CHECKPOINT>`, and come back as one assistant message "Checkpoint for the last n
+    turns:". Every checkpoint joins the processed prefix. With `enable_static_checkpointing`
+    (true in the paper's configs) the call that summarises sends only the newest checkpoint;
+    later calls send the processed prefix again, every checkpoint included, because that commit
+    appends to the cache in both modes and only the summarising call's return differs. ctxlab
+    reproduces that, quirk included.
+    """
+
+    def __init__(self, n: int, keep_last_m_turns: int, static: bool = True) -> None:
         super().__init__()
         if n <= 0 or keep_last_m_turns < 0:
             raise ValueError("n must be positive and keep_last_m_turns non-negative")
-        self.n, self.m = n, keep_last_m_turns
+        self.n, self.m, self.static = n, keep_last_m_turns, static
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         view = self.view(items)
@@ -107,11 +130,26 @@ class EveryNTurnsStage(RebuildStage):
         starts = [i for i in range(head_end, len(view)) if isinstance(view[i].msg, AIMessage)]
         if len(starts) < self.n + self.m:
             return view
-        end = starts[self.n]  # first message of the first kept turn
-        chunk = view[head_end:end]
-        text = ctx.summarizer.summarize([it.msg for it in chunk], prompt=JETBRAINS_SUMMARY_PROMPT)
-        after = [*view[:head_end], summary_item(text.strip()), *view[end:]]
-        return self.commit(ctx, view, after, "summarize", f"{len(starts)} turns >= n+m")
+        # first message of the first kept turn (none kept when m = 0 and exactly n are there)
+        end = starts[self.n] if self.n < len(starts) else len(view)
+        head = view[:head_end]
+        checkpoints = [it for it in head if it.kind == "summary"]
+        if checkpoints:
+            context = f"<PREVIOUS_CHECKPOINT>\n{checkpoints[-1].msg.text}\n</PREVIOUS_CHECKPOINT>\n"
+        else:
+            task = next((it.msg.text for it in head if it.kind == "human"), "")
+            context = f"<PROBLEM_STATEMENT>\n{task}\n</PROBLEM_STATEMENT>\n"
+        chunk = [HumanMessage(context), *(it.msg for it in view[head_end:end])]
+        text = ctx.summarizer.summarize(chunk, prompt=JETBRAINS_SUMMARY_PROMPT)
+        checkpoint = checkpoint_item(self.n, text)
+        kept = view[end:]
+        reason = f"{len(starts)} turns >= n+m"
+        if not self.static:
+            return self.commit(ctx, view, [*head, checkpoint, *kept], "summarize", reason)
+        sent = [*(it for it in head if it.kind != "summary"), checkpoint, *kept]
+        out = self.commit(ctx, view, sent, "summarize", reason)
+        self.prefix = self._view = [*head, checkpoint, *kept]  # what later calls build on
+        return out
 
 
 @dataclass(frozen=True)
@@ -129,12 +167,17 @@ class JetBrainsLLMSummary(StagePolicy):
 
     n: int = 21
     keep_last_m_turns: int = 10
+    enable_static_checkpointing: bool = True
     window: int | None | Literal["auto"] = AUTO
     model: str | None = None
 
     def stages(self, trace: Trace, window: int | None) -> list[Stage]:
         """One summary stage."""
-        return [EveryNTurnsStage(int(self.n), int(self.keep_last_m_turns))]
+        return [
+            EveryNTurnsStage(
+                int(self.n), int(self.keep_last_m_turns), bool(self.enable_static_checkpointing)
+            )
+        ]
 
 
 @dataclass(frozen=True)
@@ -152,6 +195,7 @@ class JetBrainsHybrid(StagePolicy):
 
     n: int = 43
     keep_last_m_turns: int = 10
+    enable_static_checkpointing: bool = True
     observations_n: int = 10
     window: int | None | Literal["auto"] = AUTO
     model: str | None = None
@@ -159,7 +203,9 @@ class JetBrainsHybrid(StagePolicy):
     def stages(self, trace: Trace, window: int | None) -> list[Stage]:
         """Summary, then masking of the summarised request."""
         return [
-            EveryNTurnsStage(int(self.n), int(self.keep_last_m_turns)),
+            EveryNTurnsStage(
+                int(self.n), int(self.keep_last_m_turns), bool(self.enable_static_checkpointing)
+            ),
             LastNStage(
                 int(self.observations_n),
                 1,
@@ -169,4 +215,4 @@ class JetBrainsHybrid(StagePolicy):
         ]
 
 
-__all__ = ["EveryNTurnsStage", "JetBrainsHybrid", "JetBrainsLLMSummary"]
+__all__ = ["EveryNTurnsStage", "checkpoint_item", "JetBrainsHybrid", "JetBrainsLLMSummary"]
