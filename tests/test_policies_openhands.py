@@ -65,3 +65,32 @@ def test_long_trace():
     trace = make_trace(turns=200)
     result = replay(trace, OpenHandsLLMSummarizing())
     assert max(c.messages for c in result.calls) <= 101
+
+
+def test_forgotten_events_are_clipped_with_openhands_marker():
+    """`LLMSummarizingCondenser.get_condensation` renders each forgotten event through
+    `truncate_content(str(event), max_chars=max_event_length)`, which keeps the first and last
+    `max_chars // 2` characters around "\\n[... Observation truncated due to length ...]\\n"
+    (openhands/events/serialization/event.py @76483ad8f5f5)."""
+
+    class Recording:
+        name = "recording"
+
+        def __init__(self) -> None:
+            self.inputs: list = []
+
+        def summarize(self, messages, *, prompt):
+            self.inputs.append(list(messages))
+            return "S"
+
+    rec = Recording()
+    trace = from_messages(agent(10, size=400))
+    replay(trace, OpenHandsLLMSummarizing(max_size=10, keep_first=1, max_event_length=100), rec)
+    results = [m for m in rec.inputs[0] if m.type == "tool"]
+    assert results
+    full = "line\n" * 80
+    marker = "\n[... Observation truncated due to length ...]\n"
+    assert all(m.content == full[:50] + marker + full[-50:] for m in results)
+    rec.inputs.clear()
+    replay(trace, OpenHandsLLMSummarizing(max_size=10, keep_first=1, max_event_length=-1), rec)
+    assert all(m.content == full for m in rec.inputs[0] if m.type == "tool")

@@ -7,11 +7,14 @@ kept. Compaction affects the input only; later compactions continue from the com
 
 * `InspectEdit` (`CompactionEdit`): strip thinking blocks except in the last
   `keep_thinking_turns` assistant messages, then clear tool results except the last
-  `keep_tool_uses` (with `keep_tool_inputs=False` the calls' arguments too).
+  `keep_tool_uses` with "(Tool result removed)"; with `keep_tool_inputs=False` the call and its
+  result leave entirely and the assistant message gets a "[Tool call: NAME ...]" line instead.
 * `InspectTrim` (`CompactionTrim`): keep the most recent `preserve` share of the conversation
   messages (never starting at a tool result).
-* `InspectSummary` (`CompactionSummary`): replace the conversation with a summary message,
-  incrementally (an earlier summary is part of the next summary's input).
+* `InspectSummary` (`CompactionSummary`): replace the conversation with a "[CONTEXT COMPACTION
+  SUMMARY]" user message; the summariser reads system + input + the conversation from the last
+  summary on, then the prompt (with `instructions` in its `{addendums}` slot); when the prompt
+  asks for `<summary>` tags only the tagged body is kept.
 """
 
 from __future__ import annotations
@@ -161,8 +164,43 @@ Inspect, under Inspect's licence."""
 INSPECT_SUMMARY_PROMPT = "{messages}\n\n" + INSPECT_UPSTREAM_PROMPT.format(addendums="")
 """`INSPECT_UPSTREAM_PROMPT` as a ctxlab template: the conversation first, then the prompt with
 no addendums (`prompt.format(addendums="")`, as Inspect renders it without `instructions`).
-`InspectSummary(instructions=...)` inserts the instructions before the conversation, not at
-Inspect's `{addendums}` slot."""
+`InspectSummary(instructions=...)` fills Inspect's `{addendums}` slot instead (`_with_addendums`).
+"""
+
+SUMMARY_MESSAGE = (
+    "[CONTEXT COMPACTION SUMMARY]\n\n"
+    "The following is a summary of work completed on this task so far:\n\n"
+    "<previous_summary>\n{summary}\n</previous_summary>\n\n"
+    "Please continue working on this task from where you left off."
+)
+"""The user message `CompactionSummary` puts in place of the conversation, verbatim (summary.py
+@05104f6c4d46, MIT): the summary wrapped, tagged so a later summary cannot be mistaken for it."""
+
+
+def _with_addendums(prompt: str, instructions: str | None) -> str:
+    """Inspect's `prompt.format(addendums=...)` on a ctxlab template: `instructions` (braces
+    escaped, since the template is formatted again with the conversation) go where the prompt
+    says `{addendums}`; a prompt without that slot gets none, as in Inspect."""
+    text = (instructions or "").replace("{", "{{").replace("}", "}}")
+    return prompt.replace("{addendums}", text)
+
+
+def summary_text(completion: str) -> str:
+    """What `CompactionSummary` keeps of a completion when its prompt asks for `<summary>` tags
+    (its `_summary_text`, summary.py @05104f6c4d46): only what follows the last `</analysis>`
+    counts; the body runs from the first `<summary>` there to the last `</summary>` (to the end
+    when none closes); the whole completion when there is no tag or the body is empty."""
+    end = completion.rfind("</analysis>")
+    region = completion[end + len("</analysis>") :] if end != -1 else completion
+    start = region.find("<summary>")
+    if start == -1:
+        return completion
+    body_start = start + len("<summary>")
+    close = region.rfind("</summary>")
+    body = region[body_start:] if close < body_start else region[body_start:close]
+    return body.strip() or completion
+
+
 _THINKING = frozenset({"thinking", "redacted_thinking", "reasoning"})
 
 
@@ -217,9 +255,31 @@ def _cleared(message: ToolMessage, text: str) -> ToolMessage:
     return message.model_copy(update={"content": text, "artifact": None})
 
 
-def _no_args(message: AIMessage, ids: frozenset[str]) -> AIMessage:
-    calls = [{**c, "args": {}} if c.get("id") in ids else c for c in message.tool_calls]
-    return message.model_copy(update={"tool_calls": calls})
+def _without_calls(message: AIMessage, ids: frozenset[str]) -> AIMessage:
+    """`_replace_tool_call_with_text` (edit.py @146d9eadd76b) for each cleared call: the call
+    leaves the message and a text block "[Tool call: NAME (parameters and results removed from
+    history)]" is appended (Inspect clears the newest call first, so the placeholders of one
+    message come newest first). Provider `tool_use` blocks of those calls leave the content
+    too, since LangChain carries a call in both places."""
+    removed = [c for c in message.tool_calls if c.get("id") in ids]
+    content: list[Any]
+    if isinstance(message.content, str):
+        content = [{"type": "text", "text": message.content}] if message.content else []
+    else:
+        content = [
+            b
+            for b in message.content
+            if not (isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") in ids)
+        ]
+    content += [
+        {
+            "type": "text",
+            "text": f"[Tool call: {c['name']} (parameters and results removed from history)]",
+        }
+        for c in reversed(removed)
+    ]
+    calls = [c for c in message.tool_calls if c.get("id") not in ids]
+    return message.model_copy(update={"tool_calls": calls, "content": content})
 
 
 class EditStage(InspectStage):
@@ -289,26 +349,32 @@ class EditStage(InspectStage):
             and (it.msg.name or names.get(it.msg.tool_call_id)) not in self.exclude
         ]
         clear = results[: max(0, len(results) - self.keep_tool_uses)]
-        cleared_ids: set[str] = set()
-        for i in clear:
-            m = out[i].msg
-            out[i] = Item(
-                out[i].pos,
-                replaced(m, ("inspect-clear",), lambda m=m: _cleared(m, TOOL_RESULT_PLACEHOLDER)),
-                "stubs",
-            )
-            cleared_ids.add(m.tool_call_id)
-        if not self.keep_inputs and cleared_ids:
+        if self.keep_inputs:
+            for i in clear:
+                m = out[i].msg
+                out[i] = Item(
+                    out[i].pos,
+                    replaced(
+                        m, ("inspect-clear",), lambda m=m: _cleared(m, TOOL_RESULT_PLACEHOLDER)
+                    ),
+                    "stubs",
+                )
+        elif clear:  # the call and its result both go; the call leaves a line of text
+            cleared_ids = {out[i].msg.tool_call_id for i in clear}
             for i in ais:
                 m = out[i].msg
                 ids = frozenset(c.get("id") for c in m.tool_calls if c.get("id") in cleared_ids)
                 if ids:
                     out[i] = Item(
                         out[i].pos,
-                        replaced(m, ("no-args", ids), lambda m=m, ids=ids: _no_args(m, ids)),
+                        replaced(
+                            m, ("inspect-no-call", ids), lambda m=m, ids=ids: _without_calls(m, ids)
+                        ),
                         "ai",
                     )
-        if all(
+            dropped = set(clear)
+            out = [it for i, it in enumerate(out) if i not in dropped]
+        if len(out) == len(view) and all(
             a.msg is b.msg or a.msg == b.msg
             for a, b in zip(out[settled:], view[settled:], strict=True)
         ):
@@ -336,18 +402,20 @@ class SummaryStage(InspectStage):
         self.prompt = prompt
 
     def compact(self, view: list[Item], ctx: Context) -> tuple[list[Item] | None, str, str | None]:
+        """`CompactionSummary.compact`: the summariser reads system + input + the conversation
+        from the last summary on; the request becomes system + input + the wrapped summary."""
         head, conv = _split(view)
-        head = [it for it in head if it.kind != "summary"]
-        previous = [it for it in view if it.kind == "summary"]
         if not conv:
             return None, "", None
+        start = max((i for i, it in enumerate(conv) if it.kind == "summary"), default=0)
         path = "/conversation_history/inspect_compacted.md"
         write_history(ctx, path, conv)
-        text = ctx.summarizer.summarize(
-            [it.msg for it in previous[-1:]] + [it.msg for it in conv],
-            prompt=self.prompt,
+        completion = ctx.summarizer.summarize(
+            [it.msg for it in head] + [it.msg for it in conv[start:]], prompt=self.prompt
         )
-        return [*head, summary_item(text.strip())], "summarize", path
+        text = summary_text(completion) if "<summary>" in self.prompt else completion
+        item = summary_item(SUMMARY_MESSAGE.format(summary=text))
+        return [*head, item], "summarize", path
 
 
 @dataclass(frozen=True)
@@ -425,11 +493,21 @@ class InspectSummary(_Inspect):
     instructions: str | None = None
 
     def stages(self, trace: Trace, window: int | None) -> list[Stage]:
-        """One summary stage (`prompt` replaces the default; `instructions` are added to it)."""
-        prompt = self.prompt or INSPECT_SUMMARY_PROMPT
-        if self.instructions:
-            prompt = prompt.replace("{messages}", f"{self.instructions}\n\n{{messages}}")
+        """One summary stage. `prompt` (a ctxlab template: `{messages}` is the conversation)
+        replaces the default; `instructions` fill its `{addendums}` slot, as in Inspect."""
+        if self.prompt is None:
+            upstream = INSPECT_UPSTREAM_PROMPT.format(addendums="{addendums}")
+            prompt = _with_addendums("{messages}\n\n" + upstream, self.instructions)
+        else:
+            prompt = _with_addendums(self.prompt, self.instructions)
         return [SummaryStage(self._limit(window), prompt)]
 
 
-__all__ = ["INSPECT_DEFAULT_WINDOW", "InspectEdit", "InspectSummary", "InspectTrim"]
+__all__ = [
+    "INSPECT_DEFAULT_WINDOW",
+    "SUMMARY_MESSAGE",
+    "InspectEdit",
+    "InspectSummary",
+    "InspectTrim",
+    "summary_text",
+]

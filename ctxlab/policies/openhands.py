@@ -107,12 +107,15 @@ previous summary and the events as LangChain's XML message buffer."""
 
 
 def _clip(message: BaseMessage, limit: int) -> BaseMessage:
-    """`truncate_content(max_chars=max_event_length)`: head and tail halves of long events."""
+    """`truncate_content(max_chars=max_event_length)` as OpenHands applies it to each forgotten
+    event it renders for the summariser: the head and tail halves of a long event around the
+    marker of openhands/events/serialization/event.py @76483ad8f5f5 (MIT); a negative limit
+    leaves the event whole."""
     text = text_of(message)
-    if len(text) <= limit:
+    if limit < 0 or len(text) <= limit:
         return message
     half = limit // 2
-    clipped = text[:half] + "\n<response clipped>\n" + text[-half:]
+    clipped = text[:half] + "\n[... Observation truncated due to length ...]\n" + text[-half:]
     return message.model_copy(update={"content": clipped})
 
 
