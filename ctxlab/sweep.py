@@ -7,7 +7,8 @@ transactions, so the DuckDB file has one writer and a killed sweep leaves whole 
 A cell whose replay key is already stored is skipped: rerunning a sweep resumes it.
 
 Local workers are built for near-linear scaling on a small machine, where the parent shares
-the cores with them: each trace is pinned to one worker (sent once, replayed cold once),
+the cores with them: the parent replays cells too, a feeder thread hands a worker its next cell
+the moment it finishes one, each trace is pinned to one worker (sent once, replayed cold once),
 workers write finished rows as Parquet files that DuckDB reads in one statement per batch
 (the parent never touches a row), and the fork server boots while the parent plans.
 
@@ -25,6 +26,7 @@ import multiprocessing.connection
 import multiprocessing.forkserver
 import os
 import pickle
+import queue
 import sys
 import tempfile
 import threading
@@ -294,17 +296,25 @@ def _died(child: _Child) -> RuntimeError:
 class _Pool:
     """The parent and `workers - 1` child processes replaying cells, traces pinned to them.
 
-    The parent is one of the workers: it replays a cell whenever it has nothing to collect,
-    so its core is never idle while children start (a fork server boots in seconds) or while
-    they work. Each process gets the cells of one trace until that trace has none left, then
-    a trace no one holds, and only then helps with another's trace; so each trace is pickled,
-    loaded and replayed cold about once per sweep, and the traces the parent takes are never
-    pickled at all. A child has `DEPTH` cells in hand, enough to stay busy while the parent
-    replays a cell or writes a batch.
+    The parent is one of the workers: it replays a cell whenever it has no finished part to
+    hand on, so its core is never idle while children start (a fork server boots in about a
+    second) or while they work. A feeder thread keeps every child supplied: it wakes as soon as
+    a child sends a part (a blocking wait that releases the GIL), queues the part for the
+    parent and sends the child its next cell at once, whatever the parent is doing (replaying
+    a cell, storing a batch). Feeding from the parent's own loop instead left a child idle
+    for about 20% of its life near the end of a sweep, waiting for the parent to finish a cell.
+
+    Each process gets the cells of one trace until that trace has none left, then a trace no
+    one holds, and only then helps with another's trace; so each trace is pickled, loaded and
+    replayed cold about once per sweep, and the traces the parent takes are never pickled at
+    all. A child has at most `DEPTH` cells in hand (one running, one waiting), so that at the
+    end of a sweep the parent takes the last cells rather than waiting for a queue.
     """
 
-    DEPTH = 3
+    DEPTH = 2
     PARENT = -1
+    WAKE = 0.05
+    """Seconds the feeder waits before looking again for children that started or a close."""
 
     def __init__(
         self,
@@ -319,12 +329,14 @@ class _Pool:
         self.queues: dict[int, deque[Cell]] = {}
         for cell in cells:
             self.queues.setdefault(cell.trace_index, deque()).append(cell)
+        self.outstanding = len(cells)  # cells whose part has not reached the parent yet
         self.held: dict[int, int | None] = {self.PARENT: None}
         self.files = itertools.count()
         self.children: list[_Child] = []
         self.failed: list[BaseException] = []
-        self.lock = threading.Lock()
-        self.closing = False
+        self.lock = threading.Lock()  # queues, held, children
+        self.parts: queue.SimpleQueue[ReplayPart] = queue.SimpleQueue()
+        self.closing = threading.Event()
         ctx = _worker_context()
         pending = []
         for _ in range(workers - 1):
@@ -333,18 +345,20 @@ class _Pool:
             proc.daemon = True
             pending.append((conn, proc, child_end))
         self.starter = threading.Thread(target=self._start, args=(pending,), daemon=True)
+        self.feeder = threading.Thread(target=self._feeder, daemon=True)
         self.starter.start()
+        self.feeder.start()
 
     def _start(self, pending: list[tuple[Any, Any, Any]]) -> None:
         """Start the children (in a thread: `start` blocks until the fork server is up)."""
         try:
             for conn, proc, child_end in pending:
-                if self.closing:  # the parent did every cell before this child could start
+                if self.closing.is_set():  # the parent did every cell before this child started
                     break
                 proc.start()
                 child_end.close()  # so that a dead child reads as EOF in the parent
                 with self.lock:
-                    if not self.closing:
+                    if not self.closing.is_set():
                         self.children.append(_Child(conn, proc))
                         continue
                 conn.close()  # too late: the child reads EOF and exits
@@ -363,31 +377,46 @@ class _Pool:
         rest = [t for t, q in self.queues.items() if q]
         return max(rest, key=lambda t: len(self.queues[t])) if rest else None
 
+    def _take(self, who: int) -> tuple[Cell, bool] | None:
+        """The next cell for `who` (under the lock) and whether `who` must be sent its trace."""
+        index = self._trace_for(who)
+        if index is None:
+            return None
+        switched = index != self.held.get(who)
+        self.held[who] = index
+        return self.queues[index].popleft(), switched
+
     def _feed(self) -> None:
-        for i, child in enumerate(self.children):
+        """Top up every child to `DEPTH` cells in hand (feeder thread)."""
+        with self.lock:
+            children = list(self.children)
+        for i, child in enumerate(children):
             while child.busy < self.DEPTH:
-                index = self._trace_for(i)
-                if index is None:
+                with self.lock:
+                    task = self._take(i)
+                if task is None:
                     return
-                cell = self.queues[index].popleft()
+                cell, switched = task
                 trace_file = None
-                if index != self.held.get(i):
-                    trace_file = self.folder / f"trace-{index}-{next(self.files)}.pickle"
-                    data = pickle.dumps(self.traces[index], protocol=pickle.HIGHEST_PROTOCOL)
+                if switched:
+                    trace_file = self.folder / f"trace-{cell.trace_index}-{next(self.files)}.pickle"
+                    data = pickle.dumps(
+                        self.traces[cell.trace_index], protocol=pickle.HIGHEST_PROTOCOL
+                    )
                     trace_file.write_bytes(data)
-                    self.held[i] = index
                 try:
                     child.conn.send((cell, None if trace_file is None else str(trace_file)))
                 except OSError:
                     raise _died(child) from None
                 child.busy += 1
 
-    def _collect(self, timeout: float | None) -> list[ReplayPart]:
+    def _receive(self) -> None:
+        """Wait briefly for parts from busy children and queue them for the parent."""
         busy = {c.conn: c for c in self.children if c.busy}
         if not busy:
-            return []
-        out = []
-        for conn in multiprocessing.connection.wait(list(busy), timeout):
+            self.closing.wait(self.WAKE)
+            return
+        for conn in multiprocessing.connection.wait(list(busy), self.WAKE):
             child = busy[conn]  # type: ignore[index]
             try:
                 message = child.conn.recv()
@@ -397,34 +426,56 @@ class _Pool:
                 message.error.add_note(f"in a sweep worker:\n{message.trace}")
                 raise message.error
             child.busy -= 1
-            out.append(message)
-        return out
+            self.parts.put(message)
+
+    def _feeder(self) -> None:
+        """The feeder thread: feed, receive, repeat until the sweep closes or fails."""
+        try:
+            while not self.closing.is_set():
+                self._feed()
+                self._receive()
+        except BaseException as exc:
+            if not self.closing.is_set():
+                self.failed.append(exc)
+                self.parts.put(None)  # type: ignore[arg-type]  # wakes the parent
+
+    def _next_part(self, wait: float | None) -> ReplayPart | None:
+        """A part the feeder queued (waiting up to `wait` seconds), or None."""
+        try:
+            part = self.parts.get(timeout=wait) if wait else self.parts.get_nowait()
+        except queue.Empty:
+            return None
+        if part is not None:  # None: the feeder failed, `failed` says why
+            self.outstanding -= 1
+        return part
 
     def results(self) -> Iterator[ReplayPart]:
         """Finished cells as they come; an exception in any worker is raised here."""
-        while True:
+        while self.outstanding:
             if self.failed:
                 raise self.failed[0]
-            self._feed()
-            yield from self._collect(0)
-            index = self._trace_for(self.PARENT)
-            if index is not None:
-                self.held[self.PARENT] = index
-                cell = self.queues[index].popleft()
-                saved = run_cell(self.traces[index], self.policy, self.summarizer, cell)
-                self._feed()  # before this cell's part is written and possibly a batch stored
+            if (part := self._next_part(None)) is not None:
+                yield part
+                continue
+            with self.lock:
+                task = self._take(self.PARENT)
+            if task is not None:
+                cell = task[0]
+                saved = run_cell(self.traces[cell.trace_index], self.policy, self.summarizer, cell)
+                self.outstanding -= 1
                 yield saved.write_parts(self.folder / cell.key)
-            elif any(c.busy for c in self.children):
-                yield from self._collect(None)
-            else:
-                return
+            elif (part := self._next_part(self.WAKE)) is not None:  # all taken: wait for them
+                yield part
+        if self.failed:
+            raise self.failed[0]
 
     def close(self, *, finished: bool) -> None:
-        """Stop the children: politely when every cell is done, at once otherwise. A child
-        that was still starting is stopped by the starting thread."""
+        """Stop the feeder, then the children: politely when every cell is done, at once
+        otherwise. A child that was still starting is stopped by the starting thread."""
         with self.lock:
-            self.closing = True
+            self.closing.set()
             children = list(self.children)
+        self.feeder.join()
         for child in children:
             if finished:
                 with contextlib.suppress(OSError):
