@@ -17,6 +17,7 @@ summary only through its length).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 from collections import Counter
@@ -326,24 +327,52 @@ def _clip_words(lines: list[str], budget: int) -> list[str]:
     return out
 
 
+Memo = Callable[[BaseMessage, str, Callable[[], Any]], Any]
+"""`memo(message, fact, compute)`: a per-message fact, computed by `compute()` or remembered."""
+
+
+def _compute(message: BaseMessage, fact: str, compute: Callable[[], Any]) -> Any:
+    return compute()
+
+
+def _error_lines(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if _ERROR_LINE.match(ln)]
+
+
+def _question_lines(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.strip().endswith("?")]
+
+
 class _Conversation:
     """The facts extractors read, each computed at most once per summary and only if a section
     asks for it (replays summarise often; most prompts need three or four of these)."""
 
-    def __init__(self, messages: Sequence[BaseMessage], line_chars: int) -> None:
+    def __init__(
+        self, messages: Sequence[BaseMessage], line_chars: int, memo: Memo | None = None
+    ) -> None:
         self.messages = messages
         self.line_chars = line_chars
-        humans = [m for m in messages if isinstance(m, HumanMessage) and m.text.strip()]
+        self.memo: Memo = memo or _compute
+        humans = [m for m in messages if isinstance(m, HumanMessage) and self.text(m).strip()]
         self.prior = [h for h in humans if h.additional_kwargs.get("lc_source") == "summarization"]
         self.asks = [h for h in humans if h not in self.prior]
+
+    def text(self, m: BaseMessage) -> str:
+        return self.memo(m, "text", lambda: m.text)
 
     def line(self, text: str) -> str:
         return _first_line(text, self.line_chars)
 
+    def first(self, m: BaseMessage) -> str:
+        """The first non-blank line of a message, clipped to `line_chars`."""
+        return self.memo(m, "first", lambda: self.line(self.text(m)))
+
     @cached_property
     def said(self) -> list[str]:
         return [
-            self.line(m.text) for m in self.messages if isinstance(m, AIMessage) and m.text.strip()
+            self.first(m)
+            for m in self.messages
+            if isinstance(m, AIMessage) and self.text(m).strip()
         ]
 
     @cached_property
@@ -360,10 +389,10 @@ class _Conversation:
         """The first request (a prior summary's own intent line when chaining)."""
         intent = "None"
         if self.prior:
-            found = re.search(re.escape(section.header) + r"\s*\n(.+)", self.prior[0].text)
+            found = re.search(re.escape(section.header) + r"\s*\n(.+)", self.text(self.prior[0]))
             intent = found.group(1).strip() if found else intent
         if intent == "None" and self.asks:
-            intent = self.line(self.asks[0].text)
+            intent = self.first(self.asks[0])
         return [intent][:limit]
 
     def statements(self, section: Section, limit: int) -> list[str]:
@@ -383,7 +412,7 @@ class _Conversation:
                         found.setdefault(path, []).append(call["name"])
         for m in self.messages:
             if isinstance(m, ToolMessage | HumanMessage):
-                for path in _PATH.findall(m.text[:4000]):
+                for path in self.memo(m, "paths", lambda m=m: _PATH.findall(self.text(m)[:4000])):
                     found.setdefault(path, ["mentioned"])
         return found
 
@@ -403,7 +432,7 @@ class _Conversation:
 
     def next(self, section: Section, limit: int) -> list[str]:
         """What was asked last and what the assistant was doing: where to resume."""
-        steps = [f"- Last request: {self.line(self.asks[-1].text)}"] if self.asks else []
+        steps = [f"- Last request: {self.first(self.asks[-1])}"] if self.asks else []
         if self.said:
             steps.append(f"- Last assistant step: {self.said[-1]}")
         return steps[:limit]
@@ -414,12 +443,12 @@ class _Conversation:
         for m in self.messages:
             if not isinstance(m, ToolMessage):
                 continue
-            lines = [ln for ln in m.text.splitlines() if _ERROR_LINE.match(ln)]
+            lines = self.memo(m, "errors", lambda m=m: _error_lines(self.text(m)))
             if not lines and m.status != "error":
                 continue
             tool = m.name or self.calls.get(m.tool_call_id, {}).get("name", "tool")
             what = (
-                m.text
+                self.text(m)
                 if m.status == "error"
                 else next((ln for ln in lines if _ERROR_MESSAGE.search(ln)), lines[0])
             )
@@ -433,22 +462,27 @@ class _Conversation:
         found: dict[str, None] = {}
         for m in self.messages:
             if isinstance(m, HumanMessage | AIMessage):
-                for ln in m.text.splitlines():
-                    if ln.strip().endswith("?"):
-                        found.pop(q := f"- {self.line(ln)}", None)
-                        found[q] = None
+                for ln in self.memo(m, "questions", lambda m=m: _question_lines(self.text(m))):
+                    found.pop(q := f"- {self.line(ln)}", None)
+                    found[q] = None
         return list(found)[-limit:] if limit else []
 
     def users(self, section: Section, limit: int) -> list[str]:
         """Every user request, latest last."""
-        return [f"- {self.line(h.text)}" for h in self.asks[-limit:]] if limit else []
+        return [f"- {self.first(h)}" for h in self.asks[-limit:]] if limit else []
 
     def identifiers(self, section: Section, limit: int) -> list[str]:
-        """Names and numbers the conversation repeats most (ties: first seen first)."""
-        text = "\n".join(m.text[:4000] for m in self.messages)
+        """Names and numbers the conversation repeats most (ties: first seen first).
+
+        Counted over each message's first 4,000 characters; matching message by message gives
+        the matches of the joined text, since no pattern matches across a line break."""
         lines = []
         for label, pattern in (("Identifiers", _IDENT), ("Numbers", _NUMBER)):
-            common = [w for w, _ in Counter(pattern.findall(text)).most_common(limit)]
+            found = itertools.chain.from_iterable(
+                self.memo(m, label, lambda m=m, p=pattern: p.findall(self.text(m)[:4000]))
+                for m in self.messages
+            )
+            common = [w for w, _ in Counter(found).most_common(limit)]
             if common:
                 lines.append(f"- {label}: {', '.join(common)}")
         return lines[:limit]
@@ -511,10 +545,14 @@ class Extractive:
         """`extractive:<max_items>:<line_chars>` (the prompt is part of the policy's identity)."""
         return f"extractive:{self.max_items}:{self.line_chars}"
 
+    def _memo(self) -> Memo | None:
+        """Where per-message facts are kept: nowhere here (`CachedExtractive` keeps them)."""
+        return None
+
     def summarize(self, messages: Sequence[BaseMessage], *, prompt: str = DEFAULT_PROMPT) -> str:
         """One block per section of `prompt`; "None" where the conversation gives nothing."""
         asked = plan(prompt)
-        conversation = _Conversation(messages, self.line_chars)
+        conversation = _Conversation(messages, self.line_chars, self._memo())
         blocks = []
         for i, section in enumerate(asked.sections):
             bullets = asked.share(asked.bullets, i)

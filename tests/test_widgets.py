@@ -204,6 +204,40 @@ def test_cached_extractive_matches_extractive(trace) -> None:
     assert sum(1 for e in plain.event_list if e.kind == "summarize") >= 2
 
 
+class Said:
+    """Wraps a summariser and keeps every (prompt, summary) it produced."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.name, self.seen = inner, inner.name, []
+
+    def summarize(self, messages, *, prompt):
+        text = self.inner.summarize(messages, prompt=prompt)
+        self.seen.append((prompt, text))
+        return text
+
+
+@pytest.mark.parametrize(
+    "preset",
+    ["claude-code", "codex", "inspect-summary", "openhands-llm-summarizing", "jetbrains-hybrid"],
+)
+def test_cached_extractive_matches_extractive_on_catalogue_prompts(trace, preset: str) -> None:
+    """Every section kind the catalogue's prompts ask for (errors, identifiers, questions, user
+    messages, changes, tools) gives the same text from cached per-message facts, twice over
+    (the second replay reads the cache filled by the first)."""
+    from ctxlab.policies import catalog
+
+    policy = catalog.get(preset, window=30_000)
+    plain = Said(Extractive())
+    fast = Said(CachedExtractive())
+    expected = ctxlab.replay(trace, policy, plain)
+    for _ in range(2):
+        fast.seen.clear()
+        got = ctxlab.replay(trace, policy, fast)
+        assert fast.seen == plain.seen
+        assert got.turns.equals(expected.turns) and got.events.equals(expected.events)
+    assert len(plain.seen) >= 2
+
+
 # ----------------------------------------------------------------------------- prompt diff
 
 
@@ -406,3 +440,49 @@ def test_prompt_diff_offline_compares_the_prompts_themselves(trace) -> None:
     pd.run_button.click()
     assert pd.sides[0] == pd.sides[1]
     assert "ctx-del" not in pd.summary_a.value and "ctx-ins" not in pd.summary_b.value
+
+
+def test_cached_extractive_matches_extractive_on_errors_and_questions() -> None:
+    """Slices of a conversation with failures, error lines and questions, through every
+    catalogue prompt and a prompt asking for each section kind, each slice twice."""
+    from ctxlab.policies import claude_code, codex, inspect, jetbrains, openhands
+
+    msgs: list = [HumanMessage("Fix /src/app.py? Keep parse_config stable.")]
+    for i in range(6):
+        call = {"name": "run_tests", "args": {"path": f"/src/t{i}.py"}, "id": f"c{i}"}
+        msgs.append(AIMessage(f"Why does test_{i} fail?\nRunning it.", tool_calls=[call]))
+        body = f"E   KeyError: 'k{i}'\nFAILED tests/t{i}.py::test_{i}\n{1000 + i} passed"
+        status = "error" if i % 3 == 0 else "success"
+        msgs.append(ToolMessage(body, tool_call_id=f"c{i}", name="run_tests", status=status))
+        msgs.append(HumanMessage(f"Does retryCount {i} matter?"))
+    prompts = [
+        claude_code.CLAUDE_CODE_SUMMARY_PROMPT,
+        codex.CODEX_COMPACT_PROMPT,
+        inspect.INSPECT_SUMMARY_PROMPT,
+        jetbrains.JETBRAINS_SUMMARY_PROMPT,
+        openhands.OPENHANDS_SUMMARY_PROMPT,
+        "## Errors\n## Open questions\n## Identifiers\n## Tools\n## Changed files\n"
+        "## User messages\n{messages}",
+    ]
+    fast, slow = CachedExtractive(), Extractive()
+    for prompt in prompts:
+        for stop in range(1, len(msgs) + 1):
+            for _ in range(2):
+                assert fast.summarize(msgs[:stop], prompt=prompt) == slow.summarize(
+                    msgs[:stop], prompt=prompt
+                )
+    text = slow.summarize(msgs, prompt=prompts[-1])
+    assert "KeyError" in text and "retryCount" in text and "?" in text
+
+
+def test_explorer_freezes_the_collector_only_when_asked(trace) -> None:
+    import gc
+
+    gc.unfreeze()
+    try:
+        ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+        assert gc.get_freeze_count() == 0
+        ThresholdExplorer(trace, debounce=0)
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
