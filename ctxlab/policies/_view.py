@@ -150,7 +150,7 @@ class Sums:
     Entries hold copies: a caller mutating its list later cannot corrupt them.
     """
 
-    __slots__ = ("tok", "_entries")
+    __slots__ = ("tok", "_entries", "_last")
 
     KEEP = 6
 
@@ -158,6 +158,23 @@ class Sums:
         self.tok = tok
         # (copy of the list, cumulative tokens of every item, of the non-system items)
         self._entries: list[tuple[list[Item], list[int], list[int]]] = []
+        # the list last counted and its entry (exactly that list's items), for `rebase`
+        self._last: tuple[Sequence[Item], tuple[list[Item], list[int], list[int]]] | None = None
+
+    def rebase(self, before: Sequence[Item], after: Sequence[Item], same: int) -> None:
+        """`after` replaces `before`, the list just counted, sharing its first `same` items:
+        the entry of `before` becomes `after`'s at the cost of what changed (a stage that
+        edits a few items near the end of a long request at every call would otherwise pay
+        for a search and a copy of the whole prefix at its next count)."""
+        last = self._last
+        self._last = None
+        if not INCREMENTAL or last is None or last[0] is not before:
+            return
+        entry = last[1]
+        if len(entry[0]) != len(before) or same > len(before) or same > len(after):
+            return
+        del entry[0][same:], entry[1][same + 1 :], entry[2][same + 1 :]
+        self._extend(entry, after, same)
 
     def totals(self, items: Sequence[Item]) -> tuple[int, int]:
         """(tokens of every item, tokens of the non-system items)."""
@@ -183,6 +200,7 @@ class Sums:
                         self._extend(entry, items, n)
                     if i:
                         entries.insert(0, entries.pop(i))
+                    self._last = (items, entry)
                     return entry[1], entry[2]
         # else a new entry, from the one sharing the longest prefix with `items`
         best_k, best = 0, None
@@ -200,6 +218,7 @@ class Sums:
         self._extend(entry, items, best_k)
         entries.insert(0, entry)
         del entries[self.KEEP :]
+        self._last = (items, entry)
         return entry[1], entry[2]
 
     def _extend(
@@ -722,6 +741,7 @@ class RebuildStage:
                 tok(it.msg) for it in before[same:]
             )
             after_total = total + changed
+            ctx.sums.rebase(before, self.prefix, same)
         else:
             after_total = ctx.count(after)
         ctx.events.append(
