@@ -386,10 +386,8 @@ class _Pool:
         self.held[who] = index
         return self.queues[index].popleft(), switched
 
-    def _feed(self) -> None:
+    def _feed(self, children: list[_Child]) -> None:
         """Top up every child to `DEPTH` cells in hand (feeder thread)."""
-        with self.lock:
-            children = list(self.children)
         for i, child in enumerate(children):
             while child.busy < self.DEPTH:
                 with self.lock:
@@ -410,9 +408,9 @@ class _Pool:
                     raise _died(child) from None
                 child.busy += 1
 
-    def _receive(self) -> None:
+    def _receive(self, children: list[_Child]) -> None:
         """Wait briefly for parts from busy children and queue them for the parent."""
-        busy = {c.conn: c for c in self.children if c.busy}
+        busy = {c.conn: c for c in children if c.busy}
         if not busy:
             self.closing.wait(self.WAKE)
             return
@@ -432,8 +430,10 @@ class _Pool:
         """The feeder thread: feed, receive, repeat until the sweep closes or fails."""
         try:
             while not self.closing.is_set():
-                self._feed()
-                self._receive()
+                with self.lock:  # the starting thread appends children as they come up
+                    children = list(self.children)
+                self._feed(children)
+                self._receive(children)
         except BaseException as exc:
             if not self.closing.is_set():
                 self.failed.append(exc)

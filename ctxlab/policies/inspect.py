@@ -495,12 +495,11 @@ class InspectSummary(_Inspect):
     def stages(self, trace: Trace, window: int | None) -> list[Stage]:
         """One summary stage. `prompt` (a ctxlab template: `{messages}` is the conversation)
         replaces the default; `instructions` fill its `{addendums}` slot, as in Inspect."""
-        if self.prompt is None:
-            upstream = INSPECT_UPSTREAM_PROMPT.format(addendums="{addendums}")
-            prompt = _with_addendums("{messages}\n\n" + upstream, self.instructions)
-        else:
-            prompt = _with_addendums(self.prompt, self.instructions)
-        return [SummaryStage(self._limit(window), prompt)]
+        # the upstream prompt's only placeholder is `{addendums}`: it is a ctxlab template as is
+        template = self.prompt
+        if template is None:
+            template = "{messages}\n\n" + INSPECT_UPSTREAM_PROMPT
+        return [SummaryStage(self._limit(window), _with_addendums(template, self.instructions))]
 
 
 __all__ = [
