@@ -25,7 +25,6 @@ Everything is computed from a `Replay` (its calls, events, files) and the trace 
 from __future__ import annotations
 
 import json
-import re
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import escape
@@ -34,6 +33,7 @@ import polars as pl
 from langchain_core.messages import AIMessage, HumanMessage
 
 from ctxlab import tokens as tk
+from ctxlab.message_facts import chars_per_token, is_summary, message_text, paths_in
 from ctxlab.policies.base import Request
 from ctxlab.pricing import Price, cached_tokens, price_for
 from ctxlab.profiles import profile as lookup_profile
@@ -60,7 +60,6 @@ DROPPING = frozenset({"summarize", "forget", "trim", "offload_human_message"})
 """Event kinds that remove a whole message (the others replace a tool result's content)."""
 _BREAKING = frozenset({"summarize", "forget", "trim"})
 """Events that rewrite the start of the request (a tail clip only edits the newest results)."""
-_PATH = re.compile(r"(?:(?<=[\s'\"(=])|^)(/[\w.\-/]+\.\w+|/[\w.\-]+(?:/[\w.\-]+)+)")
 
 
 def _exact_prefixes(calls: list[Call]) -> tuple[list[int], list[int]]:
@@ -127,7 +126,10 @@ def common_prefixes(replay: Replay) -> tuple[list[int], bool]:
     return now, exact
 
 
-def _output_tokens(trace: Trace, cpt: float = tk.CHARS_PER_TOKEN) -> list[int]:
+def _output_tokens(trace: Trace) -> list[int]:
+    """Output tokens per turn: as recorded, else estimated from the output message the way the
+    replay counts input for the trace's model."""
+    cpt = chars_per_token(trace.model, trace.provider)
     out = []
     for t in trace.turns:
         if t.output_tokens is not None:
@@ -205,8 +207,7 @@ def goal_position(trace: Trace) -> int | None:
         (
             i
             for i, m in enumerate(trace.messages)
-            if isinstance(m, HumanMessage)
-            and m.additional_kwargs.get("lc_source") != "summarization"
+            if isinstance(m, HumanMessage) and not is_summary(m)
         ),
         None,
     )
@@ -228,10 +229,6 @@ def goal_retention(replay: Replay, trace: Trace) -> float | None:
     return kept / len(after)
 
 
-def _paths(text: str) -> set[str]:
-    return set(_PATH.findall(text))
-
-
 def references_after_eviction(replay: Replay, trace: Trace) -> int:
     """Recorded tool calls that name a path every mention of which the policy had evicted by
     then (the agent used something no longer in its context: an offline proxy for harm)."""
@@ -240,7 +237,7 @@ def references_after_eviction(replay: Replay, trace: Trace) -> int:
         return 0
     mentions: dict[str, list[int]] = {}
     for p, m in enumerate(trace.messages):
-        for path in _paths(_text(m)):
+        for path in set(paths_in(message_text(m))):
             mentions.setdefault(path, []).append(p)
     count = 0
     for turn in trace.turns:
@@ -248,22 +245,11 @@ def references_after_eviction(replay: Replay, trace: Trace) -> int:
         if not isinstance(out, AIMessage) or not out.tool_calls:
             continue
         for call in out.tool_calls:
-            for path in _paths(" " + json.dumps(call.get("args", {}))):
+            for path in set(paths_in(" " + json.dumps(call.get("args", {})))):
                 before = [q for q in mentions.get(path, ()) if q < turn.position]
                 if before and all(q in evicted and evicted[q] <= turn.index for q in before):
                     count += 1
     return count
-
-
-def _text(message: Any) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    return "\n".join(
-        b if isinstance(b, str) else str(b.get("text", ""))
-        for b in content
-        if isinstance(b, str | dict)
-    )
 
 
 def recoverability(replay: Replay, trace: Trace, probe: int = 200) -> float | None:
@@ -276,7 +262,7 @@ def recoverability(replay: Replay, trace: Trace, probe: int = 200) -> float | No
     found = 0
     counted = 0
     for p in evicted:
-        text = _text(trace.messages[p]).strip()
+        text = message_text(trace.messages[p]).strip()
         if not text:
             continue
         counted += 1

@@ -11,7 +11,10 @@ summary only through its length).
   cache keyed by (model, prompt, input) so re-running a replay never pays twice.
 * `Extractive()`: the offline default. No key, no model: it fills the sections the prompt asks
   for (deepagents': session intent, summary, artifacts, next steps) with text taken from the
-  conversation itself, deterministically, so prompts can be compared offline.
+  conversation itself, deterministically, so prompts can be compared offline. It reads the
+  sections and limits of any prompt through `ctxlab.prompt_sections`.
+* `CachedExtractive()`: the same text, with per-message work remembered across replays (what
+  the widgets use, since sliders re-replay one trace many times).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,6 +34,10 @@ from deepagents.middleware.summarization import DEEPAGENTS_DEFAULT_SUMMARY_PROMP
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages import get_buffer_string as _buffer
+
+from ctxlab import tokens as tk
+from ctxlab.message_facts import PATH, is_summary, message_text
+from ctxlab.prompt_sections import Section, outline
 
 DEFAULT_PROMPT = DEEPAGENTS_DEFAULT_SUMMARY_PROMPT
 """The prompt Deep Agents sends its summariser (imported, never retyped)."""
@@ -141,7 +148,6 @@ class LLM:
         return self.cache[key]
 
 
-_PATH = re.compile(r"(?:(?<=[\s'\"(=])|^)(/[\w.\-/]+\.\w+|/[\w.\-]+(?:/[\w.\-]+)+)")
 _IDENT = re.compile(r"\b(?:[A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*)\b")
 _NUMBER = re.compile(r"(?<![\w.\-/])\d{2,}(?:\.\d+)?(?![\w/])")
 _ERROR_LINE = re.compile(
@@ -151,167 +157,11 @@ _ERROR_MESSAGE = re.compile(r"\w(?:Error|Exception): \S")
 """A line saying what went wrong (pytest's `E   KeyError: 'x'`), preferred over a bare FAILED."""
 _WRITES = re.compile(r"write|edit|create|delete|remove|move|rename|patch|apply|insert|replace")
 """Tool names that change files (`write_file`, `edit_file`, `apply_patch`, ...)."""
-_HEADING = re.compile(r"^[ \t]*(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
-_TAG = re.compile(r"<section\s+(?:name|title)\s*=\s*[\"']([^\"'\n]+)[\"']\s*/?>", re.I)
-_ITEM = re.compile(
-    r"^([ \t]*)(\d+[.)]|[-*•])[ \t]+(\*\*)?([A-Z][\w &/'(),-]{0,80}?)(?(3)\*\*)"
-    r"[ \t]*(?::|[ \t][-–—][ \t]|$)",
-    re.M,
-)
-"""A labelled list item: `1. Pending Tasks: ...`, `- **Goal** - ...`, or a bare short item such
-as Codex's `- What remains to be done (clear next steps)` (commas and brackets allowed)."""
-_ITEM_WORDS = 10
-"""Longest item title read as a section name; longer items are instructions, not sections."""
-_FIELD = re.compile(r"^[ \t]*([A-Z][A-Z0-9_]{2,}):[ \t]*[({]+([^\n]*)", re.M)
-"""An upper-case field with its description in brackets, as OpenHands' and JetBrains' prompts
-ask: `USER_CONTEXT: (Preserve essential user requirements...)`, `TESTS: {Failing cases...}`.
-A field with text after it (`USER_CONTEXT: Fix FITS...`) is an example answer, not an ask."""
-_EXAMPLE = re.compile(r"<example>.*?</example>", re.S | re.I)
-"""Worked examples inside a prompt (Inspect's and Claude Code's): they show an answer or other
-instructions, and their headings and numbered lines are not the sections asked for."""
-_NUMBER_WORDS = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen twenty"
-).split()
-_COUNT = r"(\d+|" + "|".join(_NUMBER_WORDS) + r")"
-_UNIT = r"(words?|bullets?(?:[ -]points?)?|points?|items?|lines?)"
-_CAP = re.compile(
-    rf"\b(at most|no more than|up to|maximum of|max\.?|within|under|fewer than|less than)\s+"
-    rf"{_COUNT}\s+{_UNIT}|\b{_COUNT}\s+{_UNIT}\s+or\s+(?:fewer|less)\b",
-    re.I,
-)
-_PER_SECTION = re.compile(r"\b(?:per|each|every)\s+(?:section|heading)\b", re.I)
-
-_KEYWORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("questions", ("question", "unknown", "unclear", "clarif")),
-    (
-        "next",
-        ("next", "todo", "to do", "remaining", "pending", "open", "follow", "plan", "tracking"),
-    ),
-    ("errors", ("error", "fail", "problem", "issue", "bug", "exception", "fix")),
-    ("users", ("user message", "all user", "human message", "preference", "constraint")),
-    ("said", ("done", "complet", "progress", "accomplish")),
-    (
-        "intent",
-        ("intent", "goal", "task", "objective", "request", "purpose", "aim", "user context"),
-    ),
-    ("changes", ("change", "modif", "written", "edited", "created")),
-    ("artifacts", ("artifact", "file", "path", "resource", "code", "document")),
-    (
-        "identifiers",
-        ("identifier", "number", "value", "name", "variable", "symbol", "concept", "data"),
-    ),
-    ("tools", ("tool", "command", "action")),
-    ("said", ("decision", "summary", "context", "current", "work", "state", "status", "finding")),
-)
-"""Heading keywords -> extractor, first match wins: specific asks ("pending tasks", "open
-questions", "problem solving") must beat the generic words they contain ("task", "open").
-"tracking", "user context", "constraints/preferences" and "critical data" are the upstream
-prompts' own asks (OpenHands' TASK_TRACKING and USER_CONTEXT, Codex's handoff list)."""
 
 
 def _first_line(text: str, limit: int) -> str:
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-def _kind(title: str) -> str | None:
-    """The extractor a section title asks for, by keyword; None if no keyword matches."""
-    low = title.lower()
-    return next((kind for kind, words in _KEYWORDS if any(w in low for w in words)), None)
-
-
-@dataclass(frozen=True)
-class Section:
-    """One section the prompt asks for, written back in the prompt's own notation."""
-
-    title: str
-    header: str
-    """The line that opens the section: `## GOAL`, `1. Goal:` or `<section name="Goal">`."""
-    kind: str
-    footer: str = ""
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What a prompt asks for: its sections and length limits (None = no limit)."""
-
-    sections: tuple[Section, ...]
-    bullets: int | None = None
-    words: int | None = None
-    per_section: bool = False
-
-    def share(self, total: int | None, index: int) -> int | None:
-        """Section `index`'s part of a limit: the whole if the prompt says "per section", else an
-        even split (earlier sections get the remainder) so the summary as a whole obeys it."""
-        if total is None or self.per_section:
-            return total
-        n = len(self.sections)
-        return total // n + (index < total % n)
-
-
-def _sections(prompt: str) -> tuple[Section, ...]:
-    """The sections `prompt` names: markdown headings (the deepest level used twice or more,
-    so a `# Output format` title above `## GOAL`, `## FILES` is skipped), else
-    `<section name=...>` tags, else upper-case fields with a bracketed description
-    (`USER_CONTEXT: (...)`, each once), else a list of labelled items (`1. Goal: ...`) at the
-    list's outermost indentation, so an indented sub-list of things to think about is not taken
-    for the sections; empty when none of them maps to a known extractor, so the caller falls
-    back to the deepagents sections. `<example>` blocks are ignored: they show answers (or
-    other prompts), not what this prompt asks for."""
-    prompt = _EXAMPLE.sub("", prompt)
-    headings = _HEADING.findall(prompt)
-    levels = sorted({len(h) for h, _ in headings if sum(len(g) == len(h) for g, _ in headings) > 1})
-    fields: dict[str, str] = {}
-    for label, rest in _FIELD.findall(prompt):
-        fields.setdefault(label, rest)
-    if headings:
-        chosen = [(h, t) for h, t in headings if not levels or len(h) == levels[-1]]
-        found = tuple(Section(t, f"{h} {t}", _kind(t) or "said") for h, t in chosen)
-    elif tags := _TAG.findall(prompt):
-        found = tuple(
-            Section(t, f'<section name="{t}">', _kind(t) or "said", "</section>") for t in tags
-        )
-    elif len(fields) > 1:
-        found = tuple(
-            Section(f, f"{f}:", _kind(f.replace("_", " ")) or _kind(fields[f]) or "said")
-            for f in fields
-        )
-        return found if any(_kind(s.title.replace("_", " ")) for s in found) else ()
-    else:
-        items = [
-            (len(i.expandtabs(4)), m, t.strip())
-            for i, m, _, t in _ITEM.findall(prompt)
-            if len(t.split()) <= _ITEM_WORDS
-        ]
-        outer = min((depth for depth, _, _ in items), default=0)
-        found = tuple(
-            Section(t, f"{n}. {t}:" if m[0].isdigit() else f"- {t}:", _kind(t) or "said")
-            for n, (_, m, t) in enumerate(((d, m, t) for d, m, t in items if d == outer), 1)
-        )
-        found = found if len(found) > 1 else ()
-    return found if any(_kind(s.title) for s in found) else ()
-
-
-def _count(word: str) -> int:
-    return int(word) if word.isdigit() else _NUMBER_WORDS.index(word.lower())
-
-
-@lru_cache(maxsize=256)
-def plan(prompt: str) -> Plan:
-    """The sections and limits `Extractive` reads in `prompt` (deepagents' sections if it names
-    none). Cached: replays send the same template at every summarisation point."""
-    sections = _sections(prompt) or _sections(DEFAULT_PROMPT)
-    caps: dict[str, int] = {}
-    per_section = False
-    for found in _CAP.finditer(prompt):
-        how, count, unit = found.group(1, 2, 3) if found.group(1) else (None, *found.group(4, 5))
-        strict = how is not None and how.lower() in ("under", "fewer than", "less than")
-        n = _count(count) - strict
-        caps.setdefault("words" if unit.lower().startswith("word") else "bullets", n)
-        sentence = re.split(r"[.\n]", prompt[found.end() :], maxsplit=1)[0]
-        per_section = per_section or bool(_PER_SECTION.search(found.group(0) + sentence))
-    return Plan(sections, caps.get("bullets"), caps.get("words"), per_section)
 
 
 def _clip_words(lines: list[str], budget: int) -> list[str]:
@@ -354,11 +204,11 @@ class _Conversation:
         self.line_chars = line_chars
         self.memo: Memo = memo or _compute
         humans = [m for m in messages if isinstance(m, HumanMessage) and self.text(m).strip()]
-        self.prior = [h for h in humans if h.additional_kwargs.get("lc_source") == "summarization"]
+        self.prior = [h for h in humans if is_summary(h)]
         self.asks = [h for h in humans if h not in self.prior]
 
     def text(self, m: BaseMessage) -> str:
-        return self.memo(m, "text", lambda: m.text)
+        return self.memo(m, "text", lambda: message_text(m))
 
     def line(self, text: str) -> str:
         return _first_line(text, self.line_chars)
@@ -412,7 +262,7 @@ class _Conversation:
                         found.setdefault(path, []).append(call["name"])
         for m in self.messages:
             if isinstance(m, ToolMessage | HumanMessage):
-                for path in self.memo(m, "paths", lambda m=m: _PATH.findall(self.text(m)[:4000])):
+                for path in self.memo(m, "paths", lambda m=m: PATH.findall(self.text(m)[:4000])):
                     found.setdefault(path, ["mentioned"])
         return found
 
@@ -551,17 +401,48 @@ class Extractive:
 
     def summarize(self, messages: Sequence[BaseMessage], *, prompt: str = DEFAULT_PROMPT) -> str:
         """One block per section of `prompt`; "None" where the conversation gives nothing."""
-        asked = plan(prompt)
+        asked = outline(prompt, DEFAULT_PROMPT)
         conversation = _Conversation(messages, self.line_chars, self._memo())
         blocks = []
         for i, section in enumerate(asked.sections):
             bullets = asked.share(asked.bullets, i)
             limit = self.max_items if bullets is None else min(self.max_items, bullets)
-            lines = _EXTRACTORS[section.kind](conversation, section, limit)
+            lines = _EXTRACTORS[section.extractor](conversation, section, limit)
             words = asked.share(asked.words, i)
             body = "\n".join(lines if words is None else _clip_words(lines, words)) or "None"
             blocks.append("\n".join(filter(None, [section.header, body, section.footer])))
         return "\n\n".join(blocks)
 
 
-__all__ = ["DEFAULT_PROMPT", "LLM", "Extractive", "Fixed", "Summarizer", "format_prompt", "plan"]
+@dataclass(frozen=True)
+class CachedExtractive(Extractive):
+    """`Extractive` with its per-message facts remembered per message object: same text and
+    `name` as `Extractive(max_items, line_chars)`, faster when the same trace is summarised
+    again.
+
+    A slider re-replays one trace many times, and each replay summarises overlapping slices of
+    the same message objects; `Extractive` re-reads every message's text and re-runs its
+    regexes (paths, error lines, identifiers, numbers) each time: 25 ms a summary on a
+    catalogue preset's long slices, 300 ms a 1,000-turn replay. The facts depend only on the
+    message (and `line_chars`), so they live in `ctxlab.tokens.derived`, the memo that already
+    keeps each live message's size and edited copies and forgets them with the message.
+    """
+
+    def _memo(self) -> Memo:
+        line_chars = self.line_chars
+
+        def memo(message: BaseMessage, fact: str, compute: Callable[[], Any]) -> Any:
+            return tk.derived(message, ("extractive", fact, line_chars), compute)
+
+        return memo
+
+
+__all__ = [
+    "DEFAULT_PROMPT",
+    "LLM",
+    "CachedExtractive",
+    "Extractive",
+    "Fixed",
+    "Summarizer",
+    "format_prompt",
+]

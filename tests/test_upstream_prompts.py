@@ -18,7 +18,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 import ctxlab
 from ctxlab.policies import catalog, claude_code, codex, jetbrains, openhands
 from ctxlab.policies import inspect as inspect_policy
-from ctxlab.summarizers import Extractive, format_prompt, plan
+from ctxlab.prompt_sections import outline
+from ctxlab.summarizers import Extractive, format_prompt
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "traces" / "deepagents_long_session.jsonl.xz"
@@ -161,7 +162,7 @@ def test_sources_cite_a_path(name: str, verbatim: bool) -> None:
 
 
 def _headers(prompt: str) -> list[str]:
-    return [s.header for s in plan(prompt).sections]
+    return [s.header for s in outline(prompt).sections]
 
 
 def test_extractive_reads_openhands_fields() -> None:
@@ -178,7 +179,7 @@ def test_extractive_reads_openhands_fields() -> None:
         "DEPS:",
         "VERSION_CONTROL_STATUS:",
     ]
-    kinds = {s.title: s.kind for s in plan(openhands.OPENHANDS_SUMMARY_PROMPT).sections}
+    kinds = {s.title: s.extractor for s in outline(openhands.OPENHANDS_SUMMARY_PROMPT).sections}
     assert kinds["USER_CONTEXT"] == "intent" and kinds["PENDING"] == "next"
     assert kinds["TESTS"] == "errors"  # from its description: {Failing cases, error messages}
     assert kinds["CODE_STATE"] == "artifacts" and kinds["CHANGES"] == "changes"
@@ -187,7 +188,7 @@ def test_extractive_reads_openhands_fields() -> None:
 
 
 def test_extractive_reads_codex_bullets() -> None:
-    assert [(s.title, s.kind) for s in plan(codex.CODEX_COMPACT_PROMPT).sections] == [
+    assert [(s.title, s.extractor) for s in outline(codex.CODEX_COMPACT_PROMPT).sections] == [
         ("Goal / user objective", "intent"),
         ("Current progress and key decisions made", "said"),
         ("Important context, constraints, or user preferences", "users"),

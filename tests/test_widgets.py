@@ -19,11 +19,12 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from synthetic import make_trace
 
 import ctxlab
+from ctxlab.message_facts import readable_text
 from ctxlab.policies import DeepAgents
-from ctxlab.summarizers import LLM, Extractive
+from ctxlab.summarizers import LLM, CachedExtractive, Extractive
+from ctxlab.timeline import Timeline
 from ctxlab.widgets import Compare, PromptDiff, Scrubber, ThresholdExplorer
-from ctxlab.widgets._common import Debouncer, Timeline, message_text
-from ctxlab.widgets._fast import CachedExtractive
+from ctxlab.widgets._common import Debouncer
 
 
 @pytest.fixture(scope="module")
@@ -264,7 +265,7 @@ def test_prompt_diff_offline_and_with_a_chat_model(trace) -> None:
     assert "ctx-del" in pd.summary_a.value or "ctx-ins" in pd.summary_b.value
     assert f"{a.tokens:,} tokens" in pd.summary_a.value
     assert a.kept["paths"] and all(p in a.summary for p in a.kept["paths"])
-    slice_text = "\n".join(message_text(m) for m in pd.slice())
+    slice_text = "\n".join(readable_text(m) for m in pd.slice())
     assert all(p in slice_text for p in a.kept["paths"])
     assert len(a.kept["paths"]) >= len(b.kept["paths"])  # B keeps at most 2 artifacts
     bars = pd.figure.data

@@ -13,7 +13,7 @@ from typing import Any
 import ipywidgets as W
 
 from ctxlab import plots
-from ctxlab.plots import esc
+from ctxlab.escape import esc
 from ctxlab.replay import Replay
 from ctxlab.trace import Trace
 from ctxlab.widgets._common import ExportBar, figure_widget, metrics, update_in_place

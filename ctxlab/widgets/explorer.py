@@ -24,7 +24,7 @@ from ctxlab import plots
 from ctxlab.plots import esc
 from ctxlab.policies import DeepAgents
 from ctxlab.replay import Replay, replay
-from ctxlab.summarizers import Summarizer
+from ctxlab.summarizers import CachedExtractive, Summarizer
 from ctxlab.trace import Trace
 from ctxlab.widgets._common import (
     Debouncer,
@@ -35,7 +35,6 @@ from ctxlab.widgets._common import (
     readout_html,
     update_in_place,
 )
-from ctxlab.widgets._fast import CachedExtractive
 
 _LINE_LABELS = ("window", "trigger", "budget")
 

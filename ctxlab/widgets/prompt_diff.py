@@ -25,12 +25,13 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from ctxlab import plots
 from ctxlab import tokens as tk
-from ctxlab.plots import esc
+from ctxlab.escape import esc
+from ctxlab.message_facts import AUTO, chars_per_token, readable_text, summary_message
 from ctxlab.policies import DeepAgents
 from ctxlab.replay import replay
 from ctxlab.summarizers import DEFAULT_PROMPT, Extractive, Summarizer
 from ctxlab.trace import Trace
-from ctxlab.widgets._common import ExportBar, figure_widget, message_text
+from ctxlab.widgets._common import ExportBar, figure_widget
 
 _PATH = re.compile(r"(?<![\w/])(?:/[\w.\-]+)+/?|\b[\w.\-]+/[\w.\-/]+\.\w+")
 _IDENT = re.compile(r"\b(?:[A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|\w+\.\w+\(\))\b")
@@ -110,7 +111,7 @@ def summarisation_points(trace: Trace, policy: Any = None) -> list[Point]:
 
 
 def _short(params: dict[str, Any]) -> str:
-    shown = {k: v for k, v in params.items() if v not in ("auto", None, "trace")}
+    shown = {k: v for k, v in params.items() if v not in (AUTO, None, "trace")}
     return ", ".join(f"{k}={v}" for k, v in list(shown.items())[:2])
 
 
@@ -144,11 +145,7 @@ class PromptDiff(W.VBox):
         else:
             self.summarizers = (summarizer, summarizer)
         self.points = list(points) if points is not None else summarisation_points(trace, policy)
-        self.cpt = (
-            tk.ANTHROPIC_CHARS_PER_TOKEN
-            if (trace.provider or "").lower() == "anthropic"
-            else tk.CHARS_PER_TOKEN
-        )
+        self.cpt = chars_per_token(trace.model, trace.provider)
         self.point = W.Dropdown(
             options=[(p.label(), i) for i, p in enumerate(self.points)],
             value=0 if self.points else None,
@@ -205,14 +202,14 @@ class PromptDiff(W.VBox):
     def run(self) -> tuple[Side, Side]:
         """Summarise the slice with both prompts and redraw (the Run button calls this)."""
         messages = self.slice()
-        source = "\n".join(message_text(m) for m in messages)
+        source = "\n".join(readable_text(m) for m in messages)
         found = anchors(source)
         sides = []
         for summarizer, prompt in zip(
             self.summarizers, (self.prompt_a.value, self.prompt_b.value), strict=True
         ):
             text = summarizer.summarize(messages, prompt=prompt).strip() if messages else ""
-            tokens = tk.count_tokens([_as_message(text)], chars_per_token=self.cpt)
+            tokens = tk.count_tokens([summary_message(text)], chars_per_token=self.cpt)
             sides.append(Side(text, tokens, kept(found, text)))
         a, b = sides
         self.sides = (a, b)
@@ -268,12 +265,6 @@ class PromptDiff(W.VBox):
     def export(self, path: Any) -> Any:
         """Write the anchors chart (PNG, SVG, PDF or HTML by suffix)."""
         return self.exporter.export(path)
-
-
-def _as_message(text: str) -> BaseMessage:
-    from langchain_core.messages import HumanMessage
-
-    return HumanMessage(text)
 
 
 def _anchors_html(

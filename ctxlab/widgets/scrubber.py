@@ -18,18 +18,14 @@ import plotly.graph_objects as go
 from ctxlab import plots
 from ctxlab.plots import esc
 from ctxlab.replay import Replay
+from ctxlab.timeline import Block, Timeline, block_detail, events_html, strip_html
 from ctxlab.trace import Trace
 from ctxlab.widgets._common import (
-    Block,
     ExportBar,
-    Timeline,
-    block_detail,
-    events_html,
     figure_widget,
     metrics,
     readout_html,
     recover_summaries,
-    strip_html,
 )
 
 

@@ -1,98 +1,39 @@
-"""Pure plotly figure builders for replays, and `export(fig, path)` for write-ups.
+"""Plotly figure builders for replays and sweeps, styled for papers.
 
 Every builder takes frames/replays and returns a `plotly.graph_objects.Figure`; nothing here
 reads files, runs replays or keeps state, so the same figure comes out of a notebook, a widget
-(which copies it into a `FigureWidget` and updates it in place) and the CLI. Figures are styled
-for papers: a sans-serif font at readable sizes, a white background and the Okabe-Ito palette,
-which stays distinguishable for colour-blind readers and in greyscale print.
-
-Static export (PNG, SVG, PDF) goes through kaleido 1.x driving the system `chromium` (found on
-PATH, or `BROWSER_PATH`; nothing is downloaded). A cold export starts a browser (about 2 s), so
-the first static export starts kaleido's sync server and keeps it for the life of the process:
-later exports cost about a tenth of a second. HTML embeds plotly.js, so it opens offline.
+(which copies it into a `FigureWidget` and updates it in place) and the CLI. Figures use a
+sans-serif font at readable sizes, a white background and the Okabe-Ito palette
+(`ctxlab.palette`). Writing them to files is `ctxlab.plots.exporter`'s job.
 
 Trace text is untrusted: every string taken from a trace or replay that ends up in hover text
-goes through `html.escape` (plotly renders a subset of HTML in hover labels).
+or a legend goes through `esc` (plotly renders a subset of HTML in hover labels).
 """
 
 from __future__ import annotations
 
-import atexit
-import html
-import threading
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 import polars as pl
 
+from ctxlab.escape import esc
+from ctxlab.message_facts import KINDS
+from ctxlab.palette import (
+    DEFAULT_EVENT_STYLE,
+    EVENT_STYLE,
+    FONT,
+    KIND_COLORS,
+    KIND_LABELS,
+    OKABE_ITO,
+    SERIES_COLORS,
+    SERIES_DASHES,
+)
+from ctxlab.plots.annotations import default_labels
+
 if TYPE_CHECKING:
     from ctxlab.replay import Replay
-    from ctxlab.trace import Trace
-
-FONT = "DejaVu Sans, Arial, Helvetica, sans-serif"
-"""DejaVu ships with Debian's chromium fonts; the fallbacks cover other systems."""
-
-OKABE_ITO = {
-    "black": "#000000",
-    "orange": "#E69F00",
-    "sky": "#56B4E9",
-    "green": "#009E73",
-    "yellow": "#F0E442",
-    "blue": "#0072B2",
-    "vermillion": "#D55E00",
-    "purple": "#CC79A7",
-    "grey": "#999999",
-}
-
-KIND_COLORS: dict[str, str] = {
-    "system": OKABE_ITO["grey"],
-    "tools": OKABE_ITO["purple"],
-    "human": OKABE_ITO["orange"],
-    "ai": OKABE_ITO["blue"],
-    "tool_results": OKABE_ITO["sky"],
-    "stubs": OKABE_ITO["yellow"],
-    "summary": OKABE_ITO["green"],
-}
-KIND_LABELS: dict[str, str] = {
-    "system": "system prompt",
-    "tools": "tool schemas",
-    "human": "human",
-    "ai": "assistant",
-    "tool_results": "tool results",
-    "stubs": "offload stubs",
-    "summary": "summary",
-}
-
-STATUS_COLORS: dict[str, str] = {
-    "kept": OKABE_ITO["sky"],
-    "offloaded": OKABE_ITO["yellow"],
-    "truncated": OKABE_ITO["orange"],
-    "summarised": "#D9D9D9",
-    "summary": OKABE_ITO["green"],
-    "masked": OKABE_ITO["purple"],
-    "dropped": "#6E6E6E",
-}
-"""Colours of the context strip's blocks, by what the policy did to the message."""
-
-EVENT_STYLE: dict[str, tuple[str, str]] = {
-    "offload_tool_result": ("triangle-down", OKABE_ITO["yellow"]),
-    "offload_human_message": ("triangle-down-open", OKABE_ITO["orange"]),
-    "truncate_args": ("line-ew-open", OKABE_ITO["orange"]),
-    "summarize": ("diamond", OKABE_ITO["green"]),
-    "tail_clip": ("x", OKABE_ITO["vermillion"]),
-    "overflow_error": ("star", OKABE_ITO["black"]),
-}
-_DEFAULT_EVENT_STYLE = ("circle", OKABE_ITO["purple"])
-
-SERIES_COLORS = [
-    OKABE_ITO[c] for c in ("blue", "vermillion", "green", "orange", "purple", "sky", "black")
-]
-"""Line colours for comparisons, in order; `SERIES_DASHES` tells them apart in greyscale."""
-SERIES_DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "solid"]
-
-FORMATS = ("png", "svg", "pdf", "html")
 
 
 def style(
@@ -126,53 +67,6 @@ def style(
     return fig
 
 
-def esc(text: Any, limit: int | None = None) -> str:
-    """Untrusted text made safe for HTML and plotly hover labels (newlines become <br>)."""
-    s = "" if text is None else str(text)
-    if limit is not None and len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return html.escape(s, quote=True).replace("\n", "<br>")
-
-
-# --------------------------------------------------------------------------- thresholds
-
-
-def thresholds(policy: Any, trace: Trace) -> dict[str, int]:
-    """Window, trigger and input-budget lines (tokens) a policy resolves to on `trace`.
-
-    Only policies with `resolve(trace)` (DeepAgents and anything shaped like it) have lines;
-    others give `{}`. The trigger line is the lowest token threshold of the OR-ed clauses.
-    """
-    resolve = getattr(policy, "resolve", None)
-    if resolve is None:
-        return {}
-    try:
-        s = resolve(trace)
-    except (TypeError, ValueError):
-        return {}
-    out: dict[str, int] = {}
-    window = getattr(s, "window", None)
-    if window:
-        out["window"] = int(window)
-    levels = []
-    for clause in getattr(s, "clauses", []) or []:
-        if "tokens" in clause:
-            levels.append(int(clause["tokens"]))
-        elif "fraction" in clause and window:
-            levels.append(max(1, int(window * clause["fraction"])))
-    if levels:
-        out["trigger"] = min(levels)
-    budget = getattr(s, "budget", None)
-    if budget:
-        out["budget"] = int(budget)
-    return out
-
-
-# --------------------------------------------------------------------------- builders
-
-_KINDS = ("system", "tools", "human", "ai", "tool_results", "stubs", "summary")
-
-
 def _event_hover(row: Mapping[str, Any]) -> str:
     before, after = row.get("tokens_before"), row.get("tokens_after")
     parts = [f"<b>{esc(row['kind'])}</b> at turn {row['turn']}"]
@@ -199,7 +93,7 @@ def event_markers(replay: Replay, *, y: str = "context_tokens") -> list[go.Scatt
     traces = []
     for kind in sorted(set(joined["kind"].to_list())):
         rows = joined.filter(pl.col("kind") == kind).to_dicts()
-        symbol, color = EVENT_STYLE.get(kind, _DEFAULT_EVENT_STYLE)
+        symbol, color = EVENT_STYLE.get(kind, DEFAULT_EVENT_STYLE)
         traces.append(
             go.Scatter(
                 x=[r["turn"] for r in rows],
@@ -304,10 +198,10 @@ def _kind_areas(
             line={"width": 0.5, "color": KIND_COLORS[kind]},
             fillcolor=KIND_COLORS[kind],
             stackgroup=stackgroup,
-            groupnorm=groupnorm if kind == _KINDS[0] else None,
+            groupnorm=groupnorm if kind == KINDS[0] else None,
             hovertemplate=f"{KIND_LABELS[kind]}: {value}<extra>turn %{{x}}</extra>",
         )
-        for kind in _KINDS
+        for kind in KINDS
     ]
 
 
@@ -337,7 +231,7 @@ def events_timeline(
             else 0
             for r in rows
         ]
-        symbol, color = EVENT_STYLE.get(kind, _DEFAULT_EVENT_STYLE)
+        symbol, color = EVENT_STYLE.get(kind, DEFAULT_EVENT_STYLE)
         fig.add_trace(
             go.Scatter(
                 x=[r["turn"] if r["turn"] is not None else n_turns for r in rows],
@@ -412,39 +306,6 @@ def comparison(
     return style(fig, title=title or f"Policies compared: {what}", width=width, height=height)
 
 
-def _default_params(policy: str) -> dict[str, Any]:
-    """The parameters a policy has at its defaults (to show only what a replay changed)."""
-    factories: dict[str, Any] = {}
-    try:
-        from ctxlab.policies import catalog  # the policy catalogue, when installed
-
-        factories.update(getattr(catalog, "PRESETS", {}))
-    except ImportError:
-        pass
-    from ctxlab.policies import DeepAgents
-
-    factories.setdefault("deepagents", DeepAgents)
-    for factory in factories.values():
-        try:
-            made = factory()
-        except (TypeError, ValueError):
-            continue
-        if getattr(made, "name", None) == policy:
-            return made.params()
-    return {}
-
-
-def default_labels(replays: Sequence[Replay]) -> list[str]:
-    """`policy(changed params)` per replay: enough to tell sweep cells apart in a legend."""
-    out = []
-    for r in replays:
-        defaults = _default_params(r.policy)
-        shown = {k: v for k, v in r.params.items() if k not in defaults or defaults[k] != v}
-        inner = ", ".join(f"{k}={v}" for k, v in list(shown.items())[:3])
-        out.append(f"{r.policy}({inner})")
-    return out
-
-
 def sweep_heatmap(
     frame: pl.DataFrame,
     x: str,
@@ -490,113 +351,13 @@ def sweep_heatmap(
     )
 
 
-# --------------------------------------------------------------------------- export
-
-
-class _Kaleido:
-    """One kaleido sync server (one chromium) per process, started on the first static export.
-
-    kaleido's own singleton refuses to open twice; this wrapper makes starting idempotent and
-    thread-safe, and stops the browser at interpreter exit so no chromium outlives Python.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.started = False
-
-    def start(self) -> None:
-        with self._lock:
-            if self.started:
-                return
-            import kaleido
-
-            # mathjax=False: no CDN request for MathJax (labels here are plain text).
-            kaleido.start_sync_server(mathjax=False, silence_warnings=True)
-            self.started = True
-            atexit.register(self.stop)
-
-    def stop(self) -> None:
-        with self._lock:
-            if not self.started:
-                return
-            import kaleido
-
-            kaleido.stop_sync_server(silence_warnings=True)
-            self.started = False
-
-
-KALEIDO = _Kaleido()
-
-
-def _as_figure(fig: Any) -> go.Figure:
-    """A plain `go.Figure` copy (FigureWidget or dict in; what kaleido and write_html want)."""
-    if isinstance(fig, go.Figure) and not isinstance(fig, go.FigureWidget):
-        return fig
-    return go.Figure(fig.to_dict() if hasattr(fig, "to_dict") else fig)
-
-
-def export(
-    fig: Any,
-    path: str | Path,
-    *,
-    format: str | None = None,
-    width: int | None = None,
-    height: int | None = None,
-    scale: float = 2.0,
-) -> Path:
-    """Write `fig` to `path` as PNG, SVG, PDF or HTML (from the suffix unless `format`).
-
-    Static formats go through the process-wide kaleido server (started here on first use); HTML
-    embeds plotly.js (about 4.8 MB) so the file works with no network. Returns the path.
-    """
-    path = Path(path)
-    fmt = (format or path.suffix.lstrip(".")).lower()
-    if fmt not in FORMATS:
-        raise ValueError(f"cannot export {path}: format {fmt!r} is not one of {', '.join(FORMATS)}")
-    figure = _as_figure(fig)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "html":
-        figure.write_html(
-            path,
-            include_plotlyjs=True,
-            full_html=True,
-            include_mathjax=False,
-            config={"displaylogo": False},
-        )
-        return path
-    import kaleido
-
-    KALEIDO.start()
-    layout = figure.layout
-    data = kaleido.calc_fig_sync(
-        figure.to_dict(),
-        opts={
-            "format": fmt,
-            "width": width or layout.width or 900,
-            "height": height or layout.height or 480,
-            "scale": scale if fmt == "png" else 1,
-        },
-    )
-    path.write_bytes(data)
-    return path
-
-
 __all__ = [
-    "EVENT_STYLE",
-    "FONT",
-    "KIND_COLORS",
-    "OKABE_ITO",
-    "STATUS_COLORS",
     "comparison",
     "composition",
     "context_tokens",
     "context_traces",
-    "default_labels",
-    "esc",
     "event_markers",
     "events_timeline",
-    "export",
     "style",
     "sweep_heatmap",
-    "thresholds",
 ]

@@ -1,0 +1,53 @@
+"""Figures of replays and sweeps (`ctxlab.plots.figures`), written to files for write-ups
+(`ctxlab.plots.exporter`), with a policy's threshold lines and legend labels
+(`ctxlab.plots.annotations`). Everything is importable from `ctxlab.plots` directly.
+"""
+
+from ctxlab.escape import esc
+from ctxlab.palette import (
+    EVENT_STYLE,
+    FONT,
+    KIND_COLORS,
+    KIND_LABELS,
+    OKABE_ITO,
+    SERIES_COLORS,
+    SERIES_DASHES,
+    STATUS_COLORS,
+)
+from ctxlab.plots.annotations import default_labels, thresholds
+from ctxlab.plots.exporter import FORMATS, KALEIDO, export
+from ctxlab.plots.figures import (
+    comparison,
+    composition,
+    context_tokens,
+    context_traces,
+    event_markers,
+    events_timeline,
+    style,
+    sweep_heatmap,
+)
+
+__all__ = [
+    "EVENT_STYLE",
+    "FONT",
+    "FORMATS",
+    "KALEIDO",
+    "KIND_COLORS",
+    "KIND_LABELS",
+    "OKABE_ITO",
+    "SERIES_COLORS",
+    "SERIES_DASHES",
+    "STATUS_COLORS",
+    "comparison",
+    "composition",
+    "context_tokens",
+    "context_traces",
+    "default_labels",
+    "esc",
+    "event_markers",
+    "events_timeline",
+    "export",
+    "style",
+    "sweep_heatmap",
+    "thresholds",
+]

@@ -1,0 +1,110 @@
+"""`export(fig, path)`: figures written to PNG, SVG, PDF or HTML for write-ups.
+
+Static export (PNG, SVG, PDF) goes through kaleido 1.x driving the system `chromium` (found on
+PATH, or `BROWSER_PATH`; nothing is downloaded). A cold export starts a browser (about 2 s), so
+the first static export starts kaleido's sync server and keeps it for the life of the process:
+later exports cost about a tenth of a second. HTML embeds plotly.js, so it opens offline.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+
+FORMATS = ("png", "svg", "pdf", "html")
+"""What `export` writes, by file suffix."""
+
+
+class _Kaleido:
+    """One kaleido sync server (one chromium) per process, started on the first static export.
+
+    kaleido's own singleton refuses to open twice; this wrapper makes starting idempotent and
+    thread-safe, and stops the browser at interpreter exit so no chromium outlives Python.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.started = False
+
+    def start(self) -> None:
+        with self._lock:
+            if self.started:
+                return
+            import kaleido
+
+            # mathjax=False: no CDN request for MathJax (labels here are plain text).
+            kaleido.start_sync_server(mathjax=False, silence_warnings=True)
+            self.started = True
+            atexit.register(self.stop)
+
+    def stop(self) -> None:
+        with self._lock:
+            if not self.started:
+                return
+            import kaleido
+
+            kaleido.stop_sync_server(silence_warnings=True)
+            self.started = False
+
+
+KALEIDO = _Kaleido()
+
+
+def _as_figure(fig: Any) -> go.Figure:
+    """A plain `go.Figure` copy (FigureWidget or dict in; what kaleido and write_html want)."""
+    if isinstance(fig, go.Figure) and not isinstance(fig, go.FigureWidget):
+        return fig
+    return go.Figure(fig.to_dict() if hasattr(fig, "to_dict") else fig)
+
+
+def export(
+    fig: Any,
+    path: str | Path,
+    *,
+    format: str | None = None,
+    width: int | None = None,
+    height: int | None = None,
+    scale: float = 2.0,
+) -> Path:
+    """Write `fig` to `path` as PNG, SVG, PDF or HTML (from the suffix unless `format`).
+
+    Static formats go through the process-wide kaleido server (started here on first use); HTML
+    embeds plotly.js (about 4.8 MB) so the file works with no network. Returns the path.
+    """
+    path = Path(path)
+    fmt = (format or path.suffix.lstrip(".")).lower()
+    if fmt not in FORMATS:
+        raise ValueError(f"cannot export {path}: format {fmt!r} is not one of {', '.join(FORMATS)}")
+    figure = _as_figure(fig)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "html":
+        figure.write_html(
+            path,
+            include_plotlyjs=True,
+            full_html=True,
+            include_mathjax=False,
+            config={"displaylogo": False},
+        )
+        return path
+    import kaleido
+
+    KALEIDO.start()
+    layout = figure.layout
+    data = kaleido.calc_fig_sync(
+        figure.to_dict(),
+        opts={
+            "format": fmt,
+            "width": width or layout.width or 900,
+            "height": height or layout.height or 480,
+            "scale": scale if fmt == "png" else 1,
+        },
+    )
+    path.write_bytes(data)
+    return path
+
+
+__all__ = ["FORMATS", "KALEIDO", "export"]
