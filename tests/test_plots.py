@@ -17,7 +17,7 @@ from synthetic import make_trace
 
 import ctxlab
 from ctxlab import plots
-from ctxlab.policies import DeepAgents
+from ctxlab.policies import DeepAgents, catalog
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +55,28 @@ def test_context_tokens_carries_the_replay(trace, stressed) -> None:
     summarize = next(t for t in markers if t.name == "event: summarize")
     turns = [e.turn for e in replay.event_list if e.kind == "summarize"]
     assert list(summarize.x) == turns
+
+
+class Lined:
+    """A policy of a third party's shape: its own lines, nothing Deep Agents-like."""
+
+    name = "lined"
+
+    def thresholds(self, trace: ctxlab.Trace) -> dict[str, int]:
+        return {"budget": len(trace.messages) * 10}
+
+
+def test_thresholds_are_the_policys_own(trace) -> None:
+    assert plots.thresholds(Lined(), trace) == {"budget": len(trace.messages) * 10}
+    assert plots.thresholds(catalog.get("clear-tool-uses"), trace) == {}
+
+
+def test_default_labels_show_what_changed(trace, stressed) -> None:
+    _, stressed_replay = stressed
+    default = ctxlab.replay(trace, DeepAgents())
+    cleared = ctxlab.replay(trace, catalog.get("clear-tool-uses", keep=5))
+    labels = plots.default_labels([default, stressed_replay, cleared])
+    assert labels == ["deepagents()", "deepagents(stress=0.1)", "clear-tool-uses(keep=5)"]
 
 
 def test_figures_are_deterministic(trace, stressed) -> None:

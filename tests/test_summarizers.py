@@ -12,8 +12,16 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from synthetic import make_trace
 
 from ctxlab.policies import DeepAgents
+from ctxlab.prompt_sections import outline
 from ctxlab.replay import replay
-from ctxlab.summarizers import DEFAULT_PROMPT, LLM, Extractive, Fixed, format_prompt
+from ctxlab.summarizers import (
+    DEFAULT_PROMPT,
+    LLM,
+    CachedExtractive,
+    Extractive,
+    Fixed,
+    format_prompt,
+)
 
 
 class Recording(BaseChatModel):
@@ -276,3 +284,22 @@ def test_extractive_honours_length_limits() -> None:
     body = [ln for ln in short.splitlines() if ln and not ln.startswith("## ")]
     assert sum(len(ln.removeprefix("- ").split()) for ln in body) <= 12
     assert short.startswith("## GOAL\nFix the failing...\n\n## FILES CHANGED")
+
+
+def test_cached_extractive_keeps_facts_per_line_length() -> None:
+    """Facts are remembered per message and per `line_chars`: two summarisers with different
+    line lengths over the same message objects each get their own clipped lines."""
+    long = [HumanMessage("Refactor " + "the loader " * 40), *CONVERSATION[1:]]
+    for line_chars in (200, 30, 200, 30):
+        assert CachedExtractive(line_chars=line_chars).summarize(long) == Extractive(
+            line_chars=line_chars
+        ).summarize(long)
+
+
+def test_outline_falls_back_only_when_asked() -> None:
+    assert outline("Summarise this.\n{messages}").sections == ()
+    fallback = outline("Summarise this in at most 3 bullets.\n{messages}", DEFAULT_PROMPT)
+    assert [s.header for s in fallback.sections] == [
+        s.header for s in outline(DEFAULT_PROMPT).sections
+    ]
+    assert fallback.bullets == 3
