@@ -48,6 +48,13 @@ def message_text(message: BaseMessage) -> str:
     content = message.content
     if isinstance(content, str):
         return content
+    return tk.derived(message, "message_text", lambda: _blocks_text(message))
+
+
+def _blocks_text(message: BaseMessage) -> str:
+    """`message_text` of list content (remembered per message object: the translation through
+    `content_blocks` costs tens of microseconds, and summarisers read a message many times)."""
+    content = message.content
     if all(
         isinstance(b, str)
         or (isinstance(b, dict) and b.get("type") == "text" and b.keys() <= {"type", "text"})
