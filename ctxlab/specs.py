@@ -13,6 +13,7 @@ size-valued names, as JSON when they look like JSON, else as numbers, booleans, 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 SIZE_KINDS = ("fraction", "tokens", "messages")
@@ -56,19 +57,40 @@ def parse_trigger(text: str) -> Any:
 
 
 def format_size(size: Any) -> str:
-    """Inverse of `parse_trigger` for display (`fraction:0.85`, `tokens:4000&messages:10`)."""
+    """Inverse of `parse_trigger` for display (`fraction:0.85`, `tokens:4000&messages:10`).
+
+    Takes every form a policy accepts: `(kind, value)` pairs as tuples or lists (JSON turns
+    tuples into lists), `{kind: value}` clauses, lists of those, SPEC strings (`"auto"`,
+    `"messages:6"`, shown as given) and bare numbers."""
     if size is None:
         return "none"
-    if isinstance(size, tuple):
-        return f"{size[0]}:{size[1]}"
-    if isinstance(size, dict):
+    if isinstance(size, str):
+        return size
+    if isinstance(size, Mapping):
         return "&".join(f"{k}:{v}" for k, v in size.items())
-    return ",".join(format_size(s) for s in size)
+    if isinstance(size, Sequence):
+        if len(size) == 2 and isinstance(size[0], str) and not isinstance(size[1], str | Sequence):
+            return f"{size[0]}:{size[1]}"
+        return ",".join(format_size(s) for s in size)
+    return str(size)
+
+
+def size_value(name: str, value: Any) -> Any:
+    """A value given in Python for parameter `name`, as the CLI would give it: text in the
+    `--set` spellings is parsed, and a bare number for a size (`trigger`, `keep`) is read the
+    way a bare-number SPEC is (below 1 a fraction, else tokens)."""
+    if isinstance(value, str):
+        return parse_value(name, value)
+    if name in SIZE_PARAMS and isinstance(value, int | float) and not isinstance(value, bool):
+        return parse_size(str(value))
+    return value
 
 
 def parse_value(name: str, text: str) -> Any:
     """The value of `--set name=text` for policy parameter `name`."""
     if name in SIZE_PARAMS:
+        if text.strip().lower() == "auto":
+            return "auto"
         return parse_trigger(text) if name == "trigger" else parse_size(text)
     low = text.strip().lower()
     if low in {"none", "null"}:
