@@ -75,20 +75,14 @@ def format_size(size: Any) -> str:
     return str(size)
 
 
-def size_value(name: str, value: Any) -> Any:
-    """A value given in Python for parameter `name`, as the CLI would give it: text in the
-    `--set` spellings is parsed, and a bare number for a size (`trigger`, `keep`) is read the
-    way a bare-number SPEC is (below 1 a fraction, else tokens)."""
-    if isinstance(value, str):
-        return parse_value(name, value)
-    if name in SIZE_PARAMS and isinstance(value, int | float) and not isinstance(value, bool):
-        return parse_size(str(value))
-    return value
+def parse_value(name: str, text: str, like: Any = None) -> Any:
+    """The value of `--set name=text` for policy parameter `name`.
 
-
-def parse_value(name: str, text: str) -> Any:
-    """The value of `--set name=text` for policy parameter `name`."""
-    if name in SIZE_PARAMS:
+    `like` is the parameter's current value: a size-named parameter (`trigger`, `keep`) whose
+    value is a plain number (`ClearToolUses(trigger=100000, keep=3)`) is read as a number, not
+    as a SPEC."""
+    is_number = isinstance(like, int | float) and not isinstance(like, bool)
+    if name in SIZE_PARAMS and not is_number:
         if text.strip().lower() == "auto":
             return "auto"
         return parse_trigger(text) if name == "trigger" else parse_size(text)
@@ -107,11 +101,12 @@ def parse_value(name: str, text: str) -> Any:
     return text
 
 
-def parse_assignment(text: str) -> tuple[str, Any]:
-    """`name=value` into `(name, parsed value)`; `truncate.trigger=...` style nesting is not used:
-    pass `truncate_args_settings` as JSON."""
+def parse_assignment(text: str, policy: Any = None) -> tuple[str, Any]:
+    """`name=value` into `(name, parsed value)`, read against `policy`'s current value of
+    `name` (see `parse_value`); `truncate.trigger=...` style nesting is not used: pass
+    `truncate_args_settings` as JSON."""
     name, sep, raw = text.partition("=")
     if not sep or not name.strip():
         raise ValueError(f"expected name=value, got {text!r}")
     name = name.strip().replace("-", "_")
-    return name, parse_value(name, raw)
+    return name, parse_value(name, raw, getattr(policy, name, None))

@@ -46,7 +46,7 @@ from ctxlab.load import load_all
 from ctxlab.policies import Policy
 from ctxlab.policies.catalog import get
 from ctxlab.replay import replay
-from ctxlab.specs import SIZE_PARAMS, format_size, parse_value, size_value
+from ctxlab.specs import SIZE_PARAMS, format_size, parse_value
 from ctxlab.store import (
     FILE_MODES,
     ReplayPart,
@@ -89,18 +89,16 @@ def policy_named(name: str, **params: Any) -> Policy:
         raise SweepError(str(exc)) from exc
 
 
-def parse_grid(specs: Iterable[str]) -> dict[str, list[Any]]:
-    """`--grid name=v1,v2` options as a grid; values use the `--set` spellings."""
-    grid: dict[str, list[Any]] = {}
+def parse_grid(specs: Iterable[str]) -> dict[str, list[str]]:
+    """`--grid name=v1,v2` options as a grid of texts in the `--set` spellings, which `sweep`
+    reads against the policy's parameters."""
+    grid: dict[str, list[str]] = {}
     for spec in specs:
         name, sep, raw = spec.partition("=")
         name = name.strip().replace("-", "_")
         if not sep or not name or not raw.strip():
             raise SweepError(f"--grid expects name=v1,v2,...; got {spec!r}")
-        try:
-            grid[name] = [parse_value(name, v) for v in raw.split(",")]
-        except ValueError as exc:
-            raise SweepError(f"--grid {name}: {exc}") from exc
+        grid[name] = raw.split(",")
     return grid
 
 
@@ -118,8 +116,15 @@ def _grid_points(policy: Policy, grid: Mapping[str, Sequence[Any]]) -> list[dict
             raise SweepError(f"grid {name!r} needs a non-empty list of values, got {values!r}")
     names = list(grid)
     points = []
-    for combo in itertools.product(*(grid[n] for n in names)):
-        points.append({n: size_value(n, v) for n, v in zip(names, combo, strict=True)})
+    try:
+        values = [
+            [parse_value(n, v, getattr(policy, n)) if isinstance(v, str) else v for v in grid[n]]
+            for n in names
+        ]
+    except ValueError as exc:
+        raise SweepError(f"grid: {exc}") from exc
+    for combo in itertools.product(*values):
+        points.append(dict(zip(names, combo, strict=True)))
     return points
 
 

@@ -1,7 +1,7 @@
 """The catalogue's fast paths change nothing: every preset and pipeline gives the same replay
-with them (`_engine_counts.INCREMENTAL`, the default) as with each stage recomputing its request from
-scratch on every call, on random conversations (hypothesis) and on long synthetic traces
-where every policy acts many times."""
+with them (`_engine_counts.INCREMENTAL`, the default) as with each stage recomputing its
+request from scratch on every call, on random conversations (hypothesis) and on long synthetic
+traces where every policy acts many times."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ctxlab.load import load_all
 from ctxlab.output import report_errors, table
 from ctxlab.replay import Replay, replay
-from ctxlab.specs import parse_assignment, parse_size, parse_trigger
+from ctxlab.specs import parse_assignment, parse_value
 from ctxlab.summarizers import Extractive, Fixed
 
 if TYPE_CHECKING:
@@ -74,13 +74,13 @@ def build_policy(args: argparse.Namespace) -> Policy:
     """The policy the flags describe (flags win over `--set` of the same name)."""
     from ctxlab.policies.catalog import get
 
-    params: dict[str, Any] = dict(parse_assignment(a) for a in args.set)
+    default = get(args.policy)
+    params: dict[str, Any] = dict(parse_assignment(a, default) for a in args.set)
     if args.window is not None:
         params["window"] = None if args.window.lower() == "none" else int(args.window)
-    if args.trigger is not None:
-        params["trigger"] = parse_trigger(args.trigger)
-    if args.keep is not None:
-        params["keep"] = parse_size(args.keep)
+    for name in ("trigger", "keep"):
+        if getattr(args, name) is not None:
+            params[name] = parse_value(name, getattr(args, name), getattr(default, name, None))
     if args.stress is not None:
         params["stress"] = args.stress
     return get(args.policy, **params)
