@@ -101,12 +101,17 @@ def parse_value(name: str, text: str, like: Any = None) -> Any:
     return text
 
 
-def parse_assignment(text: str, policy: Any = None) -> tuple[str, Any]:
-    """`name=value` into `(name, parsed value)`, read against `policy`'s current value of
-    `name` (see `parse_value`); `truncate.trigger=...` style nesting is not used: pass
-    `truncate_args_settings` as JSON."""
+def split_assignment(text: str) -> tuple[str, str]:
+    """`name=value` into `(name, value text)`, `-` in the name read as `_`; `truncate.trigger=...`
+    style nesting is not used: pass `truncate_args_settings` as JSON."""
     name, sep, raw = text.partition("=")
     if not sep or not name.strip():
         raise ValueError(f"expected name=value, got {text!r}")
-    name = name.strip().replace("-", "_")
+    return name.strip().replace("-", "_"), raw
+
+
+def parse_assignment(text: str, policy: Any = None) -> tuple[str, Any]:
+    """`name=value` into `(name, parsed value)`, read against `policy`'s current value of
+    `name` (see `parse_value`)."""
+    name, raw = split_assignment(text)
     return name, parse_value(name, raw, getattr(policy, name, None))

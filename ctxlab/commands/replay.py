@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ctxlab.load import load_all
 from ctxlab.output import report_errors, table
 from ctxlab.replay import Replay, replay
-from ctxlab.specs import parse_assignment, parse_value
+from ctxlab.specs import split_assignment
 from ctxlab.summarizers import Extractive, Fixed
 
 if TYPE_CHECKING:
@@ -71,19 +71,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_policy(args: argparse.Namespace) -> Policy:
-    """The policy the flags describe (flags win over `--set` of the same name)."""
-    from ctxlab.policies.catalog import get
+    """The policy the flags describe (flags win over `--set` of the same name), each value
+    read against the parameter it sets."""
+    from ctxlab.policies.catalog import get_spelled
 
-    default = get(args.policy)
-    params: dict[str, Any] = dict(parse_assignment(a, default) for a in args.set)
-    if args.window is not None:
-        params["window"] = None if args.window.lower() == "none" else int(args.window)
-    for name in ("trigger", "keep"):
+    texts = dict(split_assignment(a) for a in args.set)
+    for name in ("window", "trigger", "keep", "stress"):
         if getattr(args, name) is not None:
-            params[name] = parse_value(name, getattr(args, name), getattr(default, name, None))
-    if args.stress is not None:
-        params["stress"] = args.stress
-    return get(args.policy, **params)
+            texts[name] = str(getattr(args, name))
+    return get_spelled(args.policy, texts)
 
 
 def turn_records(result: Replay) -> list[dict[str, Any]]:

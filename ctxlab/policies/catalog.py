@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -211,9 +211,30 @@ def get(name: str, **params: Any) -> Policy:
     parameter of that name (`window=50000` to all that have a window), and one that no member
     has is an error. An unknown name raises `ValueError` listing the known ones.
     """
+    return _made(name, params, lambda _default, _key, value: value)
+
+
+def get_spelled(name: str, texts: Mapping[str, str]) -> Policy:
+    """`get` with parameters spelled as on the command line (`keep=3`, `trigger=fraction:0.5`),
+    each read against the default it replaces (`ctxlab.specs.parse_value`): in a pipeline,
+    separately for every member that has it (`keep=3` is a count for ClearToolUses and the
+    size `("tokens", 3)` for LangChainSummarization)."""
+    from ctxlab.specs import parse_value
+
+    return _made(
+        name,
+        dict(texts),
+        lambda default, key, text: parse_value(key, text, getattr(default, key, None)),
+    )
+
+
+def _made(name: str, params: dict[str, Any], read: Callable[[Any, str, Any], Any]) -> Any:
+    """The policy `name` with `params`, each value passed through `read(default policy, name,
+    value)` for the policy (or pipeline member) it goes to."""
     known = factories()
     if "+" not in name:
-        return _build(known, name, **params)
+        default = _build(known, name) if params else None
+        return _build(known, name, **{k: read(default, k, v) for k, v in params.items()})
     parts = [part.strip() for part in name.split("+")]
     defaults = [_build(known, part) for part in parts]
     fields = [
@@ -225,7 +246,7 @@ def get(name: str, **params: Any) -> Policy:
         raise ValueError(f"no member of {name!r} has parameter(s) {', '.join(sorted(unused))}")
     members = []
     for part, default, own in zip(parts, defaults, fields, strict=True):
-        mine = {k: v for k, v in params.items() if k in own}
+        mine = {k: read(default, k, v) for k, v in params.items() if k in own}
         members.append(_build(known, part, **mine) if mine else default)
     return Pipeline(tuple(members))
 
@@ -281,6 +302,7 @@ __all__ = [
     "describe",
     "factories",
     "get",
+    "get_spelled",
     "names",
     "register",
     "source_of",
