@@ -7,7 +7,9 @@ AND-ed metrics inside one, e.g. `tokens:4000&messages:10,fraction:0.9` is
 `[{"tokens": 4000, "messages": 10}, ("fraction", 0.9)]`. `none` disables a trigger.
 
 `--set name=value` takes any policy parameter by its Python name; values are read as a SPEC for
-size-valued names, as JSON when they look like JSON, else as numbers, booleans, `none`, or text.
+size-valued names (`trigger`, `keep`, unless the policy's value is a plain count, as in
+`ClearToolUses(trigger=100000, keep=3)`), as JSON when they look like JSON, else as numbers,
+booleans, `none`, or text. `--grid` values are spelled the same way.
 """
 
 from __future__ import annotations

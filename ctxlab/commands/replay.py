@@ -45,8 +45,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--window", help="max input tokens (default: the model profile); 'none' = no profile"
     )
-    parser.add_argument("--trigger", help="summarisation trigger SPEC, e.g. fraction:0.85")
-    parser.add_argument("--keep", help="kept window SPEC, e.g. messages:6 or fraction:0.1")
+    parser.add_argument(
+        "--trigger", help="the policy's `trigger`: a SPEC such as fraction:0.85, or a count"
+    )
+    parser.add_argument(
+        "--keep", help="the policy's `keep`: a SPEC such as messages:6 or fraction:0.1, or a count"
+    )
     parser.add_argument(
         "--stress",
         type=float,

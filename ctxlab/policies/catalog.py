@@ -157,7 +157,7 @@ def register(cls_or_factory: Callable[..., Any], name: str) -> None:
     policies` lists). Registering a name again replaces it (re-running a notebook cell);
     built-in presets cannot be replaced.
     """
-    if not isinstance(name, str) or not name.strip() or "+" in name or name != name.strip():
+    if not isinstance(name, str) or not name or "+" in name or any(c.isspace() for c in name):
         raise ValueError(f"policy name must be non-empty text without '+' or spaces, got {name!r}")
     if name in PRESETS:
         raise ValueError(f"{name!r} is a built-in preset; register under another name")
@@ -211,7 +211,7 @@ def get(name: str, **params: Any) -> Policy:
     parameter of that name (`window=50000` to all that have a window), and one that no member
     has is an error. An unknown name raises `ValueError` listing the known ones.
     """
-    return _made(name, params, lambda _default, _key, value: value)
+    return _made(name, params)
 
 
 def get_spelled(name: str, texts: Mapping[str, str]) -> Policy:
@@ -228,13 +228,17 @@ def get_spelled(name: str, texts: Mapping[str, str]) -> Policy:
     )
 
 
-def _made(name: str, params: dict[str, Any], read: Callable[[Any, str, Any], Any]) -> Any:
+def _made(
+    name: str, params: dict[str, Any], read: Callable[[Any, str, Any], Any] | None = None
+) -> Any:
     """The policy `name` with `params`, each value passed through `read(default policy, name,
-    value)` for the policy (or pipeline member) it goes to."""
+    value)` (when given) for the policy or pipeline member it goes to."""
     known = factories()
     if "+" not in name:
-        default = _build(known, name) if params else None
-        return _build(known, name, **{k: read(default, k, v) for k, v in params.items()})
+        if read is not None and params:
+            default = _build(known, name)
+            params = {k: read(default, k, v) for k, v in params.items()}
+        return _build(known, name, **params)
     parts = [part.strip() for part in name.split("+")]
     defaults = [_build(known, part) for part in parts]
     fields = [
@@ -246,7 +250,9 @@ def _made(name: str, params: dict[str, Any], read: Callable[[Any, str, Any], Any
         raise ValueError(f"no member of {name!r} has parameter(s) {', '.join(sorted(unused))}")
     members = []
     for part, default, own in zip(parts, defaults, fields, strict=True):
-        mine = {k: read(default, k, v) for k, v in params.items() if k in own}
+        mine = {k: v for k, v in params.items() if k in own}
+        if read is not None:
+            mine = {k: read(default, k, v) for k, v in mine.items()}
         members.append(_build(known, part, **mine) if mine else default)
     return Pipeline(tuple(members))
 

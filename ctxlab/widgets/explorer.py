@@ -8,7 +8,7 @@ tool-result limit and argument max length for Deep Agents; every numeric paramet
 Sliders fire on release; a short debounce coalesces bursts; each change re-replays the trace
 (the engine's warm replay of a 1,000-turn trace takes tens of milliseconds) and updates the
 FigureWidget in place. The readout gives peak and cumulative tokens, events, and cost with and
-without cache when `ctxlab.metrics` exists; `last_latency_ms` is what the bench measures.
+without cache when the model has a price; `last_latency_ms` is what the bench measures.
 """
 
 from __future__ import annotations
