@@ -281,3 +281,13 @@ def test_an_entry_point_policy_shows_up_in_the_cli(tmp_path) -> None:
     api = ctxlab.replay(ctxlab.load(SHORT)[0], same)
     assert [r["context_tokens"] for r in rows] == [c.context_tokens for c in api.calls]
     assert max(r["messages"] for r in rows) == 3
+
+    swept = ctxlab_cli(
+        "sweep", str(SHORT), "--policy", "plugin-keep-last", "--grid", "n=2,4", "--workers", "2",
+        "--db", str(tmp_path / "s.duckdb"), "--format", "json",
+    )  # fmt: skip
+    assert swept.returncode == 0, swept.stderr
+    cells = json.loads(swept.stdout)
+    assert [(c["policy"], c["n"]) for c in cells] == [("plugin-keep-last", "2")] + [
+        ("plugin-keep-last", "4")
+    ]

@@ -173,6 +173,13 @@ def test_explorer_takes_a_pipeline_and_refuses_unknown_names(trace) -> None:
     ex = ThresholdExplorer(trace, policy="clear-tool-uses+observation-masking", debounce=0)
     assert ex.choice.value == "clear-tool-uses+observation-masking"
     assert ex.replay.policy == "pipeline"
+    assert "observation-masking.n" in [c.name for c in ex.controls]
+    ex.control("observation-masking.n").value = 2
+    assert [m.name for m in ex.policy.policies] == ["clear-tool-uses", "observation-masking"]
+    assert (
+        ex.policy.policies[1].n == 2
+        and ex.policy.policies[0] == ex.policies["clear-tool-uses+observation-masking"].policies[0]
+    )
     with pytest.raises(ValueError, match="unknown policy 'nope'; known: raw, deepagents"):
         ThresholdExplorer(trace, policy="nope", debounce=0)
 

@@ -21,12 +21,13 @@ messages to send and *what* they say.
             self.n = n
 
         def apply(self, items, ctx):
-            start = safe_start(items, max(0, len(items) - self.n))
-            return items[:1] + items[start:]   # the system prompt, then the newest messages
+            start = safe_start(items, max(1, len(items) - self.n))
+            return items[:1] + items[start:]  # the first message, then the newest ones
 
-`ctxlab.policies.register(KeepLast, "keep-last")` makes the name known to `ctxlab replay
---policy`, `compare`, `sweep`, the explorer and `ctxlab policies`; docs/writing-a-policy.md is
-a complete worked example.
+`ctxlab.policies.register(KeepLast, "keep-last")` makes the name known to `get`,
+`ctxlab.sweep` and the explorer in this process; a `ctxlab.policies` entry point in an
+installed package also to the `ctxlab` command (`replay`, `compare`, `sweep --policy`,
+`policies`). docs/writing-a-policy.md is a complete worked example.
 
 Rules a stage keeps:
 
@@ -38,7 +39,8 @@ Rules a stage keeps:
   seen as the same part by the prompt-cache simulation). Its item's `kind` says which bucket
   it is counted in (`"stubs"` for a placeholder, `"summary"` for a summary).
 * Tool calls keep their results: cut with `safe_start` / `safe_cutoff_backward`
-  (`StageCall.orphans` counts requests that break a pair; a provider would reject them).
+  (`StageCall.orphans` counts calls and results left without their pair in a request; a
+  provider would reject it).
 * What a stage did is an `Event` appended to `ctx.events` (its `kind` one of
   `ctxlab.policies.base.EVENT_KINDS`), with the full-history positions it touched and the
   token counts before and after (`ctx.count`). A stage that compacts persistently (the

@@ -26,7 +26,7 @@ import plotly.graph_objects as go
 from ctxlab import plots
 from ctxlab.plots import esc
 from ctxlab.policies import DeepAgents
-from ctxlab.policies.catalog import factories, get
+from ctxlab.policies.catalog import Pipeline, factories, get
 from ctxlab.replay import Replay, replay
 from ctxlab.summarizers import Summarizer
 from ctxlab.trace import Trace
@@ -215,10 +215,28 @@ def generic_controls(policy: Any) -> list[Control]:
     return controls
 
 
+def pipeline_controls(policy: Pipeline) -> list[Control]:
+    """Every member's sliders (`generic_controls`), named `member.parameter`."""
+    controls: list[Control] = []
+    for i, member in enumerate(policy.policies):
+        for c in generic_controls(member):
+            c.widget.description = f"{member.name}: {c.widget.description}"
+
+            def put(p: dict[str, Any], v: Any, i: int = i, inner: Any = c.apply) -> None:
+                members = p.setdefault("policies", list(policy.policies))
+                own: dict[str, Any] = {}
+                inner(own, v)
+                members[i] = dataclasses.replace(members[i], **own)
+
+            controls.append(Control(f"{member.name}.{c.name}", c.widget, put))
+    return controls
+
+
 class ThresholdExplorer(W.VBox):
     """Tune a policy's thresholds on `trace` with live re-replays.
 
-    `policy` is any name `ctxlab.policies.get` takes (an `a+b` pipeline joins the dropdown).
+    `policy` is any name `ctxlab.policies.get` takes (an `a+b` pipeline joins the dropdown,
+    with every member's sliders).
     `debounce` (seconds) coalesces changes inside a running kernel; outside one (tests, the
     benchmark) updates are synchronous. `replay`/`policy` always hold the current state.
 
@@ -272,6 +290,8 @@ class ThresholdExplorer(W.VBox):
         base = self.policies[self.choice.value]
         if isinstance(base, DeepAgents):
             self.controls = deepagents_controls(base, self.trace)
+        elif isinstance(base, Pipeline):
+            self.controls = pipeline_controls(base)
         else:
             self.controls = generic_controls(base)
         for c in self.controls:
@@ -296,6 +316,8 @@ class ThresholdExplorer(W.VBox):
         params: dict[str, Any] = {}
         for c in self.controls:
             c.apply(params, c.widget.value)
+        if "policies" in params:
+            params["policies"] = tuple(params["policies"])
         if "truncate_args_settings" in params and isinstance(base, DeepAgents):
             params["truncate_args_settings"] = {
                 **params["truncate_args_settings"],
