@@ -7,12 +7,15 @@ AND-ed metrics inside one, e.g. `tokens:4000&messages:10,fraction:0.9` is
 `[{"tokens": 4000, "messages": 10}, ("fraction", 0.9)]`. `none` disables a trigger.
 
 `--set name=value` takes any policy parameter by its Python name; values are read as a SPEC for
-size-valued names, as JSON when they look like JSON, else as numbers, booleans, `none`, or text.
+size-valued names (`trigger`, `keep`, unless the policy's value is a plain count, as in
+`ClearToolUses(trigger=100000, keep=3)`), as JSON when they look like JSON, else as numbers,
+booleans, `none`, or text. `--grid` values are spelled the same way.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 SIZE_KINDS = ("fraction", "tokens", "messages")
@@ -56,19 +59,34 @@ def parse_trigger(text: str) -> Any:
 
 
 def format_size(size: Any) -> str:
-    """Inverse of `parse_trigger` for display (`fraction:0.85`, `tokens:4000&messages:10`)."""
+    """Inverse of `parse_trigger` for display (`fraction:0.85`, `tokens:4000&messages:10`).
+
+    Takes every form a policy accepts: `(kind, value)` pairs as tuples or lists (JSON turns
+    tuples into lists), `{kind: value}` clauses, lists of those, SPEC strings (`"auto"`,
+    `"messages:6"`, shown as given) and bare numbers."""
     if size is None:
         return "none"
-    if isinstance(size, tuple):
-        return f"{size[0]}:{size[1]}"
-    if isinstance(size, dict):
+    if isinstance(size, str):
+        return size
+    if isinstance(size, Mapping):
         return "&".join(f"{k}:{v}" for k, v in size.items())
-    return ",".join(format_size(s) for s in size)
+    if isinstance(size, Sequence):
+        if len(size) == 2 and isinstance(size[0], str) and not isinstance(size[1], str | Sequence):
+            return f"{size[0]}:{size[1]}"
+        return ",".join(format_size(s) for s in size)
+    return str(size)
 
 
-def parse_value(name: str, text: str) -> Any:
-    """The value of `--set name=text` for policy parameter `name`."""
-    if name in SIZE_PARAMS:
+def parse_value(name: str, text: str, like: Any = None) -> Any:
+    """The value of `--set name=text` for policy parameter `name`.
+
+    `like` is the parameter's current value: a size-named parameter (`trigger`, `keep`) whose
+    value is a plain number (`ClearToolUses(trigger=100000, keep=3)`) is read as a number, not
+    as a SPEC."""
+    is_number = isinstance(like, int | float) and not isinstance(like, bool)
+    if name in SIZE_PARAMS and not is_number:
+        if text.strip().lower() == "auto":
+            return "auto"
         return parse_trigger(text) if name == "trigger" else parse_size(text)
     low = text.strip().lower()
     if low in {"none", "null"}:
@@ -85,11 +103,17 @@ def parse_value(name: str, text: str) -> Any:
     return text
 
 
-def parse_assignment(text: str) -> tuple[str, Any]:
-    """`name=value` into `(name, parsed value)`; `truncate.trigger=...` style nesting is not used:
-    pass `truncate_args_settings` as JSON."""
+def split_assignment(text: str) -> tuple[str, str]:
+    """`name=value` into `(name, value text)`, `-` in the name read as `_`; `truncate.trigger=...`
+    style nesting is not used: pass `truncate_args_settings` as JSON."""
     name, sep, raw = text.partition("=")
     if not sep or not name.strip():
         raise ValueError(f"expected name=value, got {text!r}")
-    name = name.strip().replace("-", "_")
-    return name, parse_value(name, raw)
+    return name.strip().replace("-", "_"), raw
+
+
+def parse_assignment(text: str, policy: Any = None) -> tuple[str, Any]:
+    """`name=value` into `(name, parsed value)`, read against `policy`'s current value of
+    `name` (see `parse_value`)."""
+    name, raw = split_assignment(text)
+    return name, parse_value(name, raw, getattr(policy, name, None))

@@ -44,7 +44,7 @@ import polars as pl
 from ctxlab.errors import TraceFormatError
 from ctxlab.load import load_all
 from ctxlab.policies import Policy
-from ctxlab.policies.catalog import PRESETS
+from ctxlab.policies.catalog import get
 from ctxlab.replay import replay
 from ctxlab.specs import SIZE_PARAMS, format_size, parse_value
 from ctxlab.store import (
@@ -59,7 +59,6 @@ from ctxlab.store import (
 from ctxlab.summarizers import Extractive, Summarizer
 from ctxlab.trace import Trace
 
-POLICIES: dict[str, Callable[..., Any]] = PRESETS
 BACKENDS = ("local", "ray")
 
 
@@ -82,26 +81,24 @@ class Cell:
 
 
 def policy_named(name: str, **params: Any) -> Policy:
-    """A policy preset by name, with parameters."""
+    """The policy `name` (any name `ctxlab.policies.get` takes, `a+b` included) with
+    parameters; a bad name or parameter is a `SweepError`."""
     try:
-        cls = POLICIES[name]
-    except KeyError:
-        raise SweepError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))}") from None
-    return cls(**params)
+        return get(name, **params)
+    except (TypeError, ValueError) as exc:
+        raise SweepError(str(exc)) from exc
 
 
-def parse_grid(specs: Iterable[str]) -> dict[str, list[Any]]:
-    """`--grid name=v1,v2` options as a grid; values use the `--set` spellings."""
-    grid: dict[str, list[Any]] = {}
+def parse_grid(specs: Iterable[str]) -> dict[str, list[str]]:
+    """`--grid name=v1,v2` options as a grid of texts in the `--set` spellings, which `sweep`
+    reads against the policy's parameters."""
+    grid: dict[str, list[str]] = {}
     for spec in specs:
         name, sep, raw = spec.partition("=")
         name = name.strip().replace("-", "_")
         if not sep or not name or not raw.strip():
             raise SweepError(f"--grid expects name=v1,v2,...; got {spec!r}")
-        try:
-            grid[name] = [parse_value(name, v) for v in raw.split(",")]
-        except ValueError as exc:
-            raise SweepError(f"--grid {name}: {exc}") from exc
+        grid[name] = raw.split(",")
     return grid
 
 
@@ -119,13 +116,15 @@ def _grid_points(policy: Policy, grid: Mapping[str, Sequence[Any]]) -> list[dict
             raise SweepError(f"grid {name!r} needs a non-empty list of values, got {values!r}")
     names = list(grid)
     points = []
-    for combo in itertools.product(*(grid[n] for n in names)):
-        points.append(
-            {
-                n: parse_value(n, v) if isinstance(v, str) else v
-                for n, v in zip(names, combo, strict=True)
-            }
-        )
+    try:
+        values = [
+            [parse_value(n, v, getattr(policy, n)) if isinstance(v, str) else v for v in grid[n]]
+            for n in names
+        ]
+    except ValueError as exc:
+        raise SweepError(f"grid: {exc}") from exc
+    for combo in itertools.product(*values):
+        points.append(dict(zip(names, combo, strict=True)))
     return points
 
 
@@ -144,7 +143,7 @@ def _load(traces: Iterable[Trace | str | Path]) -> list[Trace]:
     return loaded
 
 
-def plan(
+def plan_cells(
     traces: Sequence[Trace],
     policy: Policy,
     grid: Mapping[str, Sequence[Any]],
@@ -593,7 +592,7 @@ def sweep(
     if backend == "local" and (workers or os.cpu_count() or 1) > 1:
         _worker_context()  # boots the fork server while this process hashes and plans
     keys = [trace_key(t) for t in loaded]
-    cells, _ = plan(loaded, policy, grid, summarizer, keys)
+    cells, _ = plan_cells(loaded, policy, grid, summarizer, keys)
     sweep_id = uuid.uuid4().hex
     cells = [dataclasses.replace(c, files=files, sweep_id=sweep_id) for c in cells]
     if not isinstance(store, Store):
@@ -666,7 +665,7 @@ def _progress(total: int, skipped: int) -> Any:
 
 def spell(name: str, value: Any) -> str:
     """A grid value as the CLI spells it (`fraction:0.85`), for result columns."""
-    if name in SIZE_PARAMS or name == "trigger":
+    if name in SIZE_PARAMS:
         return format_size(value)
     return str(value)
 

@@ -1,7 +1,7 @@
 """The catalogue's fast paths change nothing: every preset and pipeline gives the same replay
-with them (`_view.INCREMENTAL`, the default) as with each stage recomputing its request from
-scratch on every call, on random conversations (hypothesis) and on long synthetic traces
-where every policy acts many times."""
+with them (`_engine_counts.INCREMENTAL`, the default) as with each stage recomputing its
+request from scratch on every call, on random conversations (hypothesis) and on long synthetic
+traces where every policy acts many times."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from synthetic import make_trace
 from test_policies_properties import SMALL, conversations
 
 from ctxlab import metrics, replay
-from ctxlab.policies import PRESETS, _view, get
-from ctxlab.policies._view import Item
+from ctxlab.policies import PRESETS, _engine_counts, get
+from ctxlab.policies._engine_request import RequestTotals
 from ctxlab.policies.catalog import Pipeline
+from ctxlab.policies.engine import Item, count_orphans, kind_of
 from ctxlab.replay import Replay
 from ctxlab.summarizers import Fixed
 from ctxlab.trace import Trace, from_messages
@@ -25,11 +26,11 @@ from ctxlab.trace import Trace, from_messages
 
 @contextmanager
 def full_recomputation() -> Iterator[None]:
-    _view.INCREMENTAL = False
+    _engine_counts.INCREMENTAL = False
     try:
         yield
     finally:
-        _view.INCREMENTAL = True
+        _engine_counts.INCREMENTAL = True
 
 
 def _fingerprint(r: Replay, trace: Trace) -> tuple:
@@ -107,7 +108,7 @@ def test_pipelines_equal_full_recomputation_on_a_long_trace(long_trace, a, b):
 @st.composite
 def request_sequences(draw: st.DrawFn) -> tuple[list, list[list[int]]]:
     """A conversation and a sequence of requests over it: each keeps, masks, drops blocks of
-    or appends to the previous one, the edits `_Request` must follow exactly."""
+    or appends to the previous one, the edits `RequestTotals` must follow exactly."""
     messages = draw(conversations())
     steps: list[list[int]] = []
     current: list[int] = []
@@ -144,15 +145,15 @@ def test_request_bookkeeping_equals_a_fresh_count(case):
         else Item(i, m.model_copy(update={"content": "[masked]"}), "stubs")
         for i, m in enumerate(messages)
     }
-    plain = {i: Item(i, m, _view.kind_of(m)) for i, m in enumerate(messages)}
-    tok = _view.TokenCache(tk.CHARS_PER_TOKEN)
+    plain = {i: Item(i, m, kind_of(m)) for i, m in enumerate(messages)}
+    tok = _engine_counts.TokenCache(tk.CHARS_PER_TOKEN)
     meta_cache: dict = {}
 
     def meta(m):
         calls = frozenset(c["id"] for c in m.tool_calls) if m.type == "ai" else None
         return meta_cache.setdefault(id(m), (m, (id(m), tok(m)), calls))
 
-    req = _view._Request(7, meta)
+    req = RequestTotals(7, meta)
     for step in steps:
         items = [plain[i] if i >= 0 else masked[-1 - i] for i in step]
         req.update(items)
@@ -161,5 +162,5 @@ def test_request_bookkeeping_equals_a_fresh_count(case):
             by_kind[it.kind] = by_kind.get(it.kind, 0) + tok(it.msg)
         assert req.total == 7 + sum(tok(it.msg) for it in items)
         assert req.by_kind == by_kind
-        assert req.orphans == _view.count_orphans([it.msg for it in items])
+        assert req.orphans == count_orphans([it.msg for it in items])
         assert req.toks == [7] + [tok(it.msg) for it in items]

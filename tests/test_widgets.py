@@ -157,19 +157,32 @@ def test_explorer_rereplays_on_slider_change(trace) -> None:
     assert ex.last_latency_ms is not None and ex.last_latency_ms > 0
 
 
-def test_explorer_policy_dropdown_uses_catalogue_when_present(trace) -> None:
+def test_explorer_policy_dropdown_offers_every_registered_name(trace) -> None:
+    from ctxlab.policies import catalog
+
     ex = ThresholdExplorer(trace, debounce=0)
     options = list(ex.choice.options)
     assert options[0] == "deepagents"
-    try:
-        from ctxlab.policies import catalog
-    except ImportError:
-        assert options == ["deepagents"]
-        return
-    other = next(n for n in options if n != "deepagents" and n in catalog.PRESETS)
-    ex.choice.value = other
-    assert ex.policy.name == ex.policies[other].name
+    assert sorted(options) == sorted(catalog.names())
+    ex.choice.value = "observation-masking"
+    assert ex.policy.name == ex.policies["observation-masking"].name == "observation-masking"
     assert ex.replay.policy == ex.policy.name
+    assert ex.control("n").value == 10
+
+
+def test_explorer_takes_a_pipeline_and_refuses_unknown_names(trace) -> None:
+    ex = ThresholdExplorer(trace, policy="clear-tool-uses+observation-masking", debounce=0)
+    assert ex.choice.value == "clear-tool-uses+observation-masking"
+    assert ex.replay.policy == "pipeline"
+    assert "observation-masking.n" in [c.name for c in ex.controls]
+    ex.control("observation-masking.n").value = 2
+    assert [m.name for m in ex.policy.policies] == ["clear-tool-uses", "observation-masking"]
+    assert (
+        ex.policy.policies[1].n == 2
+        and ex.policy.policies[0] == ex.policies["clear-tool-uses+observation-masking"].policies[0]
+    )
+    with pytest.raises(ValueError, match="unknown policy 'nope'; known: raw, deepagents"):
+        ThresholdExplorer(trace, policy="nope", debounce=0)
 
 
 def test_debouncer_coalesces_inside_an_event_loop() -> None:

@@ -2,8 +2,9 @@
 
 One row per (trace, policy) with the size, cost and cache metrics of `ctxlab.metrics.summary`.
 `--model` picks the price list and profile when the trace names no model (or overrides it);
-`--window` sets every policy's window (and the overflow counts). Policies are catalogue names
-(`ctxlab policies`); `a+b` composes presets into a pipeline.
+`--window` sets every policy's window (and the overflow counts). Policies are the names
+`ctxlab policies` lists (built-in, registered or from an installed package); `a+b` composes
+them into a pipeline.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any
 from ctxlab.load import load_all
 from ctxlab.metrics import summary
 from ctxlab.output import report_errors, table
-from ctxlab.policies.catalog import get
 from ctxlab.replay import replay
 from ctxlab.summarizers import Extractive, Fixed
 
@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         required=True,
         metavar="NAME",
-        help="a preset (repeat for each; `a+b` is a pipeline)",
+        help="a policy `ctxlab policies` lists (repeat for each; `a+b` is a pipeline)",
     )
     parser.add_argument("--window", type=int, help="max input tokens for every policy")
     parser.add_argument("--model", help="model for prices and profile (default: the trace's)")
@@ -56,18 +56,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _policy(name: str, window: int | None, model: str | None) -> Any:
+    """The policy `name` with `window` and `model` set where it (or a pipeline member) has
+    such a parameter."""
+    from ctxlab.policies.catalog import get
+
     policy = get(name)
-    if "+" in name:
-        if window is not None or model is not None:
-            parts = [_policy(p, window, model) for p in name.split("+")]
-            return type(policy)(tuple(parts))
-        return policy
-    params: dict[str, Any] = {}
-    fields = set(getattr(policy, "__dataclass_fields__", {}))
-    if window is not None and "window" in fields:
-        params["window"] = window
-    if model is not None and "model" in fields:
-        params["model"] = model
+    members = getattr(policy, "policies", None) if "+" in name else None
+    fields: set[str] = set()
+    for p in members or (policy,):
+        fields.update(getattr(p, "__dataclass_fields__", {}))
+    params = {
+        k: v for k, v in (("window", window), ("model", model)) if v is not None and k in fields
+    }
     return get(name, **params) if params else policy
 
 

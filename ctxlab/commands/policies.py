@@ -1,4 +1,5 @@
-"""`ctxlab policies [--json]`: every preset with its parameters, defaults and source."""
+"""`ctxlab policies [--json]`: every policy name with its parameters, defaults and source:
+the built-in presets, then policies registered in Python or by installed packages."""
 
 from __future__ import annotations
 
@@ -6,21 +7,23 @@ import argparse
 import json
 
 from ctxlab.output import table
-from ctxlab.policies.catalog import describe
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "policies",
-        help="list the compaction policy presets",
-        description="Every preset `--policy` accepts: its parameters at their upstream "
-        "defaults and where those defaults come from.",
+        help="list the compaction policies",
+        description="Every policy `--policy` accepts (built-in presets, then policies "
+        "installed packages register): its parameters at their defaults and where those "
+        "defaults come from. `a+b` composes any of them into a pipeline.",
     )
     parser.add_argument("--json", action="store_true", help='print {"policies": [...]} as JSON')
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from ctxlab.policies.catalog import describe
+
     rows = describe()
     if args.json:
         print(json.dumps({"policies": rows}, indent=2, default=str))

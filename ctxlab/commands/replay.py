@@ -1,11 +1,14 @@
-"""`ctxlab replay PATH --policy deepagents [...]`: what the model would have seen, turn by turn.
+"""`ctxlab replay PATH --policy NAME [...]`: what the model would have seen, turn by turn.
 
-Mirrors `ctxlab.replay(trace, DeepAgents(...), summarizer=...)`; subagent conversations are
-replayed as traces of their own (deepagents compacts each subagent independently). Sizes use
-the SPEC spellings of `ctxlab.specs` (`fraction:0.85`, `tokens:170000`, `messages:6`, or a bare
-number); `--set` takes any `DeepAgents` parameter by name. `--format jsonl` prints one object
-per turn with `turn`, `context_tokens` and `events`; `csv` the per-turn frame; `table`
-(default) a readable summary of the turns where something happened.
+Mirrors `ctxlab.replay(trace, ctxlab.policies.get(NAME, ...), summarizer=...)`. NAME is any
+policy `ctxlab policies` lists (built-in, registered or from an installed package; default
+`deepagents`), or `a+b` for a pipeline. Subagent conversations are replayed as traces of their
+own (each is compacted independently). `--window`, `--trigger`, `--keep`, `--stress` and `--set`
+override the policy's parameters of those names (in a pipeline, every member's that has one);
+sizes use the SPEC spellings of `ctxlab.specs` (`fraction:0.85`, `tokens:170000`, `messages:6`,
+or a bare number). `--format jsonl` prints one object per turn with `turn`, `context_tokens`
+and `events`; `csv` the per-turn frame; `table` (default) a readable summary of the turns where
+something happened.
 """
 
 from __future__ import annotations
@@ -13,17 +16,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxlab.load import load_all
 from ctxlab.output import report_errors, table
-from ctxlab.policies import DeepAgents
-from ctxlab.policies.catalog import PRESETS
 from ctxlab.replay import Replay, replay
-from ctxlab.specs import parse_assignment, parse_size, parse_trigger
+from ctxlab.specs import split_assignment
 from ctxlab.summarizers import Extractive, Fixed
 
-POLICIES = PRESETS
+if TYPE_CHECKING:
+    from ctxlab.policies.base import Policy
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,17 +36,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "print, per model call, the request's token count and the compaction events.",
     )
     parser.add_argument("path", metavar="PATH", help="trace file, .gz file or directory")
-    parser.add_argument("--policy", choices=sorted(POLICIES), default="deepagents")
+    parser.add_argument(
+        "--policy",
+        default="deepagents",
+        metavar="NAME",
+        help="a policy `ctxlab policies` lists, or `a+b` for a pipeline (default: %(default)s)",
+    )
     parser.add_argument(
         "--window", help="max input tokens (default: the model profile); 'none' = no profile"
     )
-    parser.add_argument("--trigger", help="summarisation trigger SPEC, e.g. fraction:0.85")
-    parser.add_argument("--keep", help="kept window SPEC, e.g. messages:6 or fraction:0.1")
+    parser.add_argument(
+        "--trigger", help="the policy's `trigger`: a SPEC such as fraction:0.85, or a count"
+    )
+    parser.add_argument(
+        "--keep", help="the policy's `keep`: a SPEC such as messages:6 or fraction:0.1, or a count"
+    )
     parser.add_argument(
         "--stress",
         type=float,
         metavar="FRACTION",
-        help="stress mode: trigger at this fraction of the window (0.10-0.25 multiplies events)",
+        help="deepagents' stress mode: trigger at this fraction of the window (0.10-0.25 "
+        "multiplies events)",
     )
     parser.add_argument(
         "--set",
@@ -62,18 +74,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-def build_policy(args: argparse.Namespace) -> DeepAgents:
-    """The policy the flags describe (flags win over `--set` of the same name)."""
-    params: dict[str, Any] = dict(parse_assignment(a) for a in args.set)
-    if args.window is not None:
-        params["window"] = None if args.window.lower() == "none" else int(args.window)
-    if args.trigger is not None:
-        params["trigger"] = parse_trigger(args.trigger)
-    if args.keep is not None:
-        params["keep"] = parse_size(args.keep)
-    if args.stress is not None:
-        params["stress"] = args.stress
-    return POLICIES[args.policy](**params)
+def build_policy(args: argparse.Namespace) -> Policy:
+    """The policy the flags describe (flags win over `--set` of the same name), each value
+    read against the parameter it sets."""
+    from ctxlab.policies.catalog import get_spelled
+
+    texts = dict(split_assignment(a) for a in args.set)
+    for name in ("window", "trigger", "keep", "stress"):
+        if getattr(args, name) is not None:
+            texts[name] = str(getattr(args, name))
+    return get_spelled(args.policy, texts)
 
 
 def turn_records(result: Replay) -> list[dict[str, Any]]:

@@ -1,4 +1,7 @@
-"""`ctxlab sweep PATH... --db FILE --policy NAME [--grid name=v1,v2]...`: a parameter grid."""
+"""`ctxlab sweep PATH... --db FILE --policy NAME [--grid name=v1,v2]...`: a parameter grid.
+
+NAME is any policy `ctxlab policies` lists, or `a+b` for a pipeline (a pipeline has no grid
+parameters of its own: it is one cell per trace)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import sys
 from ctxlab.commands.query import render
 from ctxlab.store import DEFAULT_PATH, StoreError
 from ctxlab.summarizers import Fixed
-from ctxlab.sweep import BACKENDS, POLICIES, SweepError, parse_grid, policy_named, sweep
+from ctxlab.sweep import BACKENDS, SweepError, parse_grid, policy_named, sweep
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,7 +26,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paths", nargs="+", metavar="PATH", help="trace file, .gz file or directory"
     )
     parser.add_argument("--db", default=str(DEFAULT_PATH), help="store file (default: %(default)s)")
-    parser.add_argument("--policy", required=True, choices=sorted(POLICIES))
+    parser.add_argument(
+        "--policy",
+        required=True,
+        metavar="NAME",
+        help="a policy `ctxlab policies` lists, or `a+b` for a pipeline",
+    )
     parser.add_argument("--window", type=int, help="max input tokens (default: model profile)")
     parser.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...")
     parser.add_argument("--summary-text-file", metavar="F", help="use this text as every summary")

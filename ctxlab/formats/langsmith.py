@@ -452,7 +452,9 @@ def is_summary(msg: BaseMessage) -> bool:
 
 
 @dataclass(slots=True)
-class Call:
+class ModelCall:
+    """One recorded LLM run with its decoded input messages and output."""
+
     run: Run
     inputs: list[BaseMessage]
     output: AIMessage | None
@@ -468,7 +470,7 @@ def _stream_key(run: Run, runs: dict[str, Run]) -> tuple[str, ...]:
     return (str(agent), *reversed(path))
 
 
-def _chain(calls: list[Call]) -> tuple[list[BaseMessage], list[Turn], list[BaseMessage]]:
+def _chain(calls: list[ModelCall]) -> tuple[list[BaseMessage], list[Turn], list[BaseMessage]]:
     """Full history, turns and inserted messages from an agent's calls in order."""
     history: list[BaseMessage] = []
     seen_ids: set[str] = set()
@@ -518,7 +520,7 @@ def _chain(calls: list[Call]) -> tuple[list[BaseMessage], list[Turn], list[BaseM
     return history, turns, inserted
 
 
-def _turn(call: Call, index: int, position: int, compacted: bool = False) -> Turn:
+def _turn(call: ModelCall, index: int, position: int, compacted: bool = False) -> Turn:
     """A recorded call as a `Turn`; harness calls have no place in the history (position -1)."""
     usage = call_usage(call.run, call.output)
     model, provider = call_model(call.run, call.output)
@@ -653,11 +655,11 @@ def build_trace(
             source=source,
             run_id=trace_id,
         )
-    streams: dict[tuple[str, ...], list[Call]] = defaultdict(list)
+    streams: dict[tuple[str, ...], list[ModelCall]] = defaultdict(list)
     longest: tuple[int, tuple[str, ...]] | None = None
     memo: Memo = {}
     for run in llm_runs:
-        call = Call(run, call_inputs(run, memo), call_output(run, memo))
+        call = ModelCall(run, call_inputs(run, memo), call_output(run, memo))
         key = _stream_key(run, runs)
         if run.metadata.get("lc_source") == "summarization":
             key = ("<summarization>", *key)

@@ -1,14 +1,18 @@
 """Compaction policies. Each is a frozen dataclass of parameters; `ctxlab.replay` applies it.
 
-`catalog.PRESETS` names every preset (upstream defaults, cited in each class's `source`);
-`catalog.get(name, **params)` builds one; `Pipeline` composes them.
+`get(name, **params)` builds any policy by name (`a+b` is a `Pipeline`), `describe()` lists
+them, `register(cls_or_factory, name)` adds your own (see `ctxlab.policies.engine` and
+docs/writing-a-policy.md), and installed packages add theirs through the `ctxlab.policies`
+entry-point group. `PRESETS` are the built-in presets (upstream defaults, cited in each class's
+`source`).
 """
 
-from ctxlab.policies.base import EVENT_KINDS, KINDS, Call, Event, Files, Policy, Run
-from ctxlab.policies.catalog import PRESETS, Pipeline, describe, get
+from ctxlab.policies.base import EVENT_KINDS, KINDS, Call, Event, Files, Policy, PolicyRun
+from ctxlab.policies.catalog import PRESETS, Pipeline, describe, get, names, register
 from ctxlab.policies.claude_code import ClaudeCode
 from ctxlab.policies.codex import Codex
 from ctxlab.policies.deepagents import DeepAgents
+from ctxlab.policies.engine import StagePolicy
 from ctxlab.policies.inspect import InspectEdit, InspectSummary, InspectTrim
 from ctxlab.policies.jetbrains import JetBrainsHybrid, JetBrainsLLMSummary
 from ctxlab.policies.langchain import ClearToolUses, LangChainSummarization, SlidingWindow
@@ -47,11 +51,14 @@ __all__ = [
     "OpenHandsRecent",
     "Pipeline",
     "Policy",
+    "PolicyRun",
     "Raw",
-    "Run",
     "SWEAgentMasking",
     "SlidingWindow",
+    "StagePolicy",
     "ToolResultOffload",
     "describe",
     "get",
+    "names",
+    "register",
 ]

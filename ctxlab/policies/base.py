@@ -1,11 +1,13 @@
 """What every policy hands the replay engine: typed events and one record per model call.
 
 A policy is a frozen dataclass of parameters. `policy.start(trace, summarizer)` returns a
-stateful *run* that the engine drives open-loop: `run.call(turn)` is asked, once per recorded
-model call and in order, what request the model would have received; the run feeds itself the
-recorded history up to `turn.position` first. Keeping the state inside the run (not the engine)
-lets each policy keep whatever incremental structure makes it fast, and lets issue 4 chain
-policies by wrapping runs.
+stateful `PolicyRun` that the replay drives open-loop: `run.call(turn)` is asked, once per
+recorded model call and in order, what request the model would have received; the run feeds
+itself the recorded history up to `turn.position` first. Keeping the state inside the run (not
+the replay) lets each policy keep whatever incremental structure makes it fast.
+
+These protocols are what `ctxlab.replay` needs of any policy. Most policies are written against
+the stage API of `ctxlab.policies.engine` instead, which implements them.
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ class Request(Sequence[tuple[int, int]]):
     parts are two parallel sequences, not pairs: messages fed since the last call are a
     `range` of fingerprints and a slice of token counts, no object per part. Read as a
     sequence of pairs, the parts are rebuilt from the chain of edits. Any run may use it
-    (`DeepAgentsRun` and `ctxlab.policies._view.ViewRun` do).
+    (`DeepAgentsRun` and `ctxlab.policies.engine.StageRun` do).
     """
 
     __slots__ = ("previous", "kept", "fingerprints", "tokens")
@@ -174,7 +176,7 @@ class Files(Mapping[str, str]):
         return len(self._parts)
 
 
-class Run(Protocol):
+class PolicyRun(Protocol):
     """A policy applied to one trace, advanced one model call at a time."""
 
     files: Files
@@ -197,6 +199,6 @@ class Policy(Protocol):
         """Parameters as given (before defaults are resolved against a trace)."""
         ...
 
-    def start(self, trace: Trace, summarizer: Summarizer) -> Run:
+    def start(self, trace: Trace, summarizer: Summarizer) -> PolicyRun:
         """A fresh run of this policy over `trace`."""
         ...

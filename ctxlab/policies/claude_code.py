@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from ctxlab.policies._view import (
+from ctxlab.policies.engine import (
     AUTO,
     Context,
     Item,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from langchain_core.messages import HumanMessage
 
-from ctxlab.policies._view import (
+from ctxlab.policies.engine import (
     AUTO,
     Context,
     Item,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain_core.messages import AIMessage, ToolMessage
 
-from ctxlab.policies._view import (
+from ctxlab.policies.engine import (
     AUTO,
     Context,
     Item,

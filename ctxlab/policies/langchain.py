@@ -30,21 +30,20 @@ from langchain_core.messages import (
 from langchain_core.messages.utils import _is_message_type
 
 from ctxlab import tokens as tk
-from ctxlab.policies._view import (
+from ctxlab.policies._engine_counts import Sums, TokenCache
+from ctxlab.policies.base import Event
+from ctxlab.policies.deepagents import keep_search, normalize_trigger
+from ctxlab.policies.engine import (
     AUTO,
     Context,
     Item,
     Stage,
     StagePolicy,
-    Sums,
-    TokenCache,
     appended,
     replaced,
     safe_cutoff_backward,
     write_history,
 )
-from ctxlab.policies.base import Event
-from ctxlab.policies.deepagents import keep_search, normalize_trigger
 from ctxlab.profiles import profile as lookup_profile
 
 if TYPE_CHECKING:

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from langchain_core.messages import ToolMessage
 
-from ctxlab.policies._view import (
+from ctxlab.policies.base import Event
+from ctxlab.policies.engine import (
     AUTO,
     Context,
     Item,
@@ -28,7 +29,6 @@ from ctxlab.policies._view import (
     replaced,
     text_of,
 )
-from ctxlab.policies.base import Event
 
 if TYPE_CHECKING:
     from ctxlab.trace import Trace

@@ -22,7 +22,8 @@ from deepagents.middleware._message_eviction import (
 from deepagents.middleware.filesystem import NUM_CHARS_PER_TOKEN, TOOLS_EXCLUDED_FROM_EVICTION
 from langchain_core.messages import AIMessage, ToolMessage
 
-from ctxlab.policies._view import (
+from ctxlab.policies.base import Event
+from ctxlab.policies.engine import (
     AUTO,
     Context,
     Item,
@@ -32,7 +33,6 @@ from ctxlab.policies._view import (
     replaced,
     text_of,
 )
-from ctxlab.policies.base import Event
 
 if TYPE_CHECKING:
     from ctxlab.trace import Trace

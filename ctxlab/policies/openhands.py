@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from ctxlab.policies._view import (
+from ctxlab.policies.base import Event
+from ctxlab.policies.engine import (
     AUTO,
     Context,
     Item,
@@ -37,7 +38,6 @@ from ctxlab.policies._view import (
     text_of,
     write_history,
 )
-from ctxlab.policies.base import Event
 
 if TYPE_CHECKING:
     from ctxlab.trace import Trace

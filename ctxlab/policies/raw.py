@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from ctxlab.policies._view import AUTO, Stage, StagePolicy
+from ctxlab.policies.engine import AUTO, Stage, StagePolicy
 
 if TYPE_CHECKING:
     from ctxlab.trace import Trace

@@ -1,18 +1,21 @@
 """`ThresholdExplorer(trace)`: move a policy's thresholds and watch the replay change.
 
-A policy dropdown (Deep Agents, plus the policy catalogue's presets when `ctxlab.policies.catalog`
-is installed) and one slider per threshold the chosen policy has: window, trigger, keep,
-tool-result limit and argument max length for Deep Agents; every numeric parameter for others.
+A policy dropdown (every name `ctxlab.policies.names()` gives: the built-in presets and the
+policies registered in Python or by installed packages, plus an `a+b` pipeline when one is
+asked for) and one slider per threshold the chosen policy has: window, trigger, keep,
+tool-result limit and argument max length for Deep Agents; every numeric parameter (and every
+`(kind, number)` size) for others.
 Sliders fire on release; a short debounce coalesces bursts; each change re-replays the trace
 (the engine's warm replay of a 1,000-turn trace takes tens of milliseconds) and updates the
 FigureWidget in place. The readout gives peak and cumulative tokens, events, and cost with and
-without cache when `ctxlab.metrics` exists; `last_latency_ms` is what the bench measures.
+without cache when the model has a price; `last_latency_ms` is what the bench measures.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import gc
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +26,7 @@ import plotly.graph_objects as go
 from ctxlab import plots
 from ctxlab.plots import esc
 from ctxlab.policies import DeepAgents
+from ctxlab.policies.catalog import Pipeline, factories, get
 from ctxlab.replay import Replay, replay
 from ctxlab.summarizers import CachedExtractive, Summarizer
 from ctxlab.trace import Trace
@@ -39,26 +43,26 @@ from ctxlab.widgets._common import (
 _LINE_LABELS = ("window", "trigger", "budget")
 
 
-def catalogue() -> dict[str, Any]:
-    """Policies to offer: Deep Agents, plus the catalogue's (issue 4) when it is installed.
-
-    Values are policy instances (defaults). The catalogue is imported lazily and read
-    defensively, so the explorer keeps working, Deep Agents only, without it.
-    """
+def catalogue(extra: str | None = None) -> dict[str, Any]:
+    """Policies to offer, by name, at their defaults: Deep Agents first, then every other
+    registered name, then `extra` (a name such as an `a+b` pipeline; an unknown one raises
+    `ValueError` listing the known names). A registered factory that cannot build its
+    defaults is left out with a warning."""
     found: dict[str, Any] = {"deepagents": DeepAgents()}
-    try:
-        from ctxlab.policies import catalog  # type: ignore[attr-defined]
-    except ImportError:
-        return found
-    entries: Any = getattr(catalog, "PRESETS", None)
-    items = list(entries.items()) if isinstance(entries, dict) else []
-    for name, entry in items:
-        try:
-            policy = entry if hasattr(entry, "start") else entry()
-        except (TypeError, ValueError):
+    for name, factory in factories().items():
+        if name in found:
             continue
-        if hasattr(policy, "start") and hasattr(policy, "params"):
-            found.setdefault(str(name), policy)
+        try:
+            found[name] = factory()
+        except Exception as exc:  # a third-party factory may raise anything
+            warnings.warn(
+                f"ctxlab: policy {name!r} cannot build its defaults and is not offered: "
+                f"{type(exc).__name__}: {exc}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+    if extra is not None and extra not in found:
+        found[extra] = get(extra)
     return found
 
 
@@ -164,7 +168,7 @@ def deepagents_controls(policy: DeepAgents, trace: Trace) -> list[Control]:
 
 
 def generic_controls(policy: Any) -> list[Control]:
-    """Sliders for a catalogue policy: every int/float parameter, and `(kind, number)` pairs."""
+    """Sliders for any other policy: every int/float parameter, and `(kind, number)` pairs."""
     controls: list[Control] = []
     if not dataclasses.is_dataclass(policy):
         return controls
@@ -210,9 +214,28 @@ def generic_controls(policy: Any) -> list[Control]:
     return controls
 
 
+def pipeline_controls(policy: Pipeline) -> list[Control]:
+    """Every member's sliders (`generic_controls`), named `member.parameter`."""
+    controls: list[Control] = []
+    for i, member in enumerate(policy.policies):
+        for c in generic_controls(member):
+            c.widget.description = f"{member.name}: {c.widget.description}"
+
+            def put(p: dict[str, Any], v: Any, i: int = i, inner: Any = c.apply) -> None:
+                members = p.setdefault("policies", list(policy.policies))
+                own: dict[str, Any] = {}
+                inner(own, v)
+                members[i] = dataclasses.replace(members[i], **own)
+
+            controls.append(Control(f"{member.name}.{c.name}", c.widget, put))
+    return controls
+
+
 class ThresholdExplorer(W.VBox):
     """Tune a policy's thresholds on `trace` with live re-replays.
 
+    `policy` is any name `ctxlab.policies.get` takes (an `a+b` pipeline joins the dropdown,
+    with every member's sliders).
     `debounce` (seconds) coalesces changes inside a running kernel; outside one (tests, the
     benchmark) updates are synchronous. `replay`/`policy` always hold the current state.
 
@@ -236,9 +259,7 @@ class ThresholdExplorer(W.VBox):
     ) -> None:
         self.trace = trace
         self.summarizer = summarizer or CachedExtractive()
-        self.policies = catalogue()
-        if policy not in self.policies:
-            raise ValueError(f"unknown policy {policy!r}; known: {', '.join(self.policies)}")
+        self.policies = catalogue(policy)
         self.choice = W.Dropdown(options=list(self.policies), value=policy, description="policy")
         self.choice.add_class("ctx-policy")
         self.controls: list[Control] = []
@@ -268,6 +289,8 @@ class ThresholdExplorer(W.VBox):
         base = self.policies[self.choice.value]
         if isinstance(base, DeepAgents):
             self.controls = deepagents_controls(base, self.trace)
+        elif isinstance(base, Pipeline):
+            self.controls = pipeline_controls(base)
         else:
             self.controls = generic_controls(base)
         for c in self.controls:
@@ -292,6 +315,8 @@ class ThresholdExplorer(W.VBox):
         params: dict[str, Any] = {}
         for c in self.controls:
             c.apply(params, c.widget.value)
+        if "policies" in params:
+            params["policies"] = tuple(params["policies"])
         if "truncate_args_settings" in params and isinstance(base, DeepAgents):
             params["truncate_args_settings"] = {
                 **params["truncate_args_settings"],

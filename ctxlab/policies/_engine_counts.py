@@ -1,0 +1,181 @@
+"""Token counting for the stage engine: per-message counts and prefix sums of requests.
+
+Private speed-up machinery behind `ctxlab.policies.engine`: `Context.tokens` and
+`Context.count` read it, and `appended` is the test a stage's fast path starts with. The
+`INCREMENTAL` switch turns every fast path off, so tests can check that each replay equals
+the full recomputation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from langchain_core.messages import BaseMessage
+
+from ctxlab import tokens as tk
+
+if TYPE_CHECKING:
+    from ctxlab.policies.engine import Item
+
+
+class TokenCache:
+    """Tokens of a message object at one characters-per-token, looked up once per object.
+
+    Keeps a reference to every message it measured, so an `id` is never reused while cached
+    (a replay's messages live as long as the run anyway)."""
+
+    __slots__ = ("cpt", "_d")
+
+    def __init__(self, chars_per_token: float) -> None:
+        self.cpt = chars_per_token
+        self._d: dict[int, tuple[BaseMessage, int]] = {}
+
+    def __call__(self, message: BaseMessage) -> int:
+        hit = self._d.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        toks = tk.message_tokens(message, self.cpt)
+        self._d[id(message)] = (message, toks)
+        return toks
+
+
+INCREMENTAL = True
+"""Stages take their fast paths (work proportional to what changed since the previous call).
+Tests switch this off to check that every replay equals the full recomputation each stage
+falls back to when its input is not the previous input plus new messages."""
+
+
+def common_prefix(a: Sequence[Item], b: Sequence[Item]) -> int:
+    """Length of the longest common prefix of two requests, compared at C speed.
+
+    Items compare by identity first and by value otherwise (equal content is an equal prefix,
+    as a provider's prompt cache sees it). Blocks are compared as slices (C loops) until one
+    differs, then bisected, so finding the first difference costs about one pass.
+    """
+    n = min(len(a), len(b))
+    lo = 0
+    while lo < n:
+        hi = min(n, lo + 256)
+        if a[lo:hi] != b[lo:hi]:
+            break
+        lo = hi
+    else:
+        return n
+    # a[:lo] == b[:lo] and a[lo:hi] != b[lo:hi]
+    while hi - lo > 8:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    while a[lo] == b[lo]:
+        lo += 1
+    return lo
+
+
+def appended(previous: list[Item] | None, items: list[Item]) -> list[Item] | None:
+    """`items[len(previous):]` when `items` is `previous` plus new messages, else None (and
+    always None with `INCREMENTAL` off): the test every stage's fast path starts with."""
+    if not INCREMENTAL or previous is None or len(items) < len(previous):
+        return None
+    n = len(previous)
+    if items[:n] != previous:
+        return None
+    return items[n:]
+
+
+class Sums:
+    """Token totals of requests, reusing the prefix sums of a recently counted list.
+
+    A call's stages count lists that mostly repeat earlier ones (the history plus a few new
+    messages, the same request with one result masked near its end), so a count costs a
+    C-speed comparison plus the tokens of what differs, not a walk of the whole request.
+    Entries hold copies: a caller mutating its list later cannot corrupt them.
+    """
+
+    __slots__ = ("tok", "_entries", "_last")
+
+    KEEP = 6
+
+    def __init__(self, tok: TokenCache) -> None:
+        self.tok = tok
+        # (copy of the list, cumulative tokens of every item, of the non-system items)
+        self._entries: list[tuple[list[Item], list[int], list[int]]] = []
+        # the list last counted and its entry (exactly that list's items), for `rebase`
+        self._last: tuple[Sequence[Item], tuple[list[Item], list[int], list[int]]] | None = None
+
+    def rebase(self, before: Sequence[Item], after: Sequence[Item], same: int) -> None:
+        """`after` replaces `before`, the list just counted, sharing its first `same` items:
+        the entry of `before` becomes `after`'s at the cost of what changed (a stage that
+        edits a few items near the end of a long request at every call would otherwise pay
+        for a search and a copy of the whole prefix at its next count)."""
+        last = self._last
+        self._last = None
+        if not INCREMENTAL or last is None or last[0] is not before:
+            return
+        entry = last[1]
+        if len(entry[0]) != len(before) or same > len(before) or same > len(after):
+            return
+        del entry[0][same:], entry[1][same + 1 :], entry[2][same + 1 :]
+        self._extend(entry, after, same)
+
+    def totals(self, items: Sequence[Item]) -> tuple[int, int]:
+        """(tokens of every item, tokens of the non-system items)."""
+        every, non_system = self.prefix_sums(items)
+        return every[-1], non_system[-1]
+
+    def prefix_sums(self, items: Sequence[Item]) -> tuple[list[int], list[int]]:
+        """Cumulative tokens (length `len(items) + 1`) over every / non-system items.
+
+        The lists returned belong to the cache: read them before the next count.
+        """
+        entries = self._entries
+        if INCREMENTAL:
+            # the newest entry that `items` extends (one C-speed comparison each) grows in place
+            for i, entry in enumerate(entries):
+                n = len(entry[0])
+                if (
+                    n <= len(items)
+                    and (not n or items[n - 1] == entry[0][-1])
+                    and items[:n] == entry[0]
+                ):
+                    if n < len(items):
+                        self._extend(entry, items, n)
+                    if i:
+                        entries.insert(0, entries.pop(i))
+                    self._last = (items, entry)
+                    return entry[1], entry[2]
+        # else a new entry, from the one sharing the longest prefix with `items`
+        best_k, best = 0, None
+        if INCREMENTAL:
+            for entry in entries:
+                k = common_prefix(entry[0], items)
+                if k > best_k:
+                    best_k, best = k, entry
+                    if 2 * k >= len(items):
+                        break  # most of it: do not pay more comparisons for the rest
+        if best is None:
+            entry = ([], [0], [0])
+        else:
+            entry = (best[0][:best_k], best[1][: best_k + 1], best[2][: best_k + 1])
+        self._extend(entry, items, best_k)
+        entries.insert(0, entry)
+        del entries[self.KEEP :]
+        self._last = (items, entry)
+        return entry[1], entry[2]
+
+    def _extend(
+        self, entry: tuple[list[Item], list[int], list[int]], items: Sequence[Item], start: int
+    ) -> None:
+        every, non_system = entry[1], entry[2]
+        a, s = every[-1], non_system[-1]
+        tok = self.tok
+        for it in items[start:]:
+            t = tok(it.msg)
+            a += t
+            every.append(a)
+            if it.kind != "system":
+                s += t
+            non_system.append(s)
+        entry[0].extend(items[start:])

@@ -1,0 +1,545 @@
+"""Write a compaction policy: the stage API every catalogue policy is built on.
+
+A policy is a frozen dataclass of parameters that subclasses `StagePolicy` and returns, from
+`stages(trace, window)`, a list of fresh `Stage` objects for one trace. At each recorded model
+call the engine hands the first stage the history fed so far as a list of `Item`s
+`(pos, msg, kind)`; each stage returns the request it would send, and the next stage works on
+that. The engine then counts the request's tokens, per bucket (`kind`), and the parts it shares
+with the previous request (for the prompt-cache simulation), so a stage only decides *which*
+messages to send and *what* they say.
+
+    @dataclass(frozen=True)
+    class KeepLast(StagePolicy):
+        name: ClassVar[str] = "keep-last"
+        n: int = 20
+
+        def stages(self, trace, window):
+            return [KeepLastStage(self.n)]
+
+    class KeepLastStage:
+        def __init__(self, n):
+            self.n = n
+
+        def apply(self, items, ctx):
+            start = safe_start(items, max(1, len(items) - self.n))
+            return items[:1] + items[start:]  # the first message, then the newest ones
+
+`ctxlab.policies.register(KeepLast, "keep-last")` makes the name known to `get`,
+`ctxlab.sweep` and the explorer in this process; a `ctxlab.policies` entry point in an
+installed package also to the `ctxlab` command (`replay`, `compare`, `sweep --policy`,
+`policies`). docs/writing-a-policy.md is a complete worked example.
+
+Rules a stage keeps:
+
+* State lives in **full-history positions** (`Item.pos`: a summary's cutoff, the results it
+  masked), never in message objects of another stage. That is what lets stages compose
+  open-loop in a `Pipeline`: each works on whatever the previous one produced.
+* An edited message is made once: `replaced(message, key, make)` memoises `make()` per
+  original message, so the same edit yields the same object on every call (counted once, and
+  seen as the same part by the prompt-cache simulation). Its item's `kind` says which bucket
+  it is counted in (`"stubs"` for a placeholder, `"summary"` for a summary).
+* Tool calls keep their results: cut with `safe_start` / `safe_cutoff_backward`
+  (`StageCall.orphans` counts calls and results left without their pair in a request; a
+  provider would reject it).
+* What a stage did is an `Event` appended to `ctx.events` (its `kind` one of
+  `ctxlab.policies.base.EVENT_KINDS`), with the full-history positions it touched and the
+  token counts before and after (`ctx.count`). A stage that compacts persistently (the
+  compacted history replaces the old one for later calls) subclasses `RebuildStage`, whose
+  `commit` records the event for it.
+
+A stage may be plain (recompute its request from `items` on every call): the engine's own
+bookkeeping is incremental. Stages that must be fast on long traces compare their input with
+the previous call's through `appended` and do only the new messages' work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Protocol
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from ctxlab import tokens as tk
+from ctxlab.policies._engine_counts import Sums, TokenCache, appended
+from ctxlab.policies._engine_request import Meta, RequestTotals
+from ctxlab.policies.base import Call, Event, Files, Request
+from ctxlab.profiles import profile as lookup_profile
+
+if TYPE_CHECKING:
+    from ctxlab.summarizers import Summarizer
+    from ctxlab.trace import Trace, Turn
+
+AUTO: Literal["auto"] = "auto"
+"""A `window` of `"auto"`: the trace model's input window from LangChain's profile data."""
+
+
+class Item(NamedTuple):
+    """One message of a request: its full-history position (None for inserted ones, like a
+    summary), the message as sent, and its token bucket (`ctxlab.policies.base.KINDS`).
+
+    A stage that edits a message keeps its `pos` and gives the copy the bucket it belongs to:
+    `Item(it.pos, replaced(it.msg, key, make), "stubs")` for a placeholder."""
+
+    pos: int | None
+    msg: BaseMessage
+    kind: str
+
+    def __eq__(self, other: object) -> bool:
+        """Position and bucket first, the message last: a masked or cleared copy differs in
+        its bucket, so comparing requests rarely reaches pydantic's (slow) message equality."""
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return (
+            self[0] == other[0]
+            and self[2] == other[2]
+            and (self[1] is other[1] or self[1] == other[1])
+        )
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = tuple.__hash__
+
+
+def kind_of(message: BaseMessage) -> str:
+    """Token bucket of an unedited message."""
+    if isinstance(message, SystemMessage):
+        return "system"
+    if isinstance(message, AIMessage):
+        return "ai"
+    if isinstance(message, ToolMessage):
+        return "tool_results"
+    if isinstance(message, HumanMessage) and (
+        message.additional_kwargs.get("lc_source") == "summarization"
+    ):
+        return "summary"
+    return "human"
+
+
+@dataclass
+class Context:
+    """What a stage may read and write during one model call (one `Context` per call, shared
+    by the call's stages)."""
+
+    turn: Turn
+    """The recorded model call being replayed (`turn.index`, `turn.position`: the number of
+    history messages before it)."""
+    trace: Trace
+    summarizer: Summarizer
+    """Writes summaries: `summarizer.summarize(messages, prompt)`; deterministic offline
+    summarisers make replays reproducible."""
+    files: Files
+    """The run's virtual filesystem, for evicted or offloaded content."""
+    events: list[Event]
+    """Append one `Event` per action; the replay reports them on this call."""
+    chars_per_token: float
+    """The counter of the reported token counts (`StagePolicy.counter_chars_per_token`)."""
+    tools_tokens: int
+    """Tokens of the trace's tool schemas, sent with every request."""
+    window: int | None
+    """The model's input window as the policy resolved it (None when unknown)."""
+    tok: TokenCache
+    """The engine's per-message counter (use `tokens`)."""
+    sums: Sums
+    """The engine's request counter (use `count`)."""
+
+    def tokens(self, message: BaseMessage, chars_per_token: float | None = None) -> int:
+        """Approximate tokens of one message (measured once per object)."""
+        if chars_per_token is None or chars_per_token == self.chars_per_token:
+            return self.tok(message)
+        return tk.message_tokens(message, chars_per_token)
+
+    def count(self, items: Sequence[Item], *, system: bool = True, tools: bool = True) -> int:
+        """Tokens of a request; LangChain middleware counts messages only (no system, no tools)."""
+        every, non_system = self.sums.totals(items)
+        return (self.tools_tokens if tools else 0) + (every if system else non_system)
+
+    def threshold(self, kind: str, value: float, what: str) -> int:
+        """A `("tokens", N)` / `("fraction", f)` size as tokens (fractions need a window)."""
+        if kind == "fraction":
+            if self.window is None:
+                raise ValueError(
+                    f"{what}: a fraction needs the model's window (pass window=N or a model "
+                    "with a known profile)"
+                )
+            return max(1, int(self.window * value))
+        return max(1, int(value))
+
+
+class Stage(Protocol):
+    """One step of a request pipeline, with its own state for one trace.
+
+    `StagePolicy.stages` makes fresh ones per trace, and `apply` is called once per model
+    call, in order, so a stage may keep whatever it learnt on earlier calls (in full-history
+    positions)."""
+
+    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        """The request this stage sends, given the request the previous stage produced.
+
+        Return a new list (or `items` itself when nothing changes); never mutate `items`,
+        which the engine and other stages may hold."""
+        ...
+
+
+def resolve_window(window: Any, trace: Trace, model: str | None = None) -> int | None:
+    """`"auto"`: the trace's model window from the LangChain profile data, else None."""
+    if window == AUTO:
+        return lookup_profile(model or trace.model, trace.provider).max_input_tokens
+    return None if window is None else int(window)
+
+
+@dataclass(slots=True)
+class StageCall(Call):
+    """A `Call` that also says how many tool calls / results in the request lost their pair
+    (0 for a well-behaved policy: a provider rejects a request with an orphan)."""
+
+    orphans: int = 0
+
+
+def count_orphans(messages: Sequence[BaseMessage]) -> int:
+    """Tool results without an earlier call in the request, plus calls never answered in it
+    (a provider rejects both with a 400)."""
+    called: set[str] = set()
+    answered: set[str] = set()
+    bad = 0
+    for m in messages:
+        if isinstance(m, AIMessage):
+            called.update(c["id"] for c in m.tool_calls if c.get("id"))
+        elif isinstance(m, ToolMessage):
+            if m.tool_call_id in called:
+                answered.add(m.tool_call_id)
+            else:
+                bad += 1
+    return bad + len(called - answered)
+
+
+class StageRun:
+    """A trace under a list of stages (the `PolicyRun` of every `StagePolicy`).
+
+    Feeds the recorded history to the stages call by call and keeps the request's totals by
+    the edits between consecutive requests, so a call's bookkeeping costs what changed."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        summarizer: Summarizer,
+        stages: Sequence[Stage],
+        *,
+        window: int | None,
+        chars_per_token: float = tk.CHARS_PER_TOKEN,
+    ) -> None:
+        self.trace = trace
+        self.summarizer = summarizer
+        self.stages = list(stages)
+        self.window = window
+        self.cpt = chars_per_token
+        self.files = Files()
+        self.tools_tokens = tk.tool_schema_tokens(trace.tools, chars_per_token)
+        self.history: list[Item] = []
+        self.baseline = self.tools_tokens
+        self.tok = TokenCache(chars_per_token)
+        self.sums = Sums(self.tok)
+        # id -> (message, (fingerprint, tokens), tool-call ids or None); the message reference
+        # keeps ids unique for the run's lifetime
+        self._meta: dict[int, Meta] = {}
+        self.totals = RequestTotals(self.tools_tokens, self._meta_of)
+        self.last_request: Request | None = None
+        """The previous call's `Call.request`, which the next one is an edit of."""
+
+    def _feed(self, upto: int) -> None:
+        msgs = self.trace.messages
+        while len(self.history) < upto:
+            pos = len(self.history)
+            message = msgs[pos]
+            self.history.append(Item(pos, message, kind_of(message)))
+            self.baseline += self.tok(message)
+
+    def _meta_of(self, message: BaseMessage) -> Meta:
+        hit = self._meta.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit
+        calls = (
+            frozenset(c["id"] for c in message.tool_calls if c.get("id"))
+            if isinstance(message, AIMessage)
+            else None
+        )
+        entry = (message, (len(self._meta) + 1, self.tok(message)), calls)
+        self._meta[id(message)] = entry
+        return entry
+
+    def call(self, turn: Turn) -> Call:
+        """The request for `turn`; the recorded output then joins the history."""
+        self._feed(turn.position)
+        ctx = Context(
+            turn,
+            self.trace,
+            self.summarizer,
+            self.files,
+            [],
+            self.cpt,
+            self.tools_tokens,
+            self.window,
+            self.tok,
+            self.sums,
+        )
+        items = list(self.history)
+        for stage in self.stages:
+            items = stage.apply(items, ctx)
+        req = self.totals
+        req.update(items)
+        previous = self.last_request
+        kept = req.kept if previous is not None else 0  # the first request: every part
+        request = self.last_request = Request(previous, kept, req.fps[kept:], req.toks[kept:])
+        call = StageCall(
+            turn.index,
+            turn.position,
+            req.total,
+            dict(req.by_kind),
+            len(items),
+            ctx.events,
+            self.baseline,
+            request=request,
+            orphans=req.orphans,
+        )
+        if turn.output is not None:
+            self._feed(turn.position + 1)
+        return call
+
+    def finish(self) -> list[Event]:
+        """Catalogue stages act only at model calls: nothing is left over."""
+        return []
+
+
+@dataclass(frozen=True)
+class StagePolicy:
+    """Base of stage policies: parameters in, a `StageRun` of `stages()` out.
+
+    A subclass is a `@dataclass(frozen=True)` whose fields are its parameters (the catalogue
+    uses the upstream parameter names); it sets `name` (the name it registers under) and
+    `source` (where its defaults come from) as class variables and implements `stages()`.
+    Parameters should be JSON-able values: `params()` identifies a replay in the store, sweeps
+    vary them by name, and the explorer gives every int and float field (and every
+    `(kind, number)` size) a slider. A `window` field (`"auto"`, an int or None) and a
+    `model` field are read by `window_for` and `counter_chars_per_token` when present.
+    """
+
+    name: ClassVar[str] = "stage-policy"
+    source: ClassVar[str] = ""
+
+    def params(self) -> dict[str, Any]:
+        """Parameters as given (dataclass fields), JSON-able."""
+        return {k: _jsonable(v) for k, v in asdict(self).items()}
+
+    def stages(self, trace: Trace, window: int | None) -> list[Stage]:
+        """Fresh stage objects for one trace."""
+        raise NotImplementedError
+
+    def window_for(self, trace: Trace) -> int | None:
+        """The window this policy resolves for `trace` (`window` field, if it has one)."""
+        return resolve_window(getattr(self, "window", None), trace, getattr(self, "model", None))
+
+    def counter_chars_per_token(self, trace: Trace) -> float:
+        """Characters per token of the reported counts: LangChain's approximate counter for the
+        trace's model (3.3 for Anthropic, else 4), the one `deepagents` reports, so policies
+        compare on one scale. Stages that decide with another counter (ClearToolUsesEdit's
+        default 4.0) keep their own for the decision."""
+        prof = lookup_profile(getattr(self, "model", None) or trace.model, trace.provider)
+        return tk.ANTHROPIC_CHARS_PER_TOKEN if prof.is_anthropic else tk.CHARS_PER_TOKEN
+
+    def start(self, trace: Trace, summarizer: Summarizer) -> StageRun:
+        """A fresh run over `trace`."""
+        window = self.window_for(trace)
+        return StageRun(
+            trace,
+            summarizer,
+            self.stages(trace, window),
+            window=window,
+            chars_per_token=self.counter_chars_per_token(trace),
+        )
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers shared by stages
+# ---------------------------------------------------------------------------------------------
+
+
+def safe_start(items: Sequence[Item], start: int) -> int:
+    """Move a cut forward past tool results, so the kept tail does not begin with an orphan."""
+    while start < len(items) and isinstance(items[start].msg, ToolMessage):
+        start += 1
+    return start
+
+
+def safe_cutoff_backward(items: Sequence[Item], cutoff: int) -> int:
+    """LangChain's `_find_safe_cutoff_point`: a cut at a ToolMessage moves back to the
+    AIMessage that made the call (keeping more), else forward past the tool results."""
+    if cutoff >= len(items) or not isinstance(items[cutoff].msg, ToolMessage):
+        return cutoff
+    ids: set[str] = set()
+    j = cutoff
+    while j < len(items) and isinstance(items[j].msg, ToolMessage):
+        if items[j].msg.tool_call_id:
+            ids.add(items[j].msg.tool_call_id)
+        j += 1
+    for i in range(cutoff - 1, -1, -1):
+        m = items[i].msg
+        if isinstance(m, AIMessage) and m.tool_calls:
+            if ids & {c.get("id") for c in m.tool_calls if c.get("id")}:
+                return i
+    return j
+
+
+def text_of(message: BaseMessage) -> str:
+    """Plain text of a message (text blocks joined)."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts = []
+    for b in content:
+        if isinstance(b, str):
+            parts.append(b)
+        elif isinstance(b, dict) and b.get("type") == "text":
+            parts.append(str(b.get("text", "")))
+    return "\n".join(parts)
+
+
+def replaced(message: BaseMessage, key: Any, make: Callable[[], BaseMessage]) -> BaseMessage:
+    """`make()` memoised per (message, key): the same edit yields the same object every call."""
+    return tk.derived(message, key, make)
+
+
+def write_history(ctx: Context, path: str, items: Sequence[Item]) -> None:
+    """Append the evicted messages to a virtual file, LangChain's XML rendering, so
+    recoverability can be checked (rendered lazily: decisions never read it)."""
+    from langchain_core.messages import get_buffer_string
+
+    msgs = [it.msg for it in items if it.kind != "summary"]
+    turn = ctx.turn.index
+    ctx.files.append(
+        path, lambda: f"## Evicted at turn {turn}\n\n{get_buffer_string(msgs, format='xml')}\n\n"
+    )
+
+
+class RebuildStage:
+    """Base of stages that rebuild the whole request when they compact (persistently).
+
+    After a compaction at call t the request is `prefix` (the rebuilt messages) followed by
+    every history message fed after t; a later compaction rebuilds from that view. This is how
+    Claude Code, Codex, Inspect and OpenHands' rolling condensers behave: the compacted history
+    replaces the old one for all later calls.
+
+    `view` is incremental: while the input only grows, the view grows by the new messages.
+    """
+
+    def __init__(self) -> None:
+        self.prefix: list[Item] | None = None
+        self.cut = 0
+        self._in: list[Item] | None = None
+        self._view: list[Item] = []
+        self._given: list[Item] | None = None
+
+    def view(self, items: list[Item]) -> list[Item]:
+        """The current request before this call's decision."""
+        self._given = items
+        if self.prefix is None:
+            return items
+        new = appended(self._in, items)
+        cut = self.cut
+        if new is None:
+            view = [*self.prefix, *(it for it in items if it.pos is not None and it.pos >= cut)]
+        else:
+            view = self._view + [it for it in new if it.pos is not None and it.pos >= cut]
+        self._in, self._view = items, view
+        return view
+
+    def commit(
+        self,
+        ctx: Context,
+        before: list[Item],
+        after: list[Item],
+        kind: str,
+        reason: str,
+        path: str | None = None,
+        same: int = 0,
+    ) -> list[Item]:
+        """Make `after` the new prefix; record the event over the positions that left.
+
+        `same`: a count of leading items the caller knows `before` and `after` share, so only
+        the rest is compared (a tail edit costs the tail).
+        """
+        kept = {it.pos: it.msg for it in after[same:] if it.pos is not None}
+        gone = [
+            it.pos
+            for it in before[same:]
+            if it.pos is not None and (it.pos not in kept or kept[it.pos] is not it.msg)
+        ]
+        self.prefix = list(after)
+        self.cut = ctx.turn.position
+        # every input item is older than this call (positions < cut), so the next view is
+        # the prefix plus what the input gains
+        self._in, self._view = self._given, self.prefix
+        total = ctx.count(before)
+        if same:
+            tok = ctx.tok
+            changed = sum(tok(it.msg) for it in after[same:]) - sum(
+                tok(it.msg) for it in before[same:]
+            )
+            after_total = total + changed
+            ctx.sums.rebase(before, self.prefix, same)
+        else:
+            after_total = ctx.count(after)
+        ctx.events.append(
+            Event(kind, ctx.turn.index, tuple(sorted(gone)), total, after_total, path, reason)
+        )
+        return after
+
+
+def summary_item(text: str) -> Item:
+    """An inserted summary message (a user-role message, as every harness here sends it)."""
+    return Item(
+        None,
+        HumanMessage(content=text, additional_kwargs={"lc_source": "summarization"}),
+        "summary",
+    )
+
+
+def first_user_index(items: Sequence[Item]) -> int | None:
+    """Index of the first real user message (the task)."""
+    return next((i for i, it in enumerate(items) if it.kind == "human"), None)
+
+
+__all__ = [
+    "AUTO",
+    "Context",
+    "Event",
+    "Files",
+    "Item",
+    "RebuildStage",
+    "Stage",
+    "StageCall",
+    "StagePolicy",
+    "StageRun",
+    "appended",
+    "count_orphans",
+    "first_user_index",
+    "kind_of",
+    "replaced",
+    "resolve_window",
+    "safe_cutoff_backward",
+    "safe_start",
+    "summary_item",
+    "text_of",
+    "write_history",
+]
