@@ -14,7 +14,8 @@ from langchain_core.messages.utils import count_tokens_approximately
 from synthetic import make_trace
 
 from ctxlab.policies import DeepAgents
-from ctxlab.policies.deepagents import _text, normalize_trigger
+from ctxlab.policies.deepagents import normalize_trigger
+from ctxlab.policies.deepagents.filesystem import message_text
 from ctxlab.policies.deepagents_tools import default_tools
 from ctxlab.replay import replay
 from ctxlab.summarizers import Fixed
@@ -70,7 +71,7 @@ def test_stress_mode_triggers_at_the_given_fraction() -> None:
 
 def test_deepagents_tool_set_as_the_request_carries_it() -> None:
     tools = default_tools()
-    assert [t.name for t in tools] == [
+    assert [t["name"] for t in tools] == [
         "ls",
         "read_file",
         "write_file",
@@ -194,7 +195,7 @@ _blocks = st.lists(
 def test_text_extraction_fast_path_is_exact(blocks: list, provider: str | None) -> None:
     meta = {"model_provider": provider} if provider else {}
     message = ToolMessage(content=blocks, tool_call_id="c", response_metadata=meta)
-    assert _text(message) == _extract_text_from_message(message)
+    assert message_text(message) == _extract_text_from_message(message)
 
 
 def test_replay_is_deterministic() -> None:
