@@ -9,10 +9,10 @@ also observes each decision.
 
 Hooks mode (docs/deepagents.md §10): real `FilesystemMiddleware` and the real summarisation
 middleware from deepagents' own factory (or its class with explicit settings), hooks chained
-with LangChain's own `_chain_model_call_handlers` / `_chain_tool_call_wrappers`, state updates applied with
-deepagents' own messages reducer, a real `StateBackend` whose `files` channel is a dict, a
-scripted chat model whose only real call is the summariser (fixed text), and an innermost
-handler that records the final request of every call. Decisions are observed by wrapping
+with LangChain's own `_chain_model_call_handlers` / `_chain_tool_call_wrappers`, state updates
+applied with deepagents' own messages reducer, a real `StateBackend` whose `files` channel is a
+dict, a scripted chat model whose only real call is the summariser (fixed text), and an
+innermost handler that records the final request of every call. Decisions are observed by wrapping
 private methods on the instances, always calling through; nothing is altered. On
 `ContextOverflowError` (the real agent would crash) an `overflow_error` event is recorded and
 the recorded AIMessage is appended anyway.
