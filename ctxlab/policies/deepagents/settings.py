@@ -77,7 +77,7 @@ class DeepAgents:
       the window, keep a tenth of it; the Deep Agents team runs 10-25% to multiply events.
     * `use_usage_metadata`: let recorded `usage_metadata` scale counts and trigger, as LangChain
       does. Off by default: recorded usage describes the recorded context, not the replayed one
-      (spec §2.3); on, every call re-reads the whole context (O(n) per call).
+      (docs/deepagents.md §2.3); on, every call re-reads the whole context (O(n) per call).
     """
 
     name: ClassVar[str] = "deepagents"
