@@ -74,6 +74,14 @@ def validate_size(kind: str, value: float, what: str) -> None:
         raise ValueError(f"Unsupported context size type {kind} for {what}.")
 
 
+def size_threshold(kind: str, value: float, window: int | None) -> int | None:
+    """A `tokens` or `fraction` size as a token threshold, `max(1, int(window * f))` for a
+    fraction; None for a fraction without a window (such a clause is never met)."""
+    if kind == "fraction":
+        return None if window is None else max(1, int(window * value))
+    return max(1, int(value))
+
+
 def is_message_type(message: BaseMessage, types: str | type | Sequence[str | type]) -> bool:
     """Whether `message` is one of `types` (type names or classes), as `trim_messages`'
     `start_on` and `filter_messages` read them (langchain_core's `_is_message_type`)."""
@@ -89,5 +97,6 @@ __all__ = [
     "is_pair",
     "keep_search",
     "normalize_trigger",
+    "size_threshold",
     "validate_size",
 ]

@@ -14,6 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from ctxlab import tokens as tk
 from ctxlab.policies.deepagents.state import Prefix, Sent, SummaryEvent
+from ctxlab.policies.langchain_rules import size_threshold
 
 if TYPE_CHECKING:
     from ctxlab.policies.deepagents.settings import Settings
@@ -32,6 +33,10 @@ class EffectiveList:
     dropped_until: int
     scale: float
     calls: dict[Any, dict]
+
+    def _window_start(self) -> int:
+        """The state position the effective list's messages start at."""
+        return self.event.cutoff if self.event is not None else 0
 
     def _eff_len(self) -> int:
         n = len(self.view)
@@ -129,11 +134,7 @@ class EffectiveList:
         return list(self._messages(0, self._eff_len(), trunc_stop))
 
     def _threshold(self, kind: str, value: float) -> int | None:
-        if kind == "fraction":
-            if self.settings.window is None:
-                return None
-            return max(1, int(self.settings.window * value))
-        return max(1, int(value))
+        return size_threshold(kind, value, self.settings.window)
 
     def _reported(self, threshold: float, msgs: list[BaseMessage] | None) -> bool:
         """LangChain's reported-usage trigger (only with `use_usage_metadata`)."""

@@ -40,6 +40,8 @@ class RequestParts(EffectiveList):
     scaled: bool
 
     def _record(self, turn: Turn, events: list[Event], trunc_stop: int, count: int) -> Call:
+        """This call as replayed: its count, tokens by kind, message count, events, the
+        uncompacted baseline and the request part by part."""
         ev = self.event
         by_kind = self.window_kinds.copy()
         if trunc_stop > 0:

@@ -213,9 +213,6 @@ class DeepAgentsRun(SummarizationStep, RequestParts):
         self.kinds[index] = kind
         self.etok.set(index, toks)
 
-    def _window_start(self) -> int:
-        return self.event.cutoff if self.event is not None else 0
-
     def _recount_window(self) -> None:
         """Per-kind totals over the state window the effective list shows (after an event)."""
         totals = dict.fromkeys(STATE_KINDS, 0)

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 
 
 class SummarizationStep(EffectiveList):
-    """The summarisation step of `DeepAgentsRun`, on the state it keeps."""
+    """The summarisation step of `DeepAgentsRun`, on the state it keeps; state edits, file
+    writes and the recorded `Call` go through the run (`_set`, `_offload`, `_next_hex`,
+    `_record`)."""
 
     summarizer: Summarizer
     files: Files
@@ -109,7 +111,7 @@ class SummarizationStep(EffectiveList):
         if kind == "tokens":
             return False, value
         if kind == "fraction" and self.settings.window is not None:
-            return False, max(1, int(self.settings.window * value))
+            return False, self._threshold(kind, value)
         return None
 
     def _truncate_cutoff(self, n_eff: int) -> int:
