@@ -23,12 +23,12 @@ from ctxlab.policies._view import (
     StagePolicy,
     appended,
     replaced,
-    text_of,
 )
 from ctxlab.policies.base import Event
 from ctxlab.policies.deepagents.filesystem import (
     NUM_CHARS_PER_TOKEN,
     TOOLS_EXCLUDED_FROM_EVICTION,
+    message_text,
     sanitize_tool_call_id,
     tool_stub,
 )
@@ -87,7 +87,7 @@ class OffloadStage:
         name = self.names.get(msg.tool_call_id) or msg.name
         if name in self.excluded:
             return
-        text = text_of(msg)
+        text = message_text(msg)
         if len(text) <= self.limit:
             return
         path = f"/large_tool_results/{sanitize_tool_call_id(msg.tool_call_id)}"
