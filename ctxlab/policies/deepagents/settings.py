@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from langchain_core.messages import SystemMessage
 
 from ctxlab import tokens as tk
+from ctxlab.policies._view import AUTO
 from ctxlab.policies.deepagents.filesystem import NUM_CHARS_PER_TOKEN
 from ctxlab.policies.deepagents.run import DeepAgentsRun
 from ctxlab.policies.deepagents.texts import DEEPAGENTS_DEFAULT_SUMMARY_PROMPT
@@ -25,7 +26,6 @@ if TYPE_CHECKING:
     from ctxlab.summarizers import Summarizer
     from ctxlab.trace import Trace
 
-AUTO: Literal["auto"] = "auto"
 MODELS_VERSION = "0.7.32"
 
 
