@@ -293,3 +293,38 @@ def test_thresholds_agree_with_the_resolved_settings() -> None:
         lines = policy.thresholds(trace)
         assert lines["window"] == s.window and lines["budget"] == s.budget
         assert lines["trigger"] == max(1, int(s.window * s.clauses[0]["fraction"]))
+
+
+_NO_UPSTREAM = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from synthetic import make_trace
+from ctxlab.policies import (
+    ClearToolUses, DeepAgents, LangChainSummarization, Pipeline, SlidingWindow,
+    ToolResultOffload,
+)
+from ctxlab.replay import replay
+from ctxlab.summarizers import Extractive
+trace = make_trace(120, fmt="anthropic", seed=3, big=0.2, huge_human_at=60)
+for policy in (
+    DeepAgents(window=30_000, tools="deepagents+trace"),
+    Pipeline([ToolResultOffload(), LangChainSummarization(trigger=("tokens", 20_000))]),
+    ClearToolUses(trigger=10_000),
+    SlidingWindow(max_tokens=20_000),
+):
+    replay(trace, policy, Extractive())
+print(sorted({m.split(".")[0] for m in sys.modules} & {"deepagents", "langchain", "langgraph"}))
+"""
+
+
+def test_replays_import_no_deepagents_or_langchain() -> None:
+    """At run time the policies need neither package (nor LangGraph): only langchain_core."""
+    tests = str(Path(__file__).resolve().parent)
+    out = subprocess.run(
+        [sys.executable, "-c", _NO_UPSTREAM, tests],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert out.stdout.split() == ["[]"]
