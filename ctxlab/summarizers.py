@@ -30,17 +30,17 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
-from deepagents.middleware.summarization import DEEPAGENTS_DEFAULT_SUMMARY_PROMPT
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages import get_buffer_string as _buffer
 
 from ctxlab import tokens as tk
 from ctxlab.message_facts import PATH, is_summary, message_text
+from ctxlab.policies.deepagents.texts import DEEPAGENTS_DEFAULT_SUMMARY_PROMPT
 from ctxlab.prompt_sections import Section, outline
 
 DEFAULT_PROMPT = DEEPAGENTS_DEFAULT_SUMMARY_PROMPT
-"""The prompt Deep Agents sends its summariser (imported, never retyped)."""
+"""The prompt Deep Agents sends its summariser (`ctxlab.policies.deepagents.texts`)."""
 
 
 def _digest(*parts: str) -> str:

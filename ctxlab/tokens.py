@@ -6,7 +6,7 @@ Deep Agents decides everything (offload, truncation, summarisation, budget) with
 plus the tool schemas. ctxlab exploits exactly that: each message is measured once
 (`message_chars`), and any context count becomes a sum the replay engine keeps as prefix sums.
 
-The spec (`deepagents-semantics.md` §2) lists the rules; the tests check equality with the real
+docs/deepagents.md §2 lists the rules; the tests check equality with the real
 function on generated messages.
 """
 

@@ -7,12 +7,12 @@ goes (inside FilesystemMiddleware, so offloading still applies). It records the 
 every call. `run_oracle` (hooks mode, below) drives the same middleware instances directly and
 also observes each decision.
 
-Hooks mode of spec §10: real `FilesystemMiddleware` and the real summarisation middleware from
-deepagents' own factory (or its class with explicit settings), hooks chained with LangChain's
-own `_chain_model_call_handlers` / `_chain_tool_call_wrappers`, state updates applied with
-deepagents' own messages reducer, a real `StateBackend` whose `files` channel is a dict, a
-scripted chat model whose only real call is the summariser (fixed text), and an innermost
-handler that records the final request of every call. Decisions are observed by wrapping
+Hooks mode (docs/deepagents.md §10): real `FilesystemMiddleware` and the real summarisation
+middleware from deepagents' own factory (or its class with explicit settings), hooks chained
+with LangChain's own `_chain_model_call_handlers` / `_chain_tool_call_wrappers`, state updates
+applied with deepagents' own messages reducer, a real `StateBackend` whose `files` channel is a
+dict, a scripted chat model whose only real call is the summariser (fixed text), and an
+innermost handler that records the final request of every call. Decisions are observed by wrapping
 private methods on the instances, always calling through; nothing is altered. On
 `ContextOverflowError` (the real agent would crash) an `overflow_error` event is recorded and
 the recorded AIMessage is appended anyway.
@@ -22,8 +22,11 @@ Messages get ids `m{position}` (their full-history position) so events can name 
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -47,6 +50,28 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 
 from ctxlab.trace import Trace
+
+TOOL_SCHEMAS_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "deepagents_tool_schemas.py"
+
+
+@cache
+def tool_schemas_script() -> Any:
+    """`scripts/deepagents_tool_schemas.py`, which builds the real default tools and writes
+    ctxlab's copy of their schemas, loaded as a module."""
+    spec = importlib.util.spec_from_file_location("deepagents_tool_schemas", TOOL_SCHEMAS_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def upstream_default_tools() -> list[Any]:
+    """The real `BaseTool`s a default deep agent's request carries (see the script)."""
+    return list(_upstream_default_tools())
+
+
+@cache
+def _upstream_default_tools() -> tuple[Any, ...]:
+    return tuple(tool_schemas_script().upstream_tools())
 
 
 class ScriptedModel(BaseChatModel):

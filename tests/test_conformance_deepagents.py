@@ -15,11 +15,10 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from deepagents_oracle import run_graph, run_oracle
+from deepagents_oracle import run_graph, run_oracle, upstream_default_tools
 from synthetic import make_trace
 
 from ctxlab.policies import DeepAgents
-from ctxlab.policies.deepagents_tools import default_tools
 from ctxlab.replay import Replay, replay
 from ctxlab.summarizers import Fixed
 
@@ -151,7 +150,7 @@ def test_matches_real_middleware(case: str) -> None:
     fmt, turns, window, max_tokens, settings, tools, kwargs = CASES[case]
     trace = make_trace(turns, fmt=fmt, seed=len(case), **kwargs)
     anthropic = fmt == "anthropic"
-    request_tools = list(default_tools()) if tools == "deepagents" else trace.tools
+    request_tools = upstream_default_tools() if tools == "deepagents" else trace.tools
     oracle = run_oracle(
         trace,
         window=window,
@@ -209,8 +208,9 @@ def test_recorded_max_tokens_and_deepagents_plus_trace_tools() -> None:
     base = make_trace(300, fmt="openai", seed=22, big=0.15)
     turns = [replace(t, max_output_tokens=(50_000 if t.index % 3 else None)) for t in base.turns]
     trace = replace(base, turns=turns)
-    names = {t.name for t in default_tools()}
-    tools = list(default_tools()) + [t for t in trace.tools if t["function"]["name"] not in names]
+    own = upstream_default_tools()
+    names = {t.name for t in own}
+    tools = own + [t for t in trace.tools if t["function"]["name"] not in names]
     oracle = run_oracle(
         trace, window=100_000, anthropic=False, max_tokens=None, tools=tools, summary_text=SUMMARY
     )

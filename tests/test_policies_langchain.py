@@ -1,7 +1,7 @@
 """LangChain presets: SummarizationMiddleware, ClearToolUsesEdit, trim_messages.
 
 Sources: langchain 1.5.2 `langchain/agents/middleware/summarization.py` and
-`context_editing.py` (spec: deepagents-semantics.md §7, §8); langchain_core `trim_messages`.
+`context_editing.py` (docs/deepagents.md §7, §8); langchain_core `trim_messages`.
 """
 
 from __future__ import annotations

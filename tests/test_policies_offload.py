@@ -1,6 +1,6 @@
 """`tool-result-offload`: Deep Agents' FilesystemMiddleware offload as a stage.
 
-Source: deepagents 0.7.32 `FilesystemMiddleware.wrap_tool_call` (deepagents-semantics.md §3):
+Source: deepagents 0.7.32 `FilesystemMiddleware.wrap_tool_call` (docs/deepagents.md §3):
 results over 4 x 20,000 chars go to /large_tool_results/{id} with the package's own stub; the
 DeepAgents policy (conformance-tested against the real middleware) is the oracle here."""
 

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
 import pytest
 from deepagents.middleware._message_eviction import (
     _extract_text_from_message,
@@ -14,7 +20,8 @@ from langchain_core.messages.utils import count_tokens_approximately
 from synthetic import make_trace
 
 from ctxlab.policies import DeepAgents
-from ctxlab.policies.deepagents import _text, normalize_trigger
+from ctxlab.policies.deepagents import normalize_trigger
+from ctxlab.policies.deepagents.filesystem import message_text
 from ctxlab.policies.deepagents_tools import default_tools
 from ctxlab.replay import replay
 from ctxlab.summarizers import Fixed
@@ -70,7 +77,7 @@ def test_stress_mode_triggers_at_the_given_fraction() -> None:
 
 def test_deepagents_tool_set_as_the_request_carries_it() -> None:
     tools = default_tools()
-    assert [t.name for t in tools] == [
+    assert [t["name"] for t in tools] == [
         "ls",
         "read_file",
         "write_file",
@@ -194,7 +201,7 @@ _blocks = st.lists(
 def test_text_extraction_fast_path_is_exact(blocks: list, provider: str | None) -> None:
     meta = {"model_provider": provider} if provider else {}
     message = ToolMessage(content=blocks, tool_call_id="c", response_metadata=meta)
-    assert _text(message) == _extract_text_from_message(message)
+    assert message_text(message) == _extract_text_from_message(message)
 
 
 def test_replay_is_deterministic() -> None:
@@ -203,3 +210,121 @@ def test_replay_is_deterministic() -> None:
     b = replay(trace, DeepAgents(window=30_000), Fixed("s"))
     assert a.turns.equals(b.turns) and a.events.equals(b.events)
     assert dict(a.files) == dict(b.files)
+
+
+def test_models_version_is_the_installed_oracle() -> None:
+    """The conformance tests run against the installed deepagents: it is the modelled one."""
+    assert DeepAgents.models_version == "0.7.32" == version("deepagents")
+
+
+_VERSION_CHECK = """
+import sys, warnings
+from ctxlab.policies import DeepAgents
+from ctxlab.profiles import profile
+from ctxlab.trace import from_messages
+trace = from_messages([], model="gpt-4o")
+profile("gpt-4o", trace.provider)
+if sys.argv[1] == "hidden":  # no distribution of deepagents on the path any more
+    sys.path[:] = [p for p in sys.path if "site-packages" not in p]
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    DeepAgents().resolve(trace)
+    DeepAgents(window=1000).thresholds(trace)
+print(len(caught), "deepagents" in sys.modules)
+for w in caught:
+    print(w.category.__name__, w.message)
+"""
+
+
+def _version_check(tmp_path: Path, mode: str) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    out = subprocess.run(
+        [sys.executable, "-c", _VERSION_CHECK, mode],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        cwd=tmp_path,
+    )
+    return out.stdout.splitlines()
+
+
+def test_other_installed_deepagents_warns_once(tmp_path: Path) -> None:
+    """A `deepagents` 0.8.0 distribution ahead on the path: one warning per process, naming
+    both versions, read from metadata without importing deepagents."""
+    dist = tmp_path / "deepagents-0.8.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: deepagents\nVersion: 0.8.0\n")
+    lines = _version_check(tmp_path, "other")
+    assert lines[0] == "1 False"
+    assert lines[1].startswith("UpstreamVersionWarning")
+    assert "0.7.32" in lines[1] and "0.8.0" in lines[1]
+
+
+def test_same_or_missing_deepagents_does_not_warn(tmp_path: Path) -> None:
+    assert _version_check(tmp_path, "installed") == ["0 False"]
+    assert _version_check(tmp_path, "hidden") == ["0 False"]
+
+
+def test_thresholds_are_the_plotted_lines() -> None:
+    claude = from_messages([], model="claude-sonnet-4-5")
+    assert DeepAgents().thresholds(claude) == {
+        "window": 200_000,
+        "trigger": 170_000,
+        "budget": 126_000,
+    }
+    # the lowest token threshold of the OR-ed clauses; messages clauses draw no line
+    either = DeepAgents(trigger=[("fraction", 0.5), {"tokens": 120_000, "messages": 5}])
+    assert either.thresholds(claude)["trigger"] == 100_000
+    assert DeepAgents(trigger=("messages", 40)).thresholds(claude) == {
+        "window": 200_000,
+        "budget": 126_000,
+    }
+    no_profile = from_messages([], model="not-a-model")
+    assert DeepAgents().thresholds(no_profile) == {"trigger": 170_000}
+    # what the policy cannot resolve on a trace draws nothing
+    assert DeepAgents(trigger=("fraction", 0.5)).thresholds(no_profile) == {}
+
+
+def test_thresholds_agree_with_the_resolved_settings() -> None:
+    trace = from_messages([], model="gpt-4o")
+    for policy in (DeepAgents(), DeepAgents(stress=0.2), DeepAgents(window=50_000)):
+        s = policy.resolve(trace)
+        lines = policy.thresholds(trace)
+        assert lines["window"] == s.window and lines["budget"] == s.budget
+        assert lines["trigger"] == max(1, int(s.window * s.clauses[0]["fraction"]))
+
+
+_NO_UPSTREAM = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from synthetic import make_trace
+from ctxlab.policies import (
+    ClearToolUses, DeepAgents, LangChainSummarization, Pipeline, SlidingWindow,
+    ToolResultOffload,
+)
+from ctxlab.replay import replay
+from ctxlab.summarizers import Extractive
+trace = make_trace(120, fmt="anthropic", seed=3, big=0.2, huge_human_at=60)
+for policy in (
+    DeepAgents(window=30_000, tools="deepagents+trace"),
+    Pipeline([ToolResultOffload(), LangChainSummarization(trigger=("tokens", 20_000))]),
+    ClearToolUses(trigger=10_000),
+    SlidingWindow(max_tokens=20_000),
+):
+    replay(trace, policy, Extractive())
+print(sorted({m.split(".")[0] for m in sys.modules} & {"deepagents", "langchain", "langgraph"}))
+"""
+
+
+def test_replays_import_no_deepagents_or_langchain() -> None:
+    """At run time the policies need neither package (nor LangGraph): only langchain_core."""
+    tests = str(Path(__file__).resolve().parent)
+    out = subprocess.run(
+        [sys.executable, "-c", _NO_UPSTREAM, tests],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert out.stdout.split() == ["[]"]

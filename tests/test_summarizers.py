@@ -62,7 +62,7 @@ CONVERSATION = [
 
 
 def test_default_prompt_is_the_deepagents_one() -> None:
-    assert DEFAULT_PROMPT is DEEPAGENTS_DEFAULT_SUMMARY_PROMPT
+    assert DEFAULT_PROMPT == DEEPAGENTS_DEFAULT_SUMMARY_PROMPT
     text = format_prompt(CONVERSATION)
     assert "## SESSION INTENT" in text and "refactor /src/app/main.py" in text
     assert text == text.rstrip()

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 DEEPAGENTS_SOURCE = (
     "deepagents 0.7.32 create_deep_agent stack: FilesystemMiddleware + SummarizationMiddleware "
-    "defaults via compute_summarization_defaults (deepagents-semantics.md)"
+    "defaults via compute_summarization_defaults (docs/deepagents.md)"
 )
 
 

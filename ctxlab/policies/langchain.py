@@ -7,8 +7,8 @@
 * `SlidingWindow`: `langchain_core.messages.trim_messages` run before every call (LangGraph's
   "manage short-term memory" recipe), request-only.
 
-Spec: `deepagents-semantics.md` §7 and §8 (the installed langchain 1.5.2 read line by line).
-Exact texts (summary prompt, placeholder) are imported from the installed package.
+Rules: docs/deepagents.md §7 and §8 (langchain 1.5.2 read line by line). Exact texts (summary
+prompt, placeholder) are in `ctxlab.policies.langchain_texts`, checked against the package.
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ import bisect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from langchain.agents.middleware.context_editing import DEFAULT_TOOL_PLACEHOLDER
-from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -27,12 +25,10 @@ from langchain_core.messages import (
     ToolMessage,
     trim_messages,
 )
-from langchain_core.messages.utils import _is_message_type
 
 from ctxlab import tokens as tk
 from ctxlab.policies._engine_counts import Sums, TokenCache
 from ctxlab.policies.base import Event
-from ctxlab.policies.deepagents import keep_search, normalize_trigger
 from ctxlab.policies.engine import (
     AUTO,
     Context,
@@ -44,6 +40,8 @@ from ctxlab.policies.engine import (
     safe_cutoff_backward,
     write_history,
 )
+from ctxlab.policies.langchain_rules import is_message_type, keep_search, normalize_trigger
+from ctxlab.policies.langchain_texts import DEFAULT_SUMMARY_PROMPT, DEFAULT_TOOL_PLACEHOLDER
 from ctxlab.profiles import profile as lookup_profile
 
 if TYPE_CHECKING:
@@ -231,7 +229,7 @@ class LangChainSummarization(StagePolicy):
     name: ClassVar[str] = "langchain-summarization"
     source: ClassVar[str] = (
         "langchain 1.5.2 langchain/agents/middleware/summarization.py SummarizationMiddleware "
-        "class defaults (deepagents-semantics.md §7)"
+        "class defaults (docs/deepagents.md §7)"
     )
 
     trigger: Any = None
@@ -464,7 +462,7 @@ class ClearToolUses(StagePolicy):
     name: ClassVar[str] = "clear-tool-uses"
     source: ClassVar[str] = (
         "langchain 1.5.2 langchain/agents/middleware/context_editing.py ClearToolUsesEdit "
-        "defaults (DEFAULT_TOOL_PLACEHOLDER imported); Anthropic clear_tool_uses_20250919 docs "
+        "defaults (DEFAULT_TOOL_PLACEHOLDER); Anthropic clear_tool_uses_20250919 docs "
         "(trigger 100k input tokens, keep 3 tool uses)"
     )
 
@@ -540,7 +538,7 @@ class TrimStage:
         start_on = self.options.get("start_on")
         if start_on:
             self.starts.extend(
-                i for i in range(start, len(items)) if _is_message_type(items[i].msg, start_on)
+                i for i in range(start, len(items)) if is_message_type(items[i].msg, start_on)
             )
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:

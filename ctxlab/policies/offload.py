@@ -4,8 +4,8 @@
 `NUM_CHARS_PER_TOKEN * tool_token_limit_before_evict` characters (80,000 by default) is written
 to `/large_tool_results/{tool_call_id}` and replaced, from its first appearance on, by
 deepagents' own head/tail preview stub; results of `TOOLS_EXCLUDED_FROM_EVICTION` (ls, glob,
-grep, read_file, edit_file, write_file, delete) never are. The stub texts come from the
-installed package, exactly as `ctxlab.policies.deepagents` renders them.
+grep, read_file, edit_file, write_file, delete) never are. Rules and stub texts are those of
+`ctxlab.policies.deepagents.filesystem`, shared with the `deepagents` policy.
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from deepagents.backends.utils import sanitize_tool_call_id
-from deepagents.middleware._message_eviction import (
-    _build_evicted_content,
-    _build_evicted_tool_message,
-    _render_too_large_tool_msg,
-)
-from deepagents.middleware.filesystem import NUM_CHARS_PER_TOKEN, TOOLS_EXCLUDED_FROM_EVICTION
 from langchain_core.messages import AIMessage, ToolMessage
 
 from ctxlab.policies.base import Event
+from ctxlab.policies.deepagents.filesystem import (
+    NUM_CHARS_PER_TOKEN,
+    TOOLS_EXCLUDED_FROM_EVICTION,
+    message_text,
+    sanitize_tool_call_id,
+    tool_stub,
+)
 from ctxlab.policies.engine import (
     AUTO,
     Context,
@@ -31,18 +31,10 @@ from ctxlab.policies.engine import (
     StagePolicy,
     appended,
     replaced,
-    text_of,
 )
 
 if TYPE_CHECKING:
     from ctxlab.trace import Trace
-
-
-def _stub(message: ToolMessage, path: str, text: str) -> ToolMessage:
-    rendered = _render_too_large_tool_msg(
-        tool_call_id=message.tool_call_id, file_path=path, content_str=text
-    )
-    return _build_evicted_tool_message(message, _build_evicted_content(message, rendered))
 
 
 class OffloadStage:
@@ -95,11 +87,11 @@ class OffloadStage:
         name = self.names.get(msg.tool_call_id) or msg.name
         if name in self.excluded:
             return
-        text = text_of(msg)
+        text = message_text(msg)
         if len(text) <= self.limit:
             return
         path = f"/large_tool_results/{sanitize_tool_call_id(msg.tool_call_id)}"
-        stub = replaced(msg, ("offload", path), lambda m=msg, p=path, t=text: _stub(m, p, t))
+        stub = replaced(msg, ("offload", path), lambda m=msg, p=path, t=text: tool_stub(m, p, t))
         out[i] = Item(it.pos, stub, "stubs")
         if it.pos is not None and it.pos not in self.done:
             self.done.add(it.pos)
@@ -125,7 +117,7 @@ class ToolResultOffload(StagePolicy):
     source: ClassVar[str] = (
         "deepagents 0.7.32 FilesystemMiddleware.wrap_tool_call (tool_token_limit_before_evict="
         "20000, NUM_CHARS_PER_TOKEN=4, TOOLS_EXCLUDED_FROM_EVICTION; stub from "
-        "_message_eviction); deepagents-semantics.md §3"
+        "_message_eviction); docs/deepagents.md §3"
     )
 
     tool_token_limit_before_evict: int = 20000

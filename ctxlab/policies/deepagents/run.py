@@ -1,0 +1,325 @@
+"""`DeepAgentsRun`: one trace under one `DeepAgents` policy, call by call.
+
+It feeds the recorded history into a state as `FilesystemMiddleware.wrap_tool_call` leaves it
+(offloaded results, refused parallel mutations, tagged human messages), stubs an oversized
+trailing human message (`FilesystemMiddleware.wrap_model_call`), then runs the summarisation
+step (`summarization.py`) and gives the request part by part (`request.py`).
+
+Speed: every message is measured once, in one pass on the first call (`tokens.tokens_list`);
+what the feed derives from a message (its calls by id, the size of its truncated form, its
+offload stub, its size without bound reasoning) is memoised per message object, so a repeat
+replay of the same trace derives nothing. Context counts are lazily extended prefix sums over
+the state: a call with no event costs O(1) amortised, an event O(messages it touches) plus
+O(log n) for the keep window's binary search. Message copies that only the summariser and the
+history file read (truncated arguments, dropped reasoning) are made when they are read. The
+real middleware walks and re-counts the whole history on every call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from ctxlab import tokens as tk
+from ctxlab.message_facts import kind_of
+from ctxlab.policies.base import Call, Event, Files, Request
+from ctxlab.policies.deepagents.filesystem import (
+    TOOLS_EXCLUDED_FROM_EVICTION,
+    message_text,
+    rejected_result,
+    sanitize_tool_call_id,
+    text_len,
+    tool_stub,
+    truncated_human_message,
+)
+from ctxlab.policies.deepagents.message_edits import NONE_REJECTED, ai_facts
+from ctxlab.policies.deepagents.request import RequestParts
+from ctxlab.policies.deepagents.state import (
+    REBUILD,
+    STATE_KINDS,
+    Prefix,
+    SummaryEvent,
+    deterministic_hex,
+)
+from ctxlab.policies.deepagents.summarization import SummarizationStep
+
+if TYPE_CHECKING:
+    from ctxlab.policies.deepagents.settings import Settings
+    from ctxlab.summarizers import Summarizer
+    from ctxlab.trace import Trace, Turn
+
+
+@dataclass
+class DeepAgentsRun(SummarizationStep, RequestParts):
+    """One trace under one `DeepAgents` policy; see `ctxlab.policies.base.Run`."""
+
+    settings: Settings
+    trace: Trace
+    summarizer: Summarizer
+    files: Files = field(default_factory=Files)
+
+    def __post_init__(self) -> None:
+        s = self.settings
+        self.cpt = s.chars_per_token
+        self.system_tokens = tk.message_tokens(s.system, self.cpt)
+        self.fixed = s.tools_tokens + self.system_tokens  # in every request
+        self.source = self.trace.messages[1:] if self._has_system() else self.trace.messages
+        self.offset = 1 if self._has_system() else 0
+        self.tool_evict_chars = s.tool_evict_chars
+        self.view: list[BaseMessage] = []  # state as SummarizationMiddleware sees it
+        self.kinds: list[str] = []
+        self.etok = Prefix()  # effective tokens (bound reasoning dropped where it applies)
+        self.window_kinds = dict.fromkeys(STATE_KINDS, 0)  # etok by kind over [cutoff, n)
+        self.tsaved: list[int] = [0]  # cumulative tokens truncation saves, along `tpos`
+        self.calls: dict[Any, dict] = {}  # the latest AIMessage's calls by id
+        self.rejected: frozenset[Any] = NONE_REJECTED  # ids of those deepagents rejects
+        self.truncated: set[int] = set()  # AIMessages argument truncation would shorten
+        self.tpos: list[int] = []  # positions in `truncated`, ascending
+        self.ai_key = ("deepagents-ai", s.max_arg_length, s.truncation_text)
+        self.tagged: set[int] = set()
+        self.event: SummaryEvent | None = None
+        self.dropped_until = 0  # state positions below this had bound reasoning dropped
+        self.unreasoned: set[int] = set()  # those that had some (their copies are sent)
+        self.edited_until = 0  # `_set` and `unreasoned` positions are all below this
+        self.session: str | None = None
+        self.summaries: dict[str, HumanMessage] = {}  # summary messages by text
+        self.pending: list[Event] = []
+        self.fed = 0
+        self.counter = 0
+        self.budget = self.settings.budget  # this call's input budget
+        self.budget_per_call = s.recorded_max_output and s.window is not None
+        self.truncate_when = self._truncate_when()
+        self.trigger = [[self._metric(k, v) for k, v in clause.items()] for clause in s.clauses]
+        # Fingerprints: 4 * state position for a state message as fed; a new number (negative,
+        # steps of 4) for one `_set` put there (`versions`), and for each other thing sent:
+        # the tool schemas, the system prompt, each summary message (`named`, by id).
+        self.last_fingerprint = 0
+        self.versions: dict[int, int] = {}
+        self.named: dict[int, tuple[object, int]] = {}
+        tools = ((self._new_fingerprint(), s.tools_tokens),) if s.tools_tokens else ()
+        self.fixed_parts = (*tools, (self._fingerprint(s.system), self.system_tokens))
+        # The previous call's request and what `_request` needs of how it was built: its
+        # summary event (`REBUILD` before the first call, and always with usage scaling),
+        # the `tpos` indices its truncated arguments start (`truncated_from`, fixed while the
+        # event is) and stop at (`truncated_to`), the offset from a state position to its part
+        # (`part_of`), and `dirty`: the first state position edited in place since (`_set`),
+        # or the state length then.
+        self.request: Request | None = None
+        self.request_event: object = REBUILD
+        self.truncated_from = self.truncated_to = self.part_of = self.dirty = 0
+        self.scaled = s.use_usage_metadata
+        self.scale = 1.0  # usage scaling of the latest whole-request count
+
+    @cached_property
+    def source_tokens(self) -> list[int]:
+        """Tokens of each recorded message, measured once, on the first call (`start` alone,
+        which a sweep's planning calls to validate every cell, measures nothing)."""
+        return tk.tokens_list(self.source, self.cpt)
+
+    @cached_property
+    def baselines(self) -> list[int]:
+        """`baselines[k]`: the counter over system prompt, tools and the first k messages."""
+        return list(accumulate(self.source_tokens, initial=self.fixed))
+
+    def _has_system(self) -> bool:
+        msgs = self.trace.messages
+        return bool(msgs) and isinstance(msgs[0], SystemMessage)
+
+    def _feed(self, upto: int) -> None:
+        """Append recorded history messages until the state holds `upto - offset` of them.
+
+        The replay's per-message loop, so the common cases are inline: AIMessages, tool results
+        kept as they are, human messages. Offloads, rejected calls and already evicted human
+        messages take methods.
+        """
+        fed, stop = self.fed, upto - self.offset
+        if fed >= stop:
+            return
+        self.fed = stop
+        view, kinds, toks_in_state = self.view, self.kinds, self.etok.values
+        window, toks_of, limit = self.window_kinds, self.source_tokens, self.tool_evict_chars
+        source, excluded = self.source, TOOLS_EXCLUDED_FROM_EVICTION
+        for i in range(fed, stop):
+            message = source[i]
+            toks = toks_of[i]
+            kind = "ai"
+            if isinstance(message, ToolMessage):
+                call = self.calls.get(message.tool_call_id)
+                if call is not None and self.rejected and message.tool_call_id in self.rejected:
+                    self._rejected(message, call)
+                    continue
+                name = call["name"] if call is not None else message.name
+                if not (limit is None or name in excluded or text_len(message) <= limit):
+                    self._offload_result(message, i + self.offset, toks, limit)
+                    continue
+                kind = "tool_results"
+            elif isinstance(message, AIMessage):
+                if message.tool_calls:
+                    self._tool_calls(message, i, toks)
+                elif self.calls:
+                    self.calls, self.rejected = {}, NONE_REJECTED
+            elif isinstance(message, HumanMessage) and message.additional_kwargs.get(
+                "lc_evicted_to"
+            ):
+                self.tagged.add(i)
+                path = message.additional_kwargs["lc_evicted_to"]
+                self._append(truncated_human_message(message, path), "stubs")
+                continue
+            else:
+                kind = kind_of(message)
+            view.append(message)
+            kinds.append(kind)
+            toks_in_state.append(toks)
+            window[kind] += toks
+
+    def _append(self, message: BaseMessage, kind: str, toks: int | None = None) -> None:
+        """Append a stub or an error to the state."""
+        toks = tk.message_tokens(message, self.cpt) if toks is None else toks
+        self.view.append(message)
+        self.kinds.append(kind)
+        self.etok.values.append(toks)
+        self.window_kinds[kind] += toks
+
+    def _tool_calls(self, message: AIMessage, index: int, toks: int) -> None:
+        """An AIMessage with tool calls at state `index`: the calls its results will answer
+        (as the tool node would be asked), and whether argument truncation would shorten it."""
+        self.calls, self.rejected, grown = tk.derived(
+            message, self.ai_key, lambda: ai_facts(message, *self.ai_key[1:])
+        )
+        if grown is not None:
+            saved = 0
+            if grown:
+                size = tk.cached_size(message)
+                saved = toks - tk.Size(size.chars + grown, size.images).tokens(self.cpt)
+            self.truncated.add(index)
+            self.tpos.append(index)
+            self.tsaved.append(self.tsaved[-1] + saved)
+
+    def _set(self, index: int, message: BaseMessage, kind: str) -> None:
+        self.view[index] = message
+        self.dirty = min(self.dirty, index)
+        self.versions[index] = self._new_fingerprint()
+        self.edited_until = max(self.edited_until, index + 1)
+        self._retoken(index, tk.message_tokens(message, self.cpt), kind)
+
+    def _retoken(self, index: int, toks: int, kind: str) -> None:
+        if index >= self._window_start():
+            self.window_kinds[self.kinds[index]] -= self.etok.values[index]
+            self.window_kinds[kind] += toks
+        self.kinds[index] = kind
+        self.etok.set(index, toks)
+
+    def _recount_window(self) -> None:
+        """Per-kind totals over the state window the effective list shows (after an event)."""
+        totals = dict.fromkeys(STATE_KINDS, 0)
+        values, kinds = self.etok.values, self.kinds
+        for p in range(min(self._window_start(), len(values)), len(values)):
+            totals[kinds[p]] += values[p]
+        self.window_kinds = totals
+
+    def _rejected(self, message: ToolMessage, call: dict) -> None:
+        """`FilesystemMiddleware.wrap_tool_call` answered a same-path parallel mutation with
+        an error instead of running it."""
+        error = tk.derived(
+            message, ("deepagents-rejected", call["name"]), lambda: rejected_result(call)
+        )
+        self._append(error, "tool_results")
+
+    def _offload_result(self, message: ToolMessage, pos: int, toks: int, limit: int) -> None:
+        """`FilesystemMiddleware.wrap_tool_call` offloaded an oversized result."""
+        stub, path = self._offload(message, message_text(message))
+        self._append(stub, "stubs")
+        event = Event(
+            "offload_tool_result",
+            None,
+            (pos,),
+            toks,
+            self.etok.values[-1],
+            path,
+            f"> {limit} chars",
+        )
+        self.pending.append(event)
+
+    def _offload(self, message: ToolMessage, text: str) -> tuple[ToolMessage, str]:
+        if message.tool_call_id:
+            name = sanitize_tool_call_id(message.tool_call_id)
+        else:
+            name = f"unknown-{self._next_hex()[:8]}"
+        path = f"/large_tool_results/{name}"
+        self.files.write(path, text)
+        stub = tk.derived(
+            message, ("deepagents-offload", path), lambda: tool_stub(message, path, text)
+        )
+        return stub, path
+
+    def _next_hex(self) -> str:
+        self.counter += 1
+        return deterministic_hex(self.trace.trace_id, self.counter)
+
+    def call(self, turn: Turn) -> Call:
+        """The request for `turn`. Its recorded output joins the state with the next call's
+        feed (or `finish`): nothing reads the state in between."""
+        self._feed(turn.position)
+        events: list[Event] = []
+        if self.pending:
+            events = [replace(e, turn=turn.index) for e in self.pending]
+            self.pending.clear()
+        tagged = None
+        if self.view and isinstance(self.view[-1], HumanMessage):
+            tagged = self._human_offload(turn, events)
+        result = self._summarization(turn, events)
+        if tagged is not None and any(e.kind == "overflow_error" for e in events):
+            # The call raised: FilesystemMiddleware's tag never reached the state (its file
+            # stays written); the message is sent in full from now on.
+            index, original, event = tagged
+            self.tagged.discard(index)
+            self._set(index, original, kind_of(original))
+            events.remove(event)
+        return result
+
+    def finish(self) -> list[Event]:
+        """Offloads of tool results after the last model call (no turn saw them)."""
+        self._feed(len(self.trace.messages))
+        out, self.pending = self.pending, []
+        return out
+
+    def _human_offload(
+        self, turn: Turn, events: list[Event]
+    ) -> tuple[int, BaseMessage, Event] | None:
+        """`FilesystemMiddleware.wrap_model_call`: stub the trailing HumanMessage if it is new
+        and oversized (asked only when the state ends with one).
+
+        Returns what to restore should this call end in `ContextOverflowError`.
+        """
+        limit = self.settings.human_evict_chars
+        last = len(self.view) - 1
+        message = self.view[last]
+        if not limit or last in self.tagged:
+            return None
+        text = message_text(message)
+        if len(text) <= limit:
+            return None
+        h = self._next_hex()
+        path = f"/conversation_history/{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:32]}.md"
+        self.files.write(path, text)
+        before = self.etok.values[last]
+        tagged = message.model_copy(
+            update={"additional_kwargs": {**message.additional_kwargs, "lc_evicted_to": path}}
+        )
+        self.tagged.add(last)
+        self._set(last, truncated_human_message(tagged, path), "stubs")
+        event = Event(
+            "offload_human_message",
+            turn.index,
+            (last + self.offset,),
+            before,
+            self.etok.values[last],
+            path,
+            f"> {limit} chars",
+        )
+        events.append(event)
+        return last, message, event
