@@ -372,11 +372,11 @@ def summary(
 
 
 def _price_source(rates: Rates | None) -> str | None:
-    """Where the costs' prices come from and for which day, to cite with a cost figure."""
+    """Where the costs' prices come from (and since when, if dated), to cite with a figure."""
     if rates is None:
         return None
     day = rates.price.date
-    return rates.price.source + (f", {day}" if day else "")
+    return rates.price.source + (f", as of {day}" if day else "")
 
 
 __all__ = [

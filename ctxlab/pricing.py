@@ -2,9 +2,10 @@
 
 Prices come from the maintained `genai-prices` package (github.com/pydantic/genai-prices): its
 data ships inside the wheel, so a lookup reads no network and the prices are those of the
-installed version (`Price.source` names it and the model it matched; `Price.date` is the day the
-price was taken for, since genai-prices dates its price changes). ctxlab never enables its
-`UpdatePrices` fetcher; if the host process did, `source` says the data was fetched.
+installed version, which dates them (`Price.source` names it and the model matched). Where
+genai-prices dates a price change, the price in effect today (UTC) is used and `Price.date` says
+since when. ctxlab never enables its `UpdatePrices` fetcher; if the host process did, `source`
+says the data was fetched.
 
 A model is priced only when genai-prices knows it under that name, a dated snapshot of it
 (`claude-sonnet-4-5-20250929`, `gpt-4o-2024-08-06`, `...@20250929`), its `-latest` alias, or the
@@ -35,7 +36,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -89,7 +90,8 @@ class Price:
     source: str = "given"
     """Where the price comes from (for genai-prices: its version and the model it matched)."""
     date: str | None = None
-    """Day the price applies on (ISO), when known."""
+    """Day the price took effect (ISO), when known: for genai-prices, the start of a dated price
+    change (most of its prices carry none: its version dates them)."""
     tiers: tuple[tuple[int, Price], ...] = ()
     """Long-context rates, ascending: a request of more than N input tokens pays that `Price`
     on all its tokens (genai-prices' tiered prices, e.g. above 200,000 on Claude Sonnet 4.5)."""
@@ -184,7 +186,7 @@ def rates_for(
 ) -> Rates | None:
     """`price` (else `price_for(model, at)`) with its provider's cache rule, its cache prices
     filled in; None, after one warning line per model per process, when there is no price."""
-    price = price or price_for(model, at)
+    price = price if price is not None else price_for(model, at)
     if price is None:
         _warn_unpriced(model)
         return None
@@ -235,12 +237,13 @@ def _warn_unpriced(model: str | None) -> None:
             "tokens), or price=ctxlab.pricing.Price(...) in Python"
         )
         return
-    near = _fuzzy(model)
-    why = (
-        f"genai-prices matches it only by the prefix of {near!r}, a different name"
-        if near
-        else f"genai-prices {genai_prices_version()} does not know it"
-    )
+    version = genai_prices_version()
+    if _match(model) is not None:
+        why = f"genai-prices {version} has no token prices for it"
+    elif near := _fuzzy(model):
+        why = f"genai-prices matches it only by the prefix of {near!r}, a different name"
+    else:
+        why = f"genai-prices {version} does not know it"
     log.warning(
         f"ctxlab: no price for model {model!r} ({why}): cost fields are null; give one with "
         f"--price {model}=IN,OUT[,CACHE_READ,CACHE_WRITE] (USD per million tokens) or "
@@ -344,39 +347,51 @@ def _provider_of(model: str) -> str | None:
 @lru_cache(maxsize=256)
 def _genai_price(model: str, day: str) -> Price | None:
     """genai-prices' price of `model` on `day`, as a `Price` (None when `_match` refuses the
-    name or the model has no token prices)."""
+    name or the model has no token prices). A model priced by time of day (DeepSeek's off-peak
+    hours) takes its peak price: a replay has no time of day, and the peak is an upper bound."""
     from genai_prices.data_snapshot import get_snapshot
-    from genai_prices.types import TieredPrices
+    from genai_prices.types import StartDateConstraint, TieredPrices, TimeOfDateConstraint
 
     match = _match(model)
     if match is None:
         return None
     provider, model_id, info = match
-    prices = info.get_prices(datetime.fromisoformat(day).replace(tzinfo=UTC))
+    dated = info.prices if isinstance(info.prices, list) else []
+    timed = any(isinstance(c.constraint, TimeOfDateConstraint) for c in dated)
+    midnight = datetime.fromisoformat(day).replace(tzinfo=UTC)
+    moments = [midnight + timedelta(minutes=30 * i) for i in range(48 if timed else 1)]
     keys = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok")
-    raw = [getattr(prices, k) for k in keys]
-    if raw[0] is None or raw[1] is None:
-        return None
-    fetched = " (data fetched by UpdatePrices)" if get_snapshot().from_auto_update else ""
-    source = f"genai-prices {genai_prices_version()}{fetched}: {provider}/{model_id}"
 
-    def rate(value: Any, above: int | None) -> float | None:
-        if value is None:
-            return None
-        if not isinstance(value, TieredPrices):
-            return float(value)
+    def rate(value: Any, above: int | None = None) -> float | None:
+        if value is None or not isinstance(value, TieredPrices):
+            return None if value is None else float(value)
         chosen = value.base
         for tier in value.tiers:
             if above is not None and above >= tier.start:
                 chosen = tier.price
         return float(chosen)
 
+    prices = max((info.get_prices(m) for m in moments), key=lambda p: rate(p.input_mtok) or 0.0)
+    raw = [getattr(prices, k) for k in keys]
+    if raw[0] is None or raw[1] is None:
+        return None
+    since = next(
+        (
+            c.constraint.start_date.isoformat()
+            for c in dated
+            if c.prices is prices and isinstance(c.constraint, StartDateConstraint)
+        ),
+        None,
+    )
+    fetched = " (data fetched by UpdatePrices)" if get_snapshot().from_auto_update else ""
+    peak = " (peak of its time-of-day prices)" if timed else ""
+    source = f"genai-prices {genai_prices_version()}{fetched}: {provider}/{model_id}{peak}"
     starts = sorted({t.start for v in raw if isinstance(v, TieredPrices) for t in v.tiers})
     tiers = tuple(
-        (start, Price(*(rate(v, start) for v in raw), source=source, date=day))  # type: ignore[misc]
+        (start, Price(*(rate(v, start) for v in raw), source=source, date=since))  # type: ignore[misc]
         for start in starts
     )
-    return Price(*(rate(v, None) for v in raw), source=source, date=day, tiers=tiers)  # type: ignore[misc]
+    return Price(*(rate(v) for v in raw), source=source, date=since, tiers=tiers)  # type: ignore[misc]
 
 
 __all__ = [

@@ -57,7 +57,24 @@ def test_known_models_price_from_genai_prices(model, expected):
     assert price is not None
     assert (price.input, price.output, price.cache_read, price.cache_write) == expected
     assert price.source.startswith("genai-prices 0.") and price.source.endswith(f"/{model}")
-    assert price.date == "2026-12-01"
+    assert price.date is None  # genai-prices has no dated change for it: its version dates it
+
+
+def test_dated_price_changes():
+    """genai-prices dates some changes: the price in effect on the day, and since when."""
+    opus = price_for("claude-opus-4-6", DAY)
+    assert opus is not None and opus.date == "2026-03-13"
+    before = price_for("gemini-3.6-flash", date(2026, 12, 31))
+    after = price_for("gemini-3.6-flash", date(2027, 1, 1))
+    assert before is not None and after is not None
+    assert after.date == "2027-01-01" and before.date != after.date and before != after
+
+
+def test_time_of_day_prices_take_the_peak():
+    """DeepSeek's off-peak hours: a replay has no time of day, so the peak price (upper bound)."""
+    price = price_for("deepseek-chat", DAY)
+    assert price is not None and (price.input, price.output) == (0.27, 1.1)
+    assert "peak" in price.source
 
 
 def test_cache_prices_missing_from_genai_prices_follow_the_provider_rule():
