@@ -8,7 +8,9 @@ Everything is computed from a `Replay` (its calls, events, files) and the trace 
   from summarise events: the tokens that left the request plus the summary written);
 * **prompt cache** (`cache_frame`): the cached prefix of each request is its longest common
   prefix with the previous request, under the provider's rules (`ctxlab.pricing`): minimum
-  cacheable size, 128-token steps for OpenAI, read and write multipliers. A *cache break* is a
+  cacheable size, 128-token steps for OpenAI; priced at the model's input, output, cache-read
+  and cache-write prices (genai-prices, or a given `Price`; null for a model with neither). A
+  *cache break* is a
   turn whose request does not extend the previous one (the common prefix, as the previous
   request counted it, is less than that request), and `rebilled_tokens` counts what was sent
   before and is paid again. Runs that fill `Call.request` (every catalogue policy and
@@ -35,7 +37,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from ctxlab import tokens as tk
 from ctxlab.message_facts import chars_per_token, is_summary, message_text, paths_in
 from ctxlab.policies.base import Request
-from ctxlab.pricing import Price, cached_tokens, price_for
+from ctxlab.pricing import Price, Rates, cached_tokens, rates_for
 from ctxlab.profiles import profile as lookup_profile
 
 if TYPE_CHECKING:
@@ -146,18 +148,21 @@ def model_of(trace: Trace, model: str | None = None) -> str | None:
     return model or trace.model
 
 
-def cache_frame(replay: Replay, trace: Trace, model: str | None = None) -> pl.DataFrame:
-    """Per turn: input, common prefix, cached read / written / uncached tokens, costs (USD)."""
-    price = price_for(model_of(trace, model))
+def cache_frame(
+    replay: Replay, trace: Trace, model: str | None = None, price: Price | None = None
+) -> pl.DataFrame:
+    """Per turn: input, common prefix, cached read / written / uncached tokens, costs (USD;
+    null when the model has no price and none is given)."""
+    rates = rates_for(model_of(trace, model), price)
     prefixes, before, _ = _prefixes(replay)
     outputs = _output_tokens(trace)
     rows = []
     prev_total = None
     for call, prefix, was, out_toks in zip(replay.calls, prefixes, before, outputs, strict=True):
         total = call.context_tokens
-        read = cached_tokens(prefix, price) if price else 0
+        read = cached_tokens(prefix, rates.cache) if rates else 0
         write = 0
-        if price and price.cache_write != 1.0 and total >= price.min_cacheable:
+        if rates and _bills_writes(rates.price.at(total)) and total >= rates.cache.min_cacheable:
             write = total - read
         uncached = total - read - write
         rows.append(
@@ -171,24 +176,30 @@ def cache_frame(replay: Replay, trace: Trace, model: str | None = None) -> pl.Da
                 "uncached_tokens": uncached,
                 "cache_break": prev_total is not None and was < prev_total,
                 "rebilled_tokens": (prev_total - was) if prev_total is not None else 0,
-                "cost_usd": _cost(price, total, 0, 0, out_toks),
-                "cost_usd_with_cache": _cost(price, uncached, read, write, out_toks),
+                "cost_usd": _cost(rates, total, total, 0, 0, out_toks),
+                "cost_usd_with_cache": _cost(rates, total, uncached, read, write, out_toks),
             }
         )
         prev_total = total
     return pl.DataFrame(rows) if rows else pl.DataFrame()
 
 
-def _cost(price: Price | None, uncached: int, read: int, write: int, output: int) -> float | None:
-    if price is None:
+def _bills_writes(price: Price) -> bool:
+    """Whether writing to the cache costs other than plain input (Anthropic's explicit cache):
+    only then are written tokens counted apart from uncached ones."""
+    return price.cache_write != price.input
+
+
+def _cost(
+    rates: Rates | None, total: int, uncached: int, read: int, write: int, output: int
+) -> float | None:
+    """USD of one call of `total` input tokens (its long-context tier, if any, by `total`)."""
+    if rates is None:
         return None
-    per = price.input / 1e6
-    return (
-        uncached * per
-        + read * per * price.cache_read
-        + write * per * price.cache_write
-        + output * price.output / 1e6
-    )
+    p = rates.price.at(total)
+    assert p.cache_read is not None and p.cache_write is not None  # filled by rates_for
+    cached = read * p.cache_read + write * p.cache_write
+    return (uncached * p.input + cached + output * p.output) / 1e6
 
 
 def _evictions(replay: Replay) -> dict[int, int]:
@@ -273,15 +284,22 @@ def recoverability(replay: Replay, trace: Trace, probe: int = 200) -> float | No
 
 
 def summary(
-    replay: Replay, trace: Trace, *, model: str | None = None, window: int | None = None
+    replay: Replay,
+    trace: Trace,
+    *,
+    model: str | None = None,
+    window: int | None = None,
+    price: Price | None = None,
 ) -> dict[str, Any]:
-    """One flat record of every metric (the `ctxlab compare --json` row)."""
+    """One flat record of every metric (the `ctxlab compare --json` row). `price` prices the
+    model instead of genai-prices (needed for a model it does not know); costs are null when
+    there is neither, and `price_source` says where the price came from."""
     frame = replay.turns
     n = frame.height
     name = model_of(trace, model)
     if window is None:
         window = lookup_profile(name, None if model else trace.provider).max_input_tokens
-    cache = cache_frame(replay, trace, model)
+    cache = cache_frame(replay, trace, model, price)
     _, exact = common_prefixes(replay)
     events = replay.event_list
     by_kind: dict[str, int] = {}
@@ -298,12 +316,12 @@ def summary(
                 summ_out += written
                 summ_in += max(0, e.tokens_before - e.tokens_after + written)
     orphans = [getattr(c, "orphans", None) for c in replay.calls]
-    price = price_for(name)
+    rates = rates_for(name, price)
     costs = {}
-    if price is not None and n:
+    if rates is not None and n:
         costs["cost_usd"] = float(cache["cost_usd"].sum())
         costs["cost_usd_with_cache"] = float(cache["cost_usd_with_cache"].sum())
-        summariser_cost = summ_in * price.input / 1e6 + summ_out * price.output / 1e6
+        summariser_cost = (summ_in * rates.price.input + summ_out * rates.price.output) / 1e6
         costs["summarizer_cost_usd"] = summariser_cost
     return {
         "trace_id": replay.trace_id,
@@ -327,6 +345,7 @@ def summary(
         "cost_usd": costs.get("cost_usd"),
         "cost_usd_with_cache": costs.get("cost_usd_with_cache"),
         "summarizer_cost_usd": costs.get("summarizer_cost_usd"),
+        "price_source": _price_source(rates),
         "cache_read_tokens": int(cache["cache_read_tokens"].sum()) if n else 0,
         "cache_breaks": int(cache["cache_break"].sum()) if n else 0,
         "rebilled_tokens": int(cache["rebilled_tokens"].sum()) if n else 0,
@@ -336,6 +355,14 @@ def summary(
         "references_after_eviction": references_after_eviction(replay, trace),
         "recoverability": recoverability(replay, trace),
     }
+
+
+def _price_source(rates: Rates | None) -> str | None:
+    """Where the costs' prices come from (and since when, if dated), to cite with a figure."""
+    if rates is None:
+        return None
+    day = rates.price.date
+    return rates.price.source + (f", as of {day}" if day else "")
 
 
 __all__ = [

@@ -100,6 +100,8 @@ def test_compare_on_a_written_trace_with_window_and_model(tmp_path, capsys):
     assert rows["raw"]["events"] == 0 and rows["codex"]["events"] >= 1
     assert rows["codex"]["peak_context_tokens"] < rows["raw"]["peak_context_tokens"]
     assert rows["raw"]["model"] == "gpt-4.1" and rows["raw"]["cost_usd"] > 0
+    assert rows["raw"]["price_source"].startswith("genai-prices ")
+    assert rows["raw"]["price_source"].endswith(": openai/gpt-4.1")
     assert rows["raw"]["raw_overflow_turns"] > 0
 
 

@@ -8,40 +8,42 @@ from ctxlab import replay
 from ctxlab.metrics import cache_frame, common_prefixes, summary
 from ctxlab.policies import ObservationMasking, Raw, get
 from ctxlab.policies.base import Call
-from ctxlab.pricing import PRICES, cached_tokens, price_for
+from ctxlab.pricing import cached_tokens, price_for, rates_for
 from ctxlab.replay import Replay
 from ctxlab.trace import from_messages
 from tests._policy_traces import agent
 
 
 def test_pricing_lookup_and_cache_rules():
-    assert price_for("claude-sonnet-4-5-20250929") is PRICES["claude-sonnet-4-5"]
-    assert price_for("openai:gpt-4o-2024-08-06") is PRICES["gpt-4o"]
+    sonnet = price_for("claude-sonnet-4-5")
+    assert sonnet is not None and price_for("claude-sonnet-4-5-20250929") == sonnet
+    assert price_for("openai:gpt-4o-2024-08-06") == price_for("gpt-4o")
     assert price_for("no-such-model") is None
-    gpt = PRICES["gpt-4o"]
-    assert cached_tokens(1023, gpt) == 0
-    assert cached_tokens(1024 + 127, gpt) == 1024  # 128-token steps
-    assert cached_tokens(1024 + 128, gpt) == 1152
-    assert cached_tokens(5000, PRICES["claude-sonnet-4-5"]) == 5000
+    gpt = rates_for("gpt-4o")
+    assert gpt is not None
+    assert cached_tokens(1023, gpt.cache) == 0
+    assert cached_tokens(1024 + 127, gpt.cache) == 1024  # 128-token steps
+    assert cached_tokens(1024 + 128, gpt.cache) == 1152
+    claude = rates_for("claude-sonnet-4-5")
+    assert claude is not None and cached_tokens(5000, claude.cache) == 5000
 
 
 def test_minimum_cacheable_prompts_as_reverified_2026_12_02():
     """Minimums re-checked against stored copies of the providers' docs (ctxlab.pricing.VERIFIED):
     Opus 4.5 and Haiku 4.5 cache nothing below 4,096 tokens, Gemini 2.5 below 2,048."""
     for model in ("claude-opus-4-5", "claude-haiku-4-5-20251001"):
-        price = price_for(model)
-        assert price is not None and price.min_cacheable == 4096
-        assert cached_tokens(4095, price) == 0
-        assert cached_tokens(4096, price) == 4096
+        rates = rates_for(model)
+        assert rates is not None and rates.cache.min_cacheable == 4096
+        assert cached_tokens(4095, rates.cache) == 0
+        assert cached_tokens(4096, rates.cache) == 4096
     for model in ("claude-sonnet-4-5", "claude-opus-4-1", "gpt-4.1"):
-        assert PRICES[model].min_cacheable == 1024
+        rates = rates_for(model)
+        assert rates is not None and rates.cache.min_cacheable == 1024
     for model in ("gemini-2.5-pro", "gemini-2.5-flash"):
-        assert cached_tokens(2047, PRICES[model]) == 0
-        assert cached_tokens(3000, PRICES[model]) == 3000  # no step rounding on Gemini
-    # gpt-5 cached input $0.125 on $1.25 input: 0.125 / 1.25 = 0.1
-    assert PRICES["gpt-5"].cache_read == pytest.approx(0.1)
-    # gpt-4.1 cached input $0.50 on $2.00 input: 0.50 / 2.00 = 0.25
-    assert PRICES["gpt-4.1"].cache_read == pytest.approx(0.25)
+        rates = rates_for(model)
+        assert rates is not None
+        assert cached_tokens(2047, rates.cache) == 0
+        assert cached_tokens(3000, rates.cache) == 3000  # no step rounding on Gemini
 
 
 def _replay(requests: list[tuple[tuple[int, int], ...]], outputs: int) -> tuple[Replay, object]:
@@ -69,13 +71,11 @@ def test_cache_simulation_by_hand():
     assert frame["cache_break"].to_list() == [False, False, True]
     assert frame["rebilled_tokens"].to_list() == [0, 0, 1000]
     out = frame["output_tokens"].to_list()
-    p = PRICES["claude-sonnet-4-5"]
-    no_cache = (2000 + 2500 + 2400) * p.input / 1e6 + sum(out) * p.output / 1e6
+    # genai-prices' Claude Sonnet 4.5: $3 input, $15 output, $0.30 cache read, $3.75 write
+    no_cache = (2000 + 2500 + 2400) * 3.0 / 1e6 + sum(out) * 15.0 / 1e6
     assert frame["cost_usd"].sum() == pytest.approx(no_cache)
     with_cache = (
-        (2000 + 1500) * p.input * p.cache_read / 1e6
-        + (2000 + 500 + 900) * p.input * 1.25 / 1e6
-        + sum(out) * p.output / 1e6
+        (2000 + 1500) * 0.30 / 1e6 + (2000 + 500 + 900) * 3.75 / 1e6 + sum(out) * 15.0 / 1e6
     )
     assert frame["cost_usd_with_cache"].sum() == pytest.approx(with_cache)
 

@@ -4,7 +4,8 @@ One row per (trace, policy) with the size, cost and cache metrics of `ctxlab.met
 `--model` picks the price list and profile when the trace names no model (or overrides it);
 `--window` sets every policy's window (and the overflow counts). Policies are the names
 `ctxlab policies` lists (built-in, registered or from an installed package); `a+b` composes
-them into a pipeline.
+them into a pipeline. Prices come from genai-prices
+(`ctxlab.pricing`); `--price MODEL=IN,OUT[,CACHE_READ,CACHE_WRITE]` gives or overrides one.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from ctxlab.load import load_all
 from ctxlab.metrics import summary
 from ctxlab.output import report_errors, table
+from ctxlab.pricing import Price, model_key, parse_price
 from ctxlab.replay import replay
 from ctxlab.summarizers import Extractive, Fixed
 
@@ -50,9 +52,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--window", type=int, help="max input tokens for every policy")
     parser.add_argument("--model", help="model for prices and profile (default: the trace's)")
+    parser.add_argument(
+        "--price",
+        action="append",
+        type=_price_arg,
+        default=[],
+        metavar="MODEL=IN,OUT",
+        help="price MODEL in USD per million tokens: MODEL=IN,OUT[,CACHE_READ,CACHE_WRITE] "
+        "(input, output, and optionally cache read and cache write, else the provider's cache "
+        "rule), e.g. --price gpt-5-pro=15,120; IN,OUT without MODEL= prices every model; "
+        "repeat for several models. Overrides genai-prices and prices models it does not know",
+    )
     parser.add_argument("--summary-text-file", metavar="F", help="use this text as every summary")
     parser.add_argument("--json", action="store_true", help='print {"replays": [...]} as JSON')
     parser.set_defaults(run=run)
+
+
+def _price_arg(text: str) -> tuple[str | None, Price]:
+    try:
+        return parse_price(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _given(prices: list[tuple[str | None, Price]], model: str | None) -> Price | None:
+    """The `--price` for `model`: the last one naming it, else the last one for every model."""
+    key = model_key(model) if model else None
+    named = [p for m, p in prices if m is not None and model_key(m) == key]
+    anyone = [p for m, p in prices if m is None]
+    return (named or anyone or [None])[-1]
 
 
 def _policy(name: str, window: int | None, model: str | None) -> Any:
@@ -87,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
             except ValueError as exc:
                 print(f"ctxlab: error: {trace.trace_id}: {name}: {exc}", file=sys.stderr)
                 return 2
-            row = summary(result, trace, model=args.model, window=args.window)
+            price = _given(args.price, args.model or trace.model)
+            row = summary(result, trace, model=args.model, window=args.window, price=price)
             row["policy"] = name
             rows.append(row)
     if args.json:
