@@ -22,6 +22,8 @@ from .seeded import ID_ALPHABET, stable_int, token_stream
 MODEL_NAME = "claude-sonnet-4-5"
 MODEL_VERSION = "claude-sonnet-4-5-20250929"
 CHARS_PER_TOKEN = 3.3  # what Anthropic's tokenizer gives on code-heavy English, roughly
+
+
 def message_chars(message: BaseMessage) -> int:
     """Characters a request spends on one message (text plus tool-call arguments)."""
     calls = getattr(message, "tool_calls", None) or []

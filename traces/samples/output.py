@@ -96,4 +96,3 @@ def write_jsonl_xz(path: Path, lines: Sequence[str]) -> None:
     """
     data = ("\n".join(lines) + "\n").encode()
     path.write_bytes(lzma.compress(data, format=lzma.FORMAT_XZ, preset=6))
-

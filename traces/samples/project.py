@@ -389,4 +389,3 @@ def build_project(rng: random.Random) -> dict[str, str]:
     files["tests/test_reports_export.py"] = tests_source(
         rng, "reports_export", EXPORT_API, TESTS_PER_NEW_FUNCTION)
     return files
-

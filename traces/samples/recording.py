@@ -95,4 +95,3 @@ def record(session: Session, client: RecordingClient | None = None) -> list[byte
         agent.invoke({"messages": [{"role": "user", "content": session.prompt}]},
                      config={"callbacks": [tracer], "recursion_limit": 2_000})
     return client.ops
-

@@ -41,6 +41,7 @@ own context stays focused.
 - Keep the public API backwards compatible and keep money as `Decimal`, never `float`.
 - When you are done, reply with a short summary of what changed and how it was verified."""
 
+
 def long_session(rng: random.Random, files: dict[str, str]) -> tuple[str, Script, str, Script]:
     """The long coding session: fix 5 bugs, add CSV export + returns, migrate, document.
 
@@ -336,6 +337,7 @@ def short_session(rng: random.Random, files: dict[str, str]) -> tuple[str, Scrip
              "it's wrong."
     return prompt, main
 
+
 @dataclass
 class Session:
     """Everything needed to record one sample."""
@@ -360,4 +362,3 @@ def sessions() -> Iterator[Session]:
     prompt, short = short_session(rng, files)
     yield Session("deepagents_short_session", files, prompt, script_replies(prompt, short),
                   summariser(prompt, short))
-

@@ -118,6 +118,7 @@ def offloaded(call_id: str) -> str:
     """Where FilesystemMiddleware saves a tool result over 80,000 characters."""
     return f"{RESULTS_DIR}/{call_id}"
 
+
 def script_replies(opening: str, script: Script) -> dict[str, Step]:
     """Key each turn by what triggers it: the opening message, then the previous call id."""
     keys = [opening] + [s.call["id"] for s in script.steps[:-1] if s.call]
@@ -146,4 +147,3 @@ def summariser(prompt: str, script: Script) -> Callable[[str], str]:
         ])
 
     return summarise
-

@@ -10,6 +10,8 @@ import hashlib
 import random
 import string
 
+ID_ALPHABET = string.ascii_letters + string.digits
+
 
 def token_stream(rng: random.Random, alphabet: str, length: int) -> str:
     """Random-looking but seeded identifiers, so reruns give the same ids."""
@@ -19,7 +21,4 @@ def token_stream(rng: random.Random, alphabet: str, length: int) -> str:
 def stable_int(*parts: object) -> int:
     """A hash that does not change between processes (unlike `hash`)."""
     return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:8], "big")
-
-
-ID_ALPHABET = string.ascii_letters + string.digits
 

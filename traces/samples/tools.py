@@ -214,4 +214,3 @@ def make_tools(root: Path) -> list[BaseTool]:
 def lineno(text: str, needle: str) -> int:
     """0-based index of the first line containing `needle` (read_file offsets are 0-based)."""
     return next(i for i, line in enumerate(text.split("\n")) if needle in line)
-
