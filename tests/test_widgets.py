@@ -83,6 +83,7 @@ def test_scrubber_blocks_follow_events(trace, stressed) -> None:
     assert at[p].before.startswith(trace.messages[p].text[:50])
     trunc = next(e for e in replay.event_list if e.kind == "truncate_args")
     blocks = {b.first: b for b in timeline.blocks(trunc.turn) if b.first == b.last}
+    assert any(q in blocks for q in trunc.messages)
     for q in trunc.messages:
         if q in blocks:
             assert blocks[q].status == "truncated"
