@@ -15,13 +15,13 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from deepagents_oracle import run_graph, run_oracle
-from synthetic import make_trace
 
 from ctxlab.policies import DeepAgents
 from ctxlab.policies.deepagents_tools import default_tools
 from ctxlab.replay import Replay, replay
 from ctxlab.summarizers import Fixed
+from tests.deepagents_oracle import run_graph, run_oracle
+from tests.synthetic import make_trace
 
 SUMMARY = "## SESSION INTENT\nSynthetic.\n\n## SUMMARY\n" + "Progress was made. " * 80
 BIG = dict(large_human_at=120, huge_human_at=200)

@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
-from synthetic import make_trace
 
 from ctxlab.policies import DeepAgents
 from ctxlab.policies.deepagents import _text, normalize_trigger
@@ -19,6 +18,7 @@ from ctxlab.policies.deepagents_tools import default_tools
 from ctxlab.replay import replay
 from ctxlab.summarizers import Fixed
 from ctxlab.trace import from_messages
+from tests.synthetic import make_trace
 
 
 def test_defaults_follow_the_model_profile() -> None:

@@ -9,11 +9,11 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from synthetic import make_trace
 
 from ctxlab.policies import DeepAgents
 from ctxlab.replay import replay
 from ctxlab.summarizers import DEFAULT_PROMPT, LLM, Extractive, Fixed, format_prompt
+from tests.synthetic import make_trace
 
 
 class Recording(BaseChatModel):

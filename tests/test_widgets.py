@@ -16,7 +16,6 @@ import pytest
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from synthetic import make_trace
 
 import ctxlab
 from ctxlab.policies import DeepAgents
@@ -24,6 +23,7 @@ from ctxlab.summarizers import LLM, Extractive
 from ctxlab.widgets import Compare, PromptDiff, Scrubber, ThresholdExplorer
 from ctxlab.widgets._common import Debouncer, Timeline, message_text
 from ctxlab.widgets._fast import CachedExtractive
+from tests.synthetic import make_trace
 
 
 @pytest.fixture(scope="module")

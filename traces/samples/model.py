@@ -147,7 +147,6 @@ class ScriptedChatModel(BaseChatModel):
 
 
 
-# Every LLM run's `serialized.id` names the model's class by module and name. The samples were
-# first recorded with the class defined in the script run as a program, so they say
-# `["__main__", "ScriptedChatModel"]`; keeping that name keeps the recordings unchanged.
+# Every LLM run's `serialized.id` names the model's class by module and name, and the samples
+# say `["__main__", "ScriptedChatModel"]`: the class keeps that name wherever it is imported from.
 ScriptedChatModel.__module__ = "__main__"
