@@ -77,7 +77,7 @@ def python_grep() -> Iterator[None]:
 
 def record(session: Session, client: RecordingClient | None = None) -> list[bytes]:
     """Run the real deep agent on a temporary copy of the project; return the encoded ops."""
-    client = client or RecordingClient()
+    client = RecordingClient() if client is None else client
     with python_grep(), tempfile.TemporaryDirectory(prefix="ctxlab-sample-") as tmp:
         root = Path(tmp)
         for path, text in session.files.items():
