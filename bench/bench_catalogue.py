@@ -18,18 +18,13 @@ from __future__ import annotations
 import argparse
 import gc
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from synthetic import make_trace  # noqa: E402
-
-import ctxlab  # noqa: E402
-from ctxlab.policies import catalog  # noqa: E402
-from ctxlab.summarizers import Fixed  # noqa: E402
+import ctxlab
+from ctxlab.policies import catalog
+from ctxlab.summarizers import Fixed
+from tests.synthetic import make_trace
 
 MODEL = "claude-sonnet-4-5"
 PARAMS: dict[str, dict[str, Any]] = {"langchain-summarization": {"trigger": ("fraction", 0.85)}}

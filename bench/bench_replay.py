@@ -17,21 +17,16 @@ from __future__ import annotations
 
 import argparse
 import gc
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from deepagents_oracle import run_oracle  # noqa: E402
-from synthetic import make_trace  # noqa: E402
-
-from ctxlab.policies import DeepAgents  # noqa: E402
-from ctxlab.replay import replay  # noqa: E402
-from ctxlab.summarizers import Fixed  # noqa: E402
-from ctxlab.trace import Trace  # noqa: E402
+from ctxlab.policies import DeepAgents
+from ctxlab.replay import replay
+from ctxlab.summarizers import Fixed
+from ctxlab.trace import Trace
+from tests.deepagents_oracle import run_oracle
+from tests.synthetic import make_trace
 
 SUMMARY = Fixed("S" * 1600)
 MODEL = "claude-sonnet-4-5"  # 200k window, 3.3 chars/token, 64k output reserved

@@ -19,19 +19,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from synthetic import make_trace  # noqa: E402
-
-import ctxlab  # noqa: E402
-from ctxlab import plots  # noqa: E402
-from ctxlab.policies import DeepAgents  # noqa: E402
-from ctxlab.widgets import Scrubber, ThresholdExplorer  # noqa: E402
+import ctxlab
+from ctxlab import plots
+from ctxlab.policies import DeepAgents
+from ctxlab.widgets import Scrubber, ThresholdExplorer
+from tests.synthetic import make_trace
 
 MODEL = "claude-sonnet-4-5"
 

@@ -22,10 +22,8 @@ from unittest import mock
 
 import pytest
 from deepagents.middleware.summarization import SummarizationMiddleware
-from deepagents_oracle import _Observer, run_oracle
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
-from synthetic import make_trace
 
 import ctxlab
 from ctxlab.metrics import cache_frame, common_prefixes, summary
@@ -33,6 +31,8 @@ from ctxlab.policies import DeepAgents
 from ctxlab.replay import replay
 from ctxlab.summarizers import Fixed
 from ctxlab.trace import Trace, from_messages
+from tests.deepagents_oracle import _Observer, run_oracle
+from tests.synthetic import make_trace
 
 SUMMARY = "## SESSION INTENT\nSynthetic.\n\n## SUMMARY\n" + "Progress was made. " * 80
 TRACES = Path(__file__).resolve().parents[1] / "traces"

@@ -41,7 +41,7 @@ def _sample_files() -> list[Path]:
 def test_compare_over_the_samples(capsys):
     """Every preset runs over the repository's sample traces and reports the documented keys."""
     if not _sample_files():
-        pytest.skip("sample traces not generated (run traces/make_samples.py)")
+        pytest.skip("sample traces not generated (run python -m traces.samples)")
     argv = ["compare", str(SAMPLES), "--json"]
     for name in PRESETS:
         argv += ["--policy", name]

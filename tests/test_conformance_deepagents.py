@@ -15,12 +15,12 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from deepagents_oracle import run_graph, run_oracle, upstream_default_tools
-from synthetic import make_trace
 
 from ctxlab.policies import DeepAgents
 from ctxlab.replay import Replay, replay
 from ctxlab.summarizers import Fixed
+from tests.deepagents_oracle import run_graph, run_oracle, upstream_default_tools
+from tests.synthetic import make_trace
 
 SUMMARY = "## SESSION INTENT\nSynthetic.\n\n## SUMMARY\n" + "Progress was made. " * 80
 BIG = dict(large_human_at=120, huge_human_at=200)

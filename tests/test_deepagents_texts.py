@@ -17,7 +17,6 @@ from deepagents.middleware import _message_eviction as up_eviction
 from deepagents.middleware import _overflow_clip as up_clip
 from deepagents.middleware import filesystem as up_fs
 from deepagents.middleware import summarization as up_summ
-from deepagents_oracle import tool_schemas_script, upstream_default_tools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain.agents.middleware import context_editing as up_editing
@@ -30,6 +29,7 @@ from ctxlab import tokens as tk
 from ctxlab.policies import langchain_rules, langchain_texts
 from ctxlab.policies.deepagents import filesystem, message_edits, texts
 from ctxlab.policies.deepagents_tools import default_tools
+from tests.deepagents_oracle import tool_schemas_script, upstream_default_tools
 
 SHA256 = {
     (texts, "TOO_LARGE_TOOL_MSG"): (

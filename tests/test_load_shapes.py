@@ -51,7 +51,7 @@ def fingerprint(trace: ctxlab.Trace) -> dict:
 
 def test_sample_has_the_parts_shapes_must_keep(expected: dict) -> None:
     assert len(expected["positions"]) >= 3
-    assert expected["subagents"] == [] or all(n > 1 for n in expected["subagents"])
+    assert expected["subagents"] == []  # the short session delegates nothing
     assert expected["tools"] > 0
 
 

@@ -61,8 +61,7 @@ def test_shared_file_loads_with_exact_counts(shared: Path, relpath: str) -> None
     assert trace.format.startswith("langsmith")
     # Every turn's output is the history message at its position.
     for turn in trace.turns:
-        if turn.output is not None:
-            assert trace.messages[turn.position] is turn.output
+        assert turn.output is not None and trace.messages[turn.position] is turn.output
 
 
 def test_chat_langchain_conversation_shape(shared: Path) -> None:

@@ -8,7 +8,6 @@ import pytest
 from deepagents.middleware._message_eviction import _extract_text_from_message
 from langchain.agents.middleware.summarization import SummarizationMiddleware
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from synthetic import make_trace
 
 from ctxlab import tokens as tk
 from ctxlab.message_facts import (
@@ -23,6 +22,7 @@ from ctxlab.message_facts import (
 )
 from ctxlab.policies import DeepAgents, catalog
 from ctxlab.policies.base import KINDS as POLICY_KINDS
+from tests.synthetic import make_trace
 
 MESSAGES = [
     HumanMessage("plain text"),

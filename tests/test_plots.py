@@ -13,11 +13,11 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 import pytest
-from synthetic import make_trace
 
 import ctxlab
 from ctxlab import plots
 from ctxlab.policies import DeepAgents, catalog
+from tests.synthetic import make_trace
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,6 @@ from contextlib import contextmanager
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from synthetic import make_trace
-from test_policies_properties import SMALL, conversations
 
 from ctxlab import metrics, replay
 from ctxlab.policies import PRESETS, _engine_counts, get
@@ -22,6 +20,8 @@ from ctxlab.policies.engine import Item, count_orphans, kind_of
 from ctxlab.replay import Replay
 from ctxlab.summarizers import Fixed
 from ctxlab.trace import Trace, from_messages
+from tests.synthetic import make_trace
+from tests.test_policies_properties import SMALL, conversations
 
 
 @contextmanager

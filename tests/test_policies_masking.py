@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ctxlab import replay
 from ctxlab.policies import ObservationMasking, OpenHandsObservationMasking, SWEAgentMasking
+from ctxlab.tokens import count_tokens
 from ctxlab.trace import from_messages
 from tests._policy_traces import agent
 from tests.synthetic import make_trace
@@ -33,14 +34,26 @@ def test_last_n_keeps_n_observations_and_the_task():
 
 
 def test_placeholder_text_counts_lines():
+    """Each call masks the result that left the last n=1, in place of a placeholder that counts
+    its lines: what the request saves is the result's tokens less the placeholder's."""
+    from ctxlab.policies.masking import _swe_placeholder
+
     msgs = agent(4, size=100)  # 20 lines each
     trace = from_messages(msgs)
     run = ObservationMasking(n=1).start(trace, None)
     calls = [run.call(t) for t in trace.turns]
-    assert calls[-1].events or any(c.events for c in calls)
-    from ctxlab.policies.masking import _swe_placeholder
-
-    assert _swe_placeholder(msgs[3]) == "Old environment output: (20 lines omitted)"
+    events = [e for c in calls for e in c.events]
+    assert [(e.turn, e.kind, e.messages) for e in events] == [
+        (2, "mask_observations", (3,)),
+        (3, "mask_observations", (5,)),
+        (4, "mask_observations", (7,)),
+    ]
+    placeholder = "Old environment output: (20 lines omitted)"
+    assert _swe_placeholder(msgs[3]) == placeholder
+    masked = msgs[3].model_copy(update={"content": placeholder})
+    saved = count_tokens([msgs[3]]) - count_tokens([masked])
+    assert saved > 0
+    assert [e.tokens_before - e.tokens_after for e in events] == [saved, 2 * saved, 3 * saved]
 
 
 def test_polling_delays_masking():

@@ -17,7 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
-from synthetic import make_trace
 
 from ctxlab.policies import DeepAgents
 from ctxlab.policies.deepagents import normalize_trigger
@@ -26,6 +25,7 @@ from ctxlab.policies.deepagents_tools import default_tools
 from ctxlab.replay import replay
 from ctxlab.summarizers import Fixed
 from ctxlab.trace import from_messages
+from tests.synthetic import make_trace
 
 
 def test_defaults_follow_the_model_profile() -> None:
@@ -174,16 +174,19 @@ def test_summaries_never_split_tool_pairs_and_honour_keep(
     trace = make_trace(80, seed=seed, big=0.1)
     policy = DeepAgents(window=30_000, trigger=("fraction", trigger), keep=("messages", keep))
     run = policy.start(trace, Fixed("summary"))
+    summaries = 0
     for turn in trace.turns:
         before = run.event
         call = run.call(turn)
         if run.event is not before and run.event is not None:
+            summaries += 1
             first = run.event.cutoff
             kept = run.view[first:]
             if kept and isinstance(kept[0], ToolMessage):
                 pytest.fail("kept window starts with a ToolMessage whose call was summarised")
             # the keep window is honoured or exceeded (never shortened) by the safe cutoff
             assert call.messages >= min(keep, len(run.view)) or call.messages - 1 >= keep
+    assert summaries, "no summary fired, so nothing above was checked"
 
 
 _blocks = st.lists(
@@ -298,7 +301,7 @@ def test_thresholds_agree_with_the_resolved_settings() -> None:
 _NO_UPSTREAM = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from synthetic import make_trace
+from tests.synthetic import make_trace
 from ctxlab.policies import (
     ClearToolUses, DeepAgents, LangChainSummarization, Pipeline, SlidingWindow,
     ToolResultOffload,

@@ -7,7 +7,6 @@ import json
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_to_dict
 from langchain_core.messages.utils import count_tokens_approximately
-from synthetic import make_messages, make_trace
 
 from ctxlab.cli import main
 from ctxlab.policies import KINDS, DeepAgents
@@ -15,6 +14,7 @@ from ctxlab.replay import replay
 from ctxlab.specs import format_size, parse_assignment, parse_size, parse_trigger
 from ctxlab.summarizers import Fixed
 from ctxlab.trace import from_messages
+from tests.synthetic import make_messages, make_trace
 
 
 def test_turn_frame_columns_and_baseline() -> None:

@@ -1,8 +1,10 @@
-"""traces/make_samples.py must reproduce the sample traces in traces/ byte for byte.
+"""`python -m traces.samples` must reproduce the sample traces in traces/ byte for byte.
 
-The samples are only trustworthy if anyone can regenerate them, so the script is rerun into
-a temporary folder (about 15 s) and compared. The long sample must also keep the properties
-it exists for. Ops are read with plain `json`, independently of ctxlab's own loader.
+The samples are only trustworthy if anyone can regenerate them, so the generator is rerun into
+a temporary folder (about 20 s) and compared. It encodes the tracer's payloads with its own
+encoder, not langsmith's private one, so the rerun also encodes every payload with langsmith's
+and counts the differences. The long sample must also keep the properties it exists for. Ops are
+read with plain `json`, independently of ctxlab's own loader.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import Any
 
 import pytest
 
-TRACES = Path(__file__).resolve().parents[1] / "traces"
+REPO = Path(__file__).resolve().parents[1]
+TRACES = REPO / "traces"
 LONG = "deepagents_long_session.jsonl.xz"
 SHORT = "deepagents_short_session.jsonl.xz"
 # deepagents saves tool results longer than this to a file, except for these tools' results.
@@ -24,19 +27,54 @@ OFFLOAD_CHARS = 80_000
 NEVER_OFFLOADED = {"ls", "glob", "grep", "read_file", "edit_file", "write_file", "delete"}
 
 
+# The command's `main`, run in a fresh interpreter (the generator hides `rg` from deepagents,
+# which caches that per process), encoding each payload with both encoders.
+REGENERATE = """
+import json, sys
+from langsmith._internal._serde import dumps_json as langsmith_dumps_json
+from traces.samples.__main__ import main
+from traces.samples.encoding import dumps_json
+
+counts = {"payloads": 0, "differing": 0}
+
+def encode_both(payload):
+    ours = dumps_json(payload)
+    counts["payloads"] += 1
+    counts["differing"] += ours != langsmith_dumps_json(payload)
+    return ours
+
+main([sys.argv[1]], encode=encode_both)
+print(json.dumps(counts))
+"""
+
+
 @pytest.fixture(scope="module")
-def regenerated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def regenerated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    """The output folder of a rerun, and its payload counts."""
     out = tmp_path_factory.mktemp("samples")
-    subprocess.run([sys.executable, str(TRACES / "make_samples.py"), str(out)], check=True,
-                   capture_output=True, timeout=600)
-    return out
+    done = subprocess.run([sys.executable, "-c", REGENERATE, str(out)], cwd=REPO, check=True,
+                          capture_output=True, text=True, timeout=900)
+    return out, json.loads(done.stdout.splitlines()[-1])
 
 
 @pytest.mark.parametrize("name", [LONG, SHORT])
-def test_regenerated_files_are_byte_identical(regenerated: Path, name: str) -> None:
-    committed, fresh = (TRACES / name).read_bytes(), (regenerated / name).read_bytes()
+def test_regenerated_files_are_byte_identical(regenerated: tuple[Path, dict[str, int]],
+                                              name: str) -> None:
+    committed, fresh = (TRACES / name).read_bytes(), (regenerated[0] / name).read_bytes()
     assert lzma.decompress(fresh) == lzma.decompress(committed), f"{name}: the JSONL changed"
     assert fresh == committed, f"{name}: same JSONL, different xz bytes (another liblzma?)"
+
+
+def test_own_encoder_writes_what_langsmith_would(regenerated: tuple[Path, dict[str, int]]) -> None:
+    ops = sum(len(lzma.decompress((TRACES / name).read_bytes()).splitlines())
+              for name in (LONG, SHORT))
+    assert regenerated[1] == {"payloads": ops, "differing": 0}
+
+
+def test_command_is_a_module_of_the_checkout() -> None:
+    done = subprocess.run([sys.executable, "-m", "traces.samples", "--help"], cwd=REPO,
+                          check=True, capture_output=True, text=True, timeout=300)
+    assert "python -m traces.samples" in done.stdout and "[OUTPUT_DIR]" in done.stdout
 
 
 def merged_runs(path: Path) -> dict[str, dict[str, Any]]:

@@ -9,7 +9,6 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from synthetic import make_trace
 
 from ctxlab.policies import DeepAgents
 from ctxlab.prompt_sections import outline
@@ -22,6 +21,7 @@ from ctxlab.summarizers import (
     Fixed,
     format_prompt,
 )
+from tests.synthetic import make_trace
 
 
 class Recording(BaseChatModel):

@@ -7,12 +7,12 @@ import subprocess
 import sys
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from synthetic import make_trace
 
 import ctxlab
 from ctxlab.policies import DeepAgents, Raw
 from ctxlab.timeline import Timeline, block_detail, events_html, strip_html
 from ctxlab.trace import from_messages
+from tests.synthetic import make_trace
 
 
 def test_importable_without_ipywidgets_or_plotly() -> None:

@@ -1,16 +1,18 @@
-"""The catalogue's summary prompts against their upstream texts (issue 4).
+"""The catalogue's summary prompts against their upstream texts.
 
-Verbatim prompts are pinned by length and by distinctive exact phrases, so an edit that
-"tidies" them fails here; the Claude Code prompt must stay a paraphrase (its licence forbids
-copying). Every preset must still replay the repository's sample trace, and the offline
+Verbatim prompts are pinned by the sha256 of the upstream text they were copied from, so an
+edit that "tidies" them fails here; the Claude Code prompt must stay a paraphrase (its licence
+forbids copying). Every preset must still replay the repository's sample trace, and the offline
 `Extractive` summariser must fill the sections each upstream prompt asks for.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -24,67 +26,72 @@ from ctxlab.summarizers import Extractive, format_prompt
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "traces" / "deepagents_long_session.jsonl.xz"
 
-VERBATIM: dict[str, tuple[str, int, tuple[str, ...]]] = {
-    "openhands": (
+class Upstream(NamedTuple):
+    """A prompt ctxlab copies verbatim, where it was copied from, and that text's sha256."""
+
+    text: str
+    preset: str
+    source: str
+    commit: str
+    sha256: str
+
+
+# Each hash is of the upstream text itself, read from the file at the commit (a Python or
+# Rust template literal as the program sees it: Inspect's after `dedent`, JetBrains' YAML
+# block scalar after parsing). Any edit to ctxlab's copy, even whitespace, changes its hash.
+VERBATIM: dict[str, Upstream] = {
+    "openhands": Upstream(
         openhands.OPENHANDS_UPSTREAM_PROMPT,
-        1975,
-        (
-            "You are maintaining a context-aware state summary for an interactive agent.\n",
-            "you MUST include a TASK_TRACKING section to maintain continuity.",
-            "TASK_TRACKING: {Active tasks, their IDs and statuses - PRESERVE TASK IDs}",
-            'CHANGES: str(val) replaces f"{val:.16G}"',
-            "COMPLETED: 15 haikus written for results [T,H,T,H,T,H,T,T,H,T,H,T,H,T,H]",
-        ),
+        "openhands-llm-summarizing",
+        "OpenHands/OpenHands openhands/memory/condenser/impl/llm_summarizing_condenser.py",
+        "76483ad8f5f5",
+        "d9a9cf17df6182b1c365abb04d9d91975943651d3dddaf035faf42b16d8f01a7",
     ),
-    "codex-prompt": (
+    "codex-prompt": Upstream(
         codex.CODEX_UPSTREAM_PROMPT,
-        450,
-        (
-            "You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for "
-            "another LLM that will resume the task.\n\nInclude:\n- Goal / user objective\n",
-            "- What remains to be done (clear next steps)\n",
-            "focused on helping the next LLM seamlessly continue the work.\n",
-        ),
+        "codex",
+        "openai/codex codex-rs/core/templates/compact/prompt.md",
+        "11baefb5183c",
+        "c6a0d57ccef9809526e68fa345607ac34d166c77afee55f047c5289d217b6868",
     ),
-    "codex-prefix": (
+    "codex-prefix": Upstream(
         codex.CODEX_SUMMARY_PREFIX,
-        400,
-        (
-            "Another language model started to solve this problem and produced a summary of "
-            "its thinking process.",
-            "use the information in this summary to  assist with your own analysis:",
-        ),
+        "codex",
+        "openai/codex codex-rs/core/templates/compact/summary_prefix.md",
+        "50a533337862",
+        "3790fb89bb7db60bc4274ffcfc748af9cb0c6d84ad68fce61a4cf98986d25ed8",
     ),
-    "inspect": (
+    "inspect": Upstream(
         inspect_policy.INSPECT_UPSTREAM_PROMPT,
-        5893,
-        (
-            "\nYou are a helpful AI assistant tasked with summarizing conversations.\n",
-            "   - Note any security-relevant instructions or constraints the user stated",
-            'quoted "user: ..." or "Human: ..." lines',
-            "\n                       If there is a next step, include direct quotes",
-            "<example>\n# Summary instructions\nWhen you are using compact - please focus",
-            "\n{addendums}\n",
-        ),
+        "inspect-summary",
+        "UKGovernmentBEIS/inspect_ai src/inspect_ai/model/_compaction/summary.py "
+        "CompactionSummary.DEFAULT_SUMMARY_PROMPT",
+        "05104f6c4d46",
+        "96aad5a01de8cdfa26d463793733dd42395a09aa5b6551e7fb2139be54abe9ae",
     ),
-    "jetbrains": (
+    "jetbrains": Upstream(
         jetbrains.JETBRAINS_UPSTREAM_PROMPT,
-        1472,
-        (
-            "and the most recent previous summary if one exists. Track:\n\nUSER_CONTEXT: (",
-            "CODE_STATE: (File paths, function signatures, data structures)",
-            "VERSION_CONTROL_STATUS: Branch: fix-float-precision, Latest commit: a1b2c3d",
-        ),
+        "jetbrains-llm-summary",
+        "Recursive-Safeguarding/the-complexity-trap "
+        "config/default_no_demo_checkpoint_same_model_openhands_N=21_M=10.yaml "
+        "summary_system_template",
+        "adfaa1a18b8b",
+        "2ffdc373b29c501bb80e84f9c3af70a15c180725afa7af80b6b873a3643ccee1",
     ),
 }
 
 
 @pytest.mark.parametrize("name", sorted(VERBATIM))
-def test_verbatim_texts_are_pinned(name: str) -> None:
-    text, length, phrases = VERBATIM[name]
-    assert len(text) == length
-    for phrase in phrases:
-        assert phrase in text, phrase
+def test_verbatim_texts_hash_to_the_upstream_text(name: str) -> None:
+    pinned = VERBATIM[name]
+    got = hashlib.sha256(pinned.text.encode("utf-8")).hexdigest()
+    assert got == pinned.sha256, f"{name} no longer equals {pinned.source} @{pinned.commit}"
+
+
+@pytest.mark.parametrize("name", sorted(VERBATIM))
+def test_presets_cite_the_commit_their_prompt_was_pinned_at(name: str) -> None:
+    pinned = VERBATIM[name]
+    assert f"@{pinned.commit}" in catalog.source_of(catalog.get(pinned.preset))
 
 
 def test_inspect_placeholder_is_upstreams() -> None:

@@ -16,7 +16,6 @@ import pytest
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from synthetic import make_trace
 
 import ctxlab
 from ctxlab.message_facts import readable_text
@@ -25,6 +24,7 @@ from ctxlab.summarizers import LLM, CachedExtractive, Extractive
 from ctxlab.timeline import Timeline
 from ctxlab.widgets import Compare, PromptDiff, Scrubber, ThresholdExplorer
 from ctxlab.widgets._common import Debouncer
+from tests.synthetic import make_trace
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +84,7 @@ def test_scrubber_blocks_follow_events(trace, stressed) -> None:
     assert at[p].before.startswith(trace.messages[p].text[:50])
     trunc = next(e for e in replay.event_list if e.kind == "truncate_args")
     blocks = {b.first: b for b in timeline.blocks(trunc.turn) if b.first == b.last}
+    assert any(q in blocks for q in trunc.messages)
     for q in trunc.messages:
         if q in blocks:
             assert blocks[q].status == "truncated"
