@@ -71,9 +71,7 @@ class Replay:
     def events(self) -> pl.DataFrame:
         """Events frame, in order of occurrence, built column by column."""
         events = self.event_list
-        columns = {
-            name: [getattr(e, name) for e in events] for name in EVENTS.polars(_STORE_ONLY)
-        }
+        columns = {name: [getattr(e, name) for e in events] for name in EVENTS.polars(_STORE_ONLY)}
         columns["messages"] = [list(m) for m in columns["messages"]]
         return EVENTS.frame(columns, drop=_STORE_ONLY)
 

@@ -61,8 +61,7 @@ class Table:
     def create(self) -> str:
         """The `CREATE TABLE IF NOT EXISTS` statement."""
         cols = ", ".join(
-            f"{c.name} {c.sql}{' PRIMARY KEY' if c.name == self.key else ''}"
-            for c in self.columns
+            f"{c.name} {c.sql}{' PRIMARY KEY' if c.name == self.key else ''}" for c in self.columns
         )
         return f"CREATE TABLE IF NOT EXISTS {self.name} ({cols});"
 

@@ -58,7 +58,7 @@ FILE_MODES = ("all", "offloaded", "none")
 HISTORY_PREFIX = "/conversation_history/"
 SCHEMA_VERSION = 2
 
-SCHEMA = "\n".join(t.create() for t in TABLES) + """
+VIEWS = """
 CREATE OR REPLACE VIEW replay_summary AS
 SELECT r.replay_key, r.trace_id, r.policy, r.params, r.summarizer,
        max(t.context_tokens) AS peak_context_tokens,
@@ -81,6 +81,9 @@ SELECT trace_id, policy, count(*) AS replays,
        avg(events) AS mean_events
 FROM replay_summary GROUP BY ALL;
 """
+
+SCHEMA = "\n".join(t.create() for t in TABLES) + VIEWS
+"""Every table (`ctxlab.schema`) and the views over them; safe to run on an existing file."""
 
 MIGRATIONS: dict[int, str] = {
     1: "ALTER TABLE events ADD COLUMN summary VARCHAR;",

@@ -11,7 +11,7 @@ import asyncio
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -151,47 +151,6 @@ def figure_widget(fig: go.Figure, css_class: str) -> go.FigureWidget:
 
 
 # --------------------------------------------------------------------------- the strip
-
-
-@dataclass
-class Recording:
-    """A summariser that keeps every summary it writes, in call order (the policy calls it
-    once per summarise event), so the strip can show the text a replay used."""
-
-    inner: Any
-    texts: list[str] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        """The wrapped summariser's name: recording does not change the summaries."""
-        return str(getattr(self.inner, "name", type(self.inner).__name__))
-
-    def summarize(self, messages: Sequence[BaseMessage], **kwargs: Any) -> str:
-        """The inner summary, recorded (stripped, as the policy uses it)."""
-        text = self.inner.summarize(messages, **kwargs)
-        self.texts.append(text.strip())
-        return text
-
-
-def recover_summaries(
-    replay: Replay, trace: Trace, policy: Any, summarizer: Any = None
-) -> list[str]:
-    """The summary texts `replay` used, by replaying `trace` under `policy` with a recording
-    summariser (default: the offline one, as `ctxlab.replay`'s default). Empty if the replay
-    has no summaries or the re-replay does not reproduce it (another summariser was used)."""
-    if not any(e.kind == "summarize" for e in replay.event_list):
-        return []
-    from ctxlab.replay import replay as run_replay
-    from ctxlab.widgets._fast import CachedExtractive
-
-    rec = Recording(summarizer or CachedExtractive())
-    try:
-        again = run_replay(trace, policy, rec)
-    except (TypeError, ValueError):
-        return []
-    same = again.turns["context_tokens"].to_list() == replay.turns["context_tokens"].to_list()
-    count = sum(1 for e in again.event_list if e.kind == "summarize")
-    return rec.texts if same and count == len(rec.texts) else []
 
 
 @dataclass(frozen=True, slots=True)
