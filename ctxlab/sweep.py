@@ -258,11 +258,10 @@ _WORKER: dict[str, Any] = {}
 the one trace it holds, by index."""
 
 
-def _start_worker(policy: Policy, summarizer: Summarizer, folder: str) -> int:
+def _start_worker(policy: Policy, summarizer: Summarizer, folder: str) -> None:
     """Executor initializer: what every cell of this sweep shares arrives once per worker."""
     _WORKER.clear()
     _WORKER.update(policy=policy, summarizer=summarizer, folder=folder)
-    return os.getpid()
 
 
 def _replay_part(cell: Cell, trace: Trace | None) -> ReplayPart:
