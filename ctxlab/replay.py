@@ -15,28 +15,12 @@ from typing import Any
 import polars as pl
 
 from ctxlab.policies.base import KINDS, Call, Event, Files, Policy
+from ctxlab.schema import EVENTS, TURNS
 from ctxlab.summarizers import Extractive, Summarizer
 from ctxlab.trace import Trace
 
-_TURN_SCHEMA = {
-    "turn": pl.Int64,
-    "position": pl.Int64,
-    "context_tokens": pl.Int64,
-    **{f"{k}_tokens": pl.Int64 for k in KINDS},
-    "messages": pl.Int64,
-    "recorded_input_tokens": pl.Int64,
-    "baseline_tokens": pl.Int64,
-    "events": pl.Int64,
-}
-_EVENT_SCHEMA = {
-    "kind": pl.Utf8,
-    "turn": pl.Int64,
-    "messages": pl.List(pl.Int64),
-    "tokens_before": pl.Int64,
-    "tokens_after": pl.Int64,
-    "file_path": pl.Utf8,
-    "reason": pl.Utf8,
-}
+_STORE_ONLY = ("replay_key", "seq")
+"""Columns the store adds to a replay's frames: which replay, and the order of its events."""
 
 
 @dataclass
@@ -47,7 +31,8 @@ class Replay:
       `<kind>_tokens` split it by kind (system, tools, human, ai, tool_results, stubs, summary;
       unscaled), `baseline_tokens` is the same counter on the uncompacted context,
       `recorded_input_tokens` what the provider reported, where known.
-    * `events`: one row per compaction action (`ctxlab.policies.base.EVENT_KINDS`).
+    * `events`: one row per compaction action (`ctxlab.policies.base.EVENT_KINDS`), with the
+      fields of `ctxlab.policies.base.Event`; `summary` holds the text of each `summarize`.
     * `files`: path -> text of everything the policy wrote to its virtual filesystem.
     """
 
@@ -80,22 +65,15 @@ class Replay:
             "baseline_tokens": [c.baseline_tokens for c in calls],
             "events": [len(c.events) for c in calls],
         }
-        return pl.DataFrame(columns, schema=_TURN_SCHEMA)
+        return TURNS.frame(columns, drop=_STORE_ONLY)
 
     @cached_property
     def events(self) -> pl.DataFrame:
         """Events frame, in order of occurrence, built column by column."""
         events = self.event_list
-        columns: dict[str, list[Any]] = {
-            "kind": [e.kind for e in events],
-            "turn": [e.turn for e in events],
-            "messages": [list(e.messages) for e in events],
-            "tokens_before": [e.tokens_before for e in events],
-            "tokens_after": [e.tokens_after for e in events],
-            "file_path": [e.file_path for e in events],
-            "reason": [e.reason for e in events],
-        }
-        return pl.DataFrame(columns, schema=_EVENT_SCHEMA)
+        columns = {name: [getattr(e, name) for e in events] for name in EVENTS.polars(_STORE_ONLY)}
+        columns["messages"] = [list(m) for m in columns["messages"]]
+        return EVENTS.frame(columns, drop=_STORE_ONLY)
 
     @property
     def event_list(self) -> list[Event]:

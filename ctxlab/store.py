@@ -14,7 +14,7 @@ Why these choices:
 * **Polars out.** Every read returns a `polars.DataFrame`.
 
 The schema is versioned in the `meta` table; older files are migrated on open, newer ones are
-refused with a message saying to upgrade. See `SCHEMA` for the tables.
+refused with a message saying to upgrade. The tables are defined in `ctxlab.schema`.
 """
 
 from __future__ import annotations
@@ -35,6 +35,19 @@ from langchain_core.load import dumpd
 from langchain_core.messages import AIMessage, BaseMessage
 
 import ctxlab
+from ctxlab.schema import (
+    EVENTS,
+    FILE_ROWS,
+    MESSAGES,
+    PARTS,
+    RECORDED_TURNS,
+    REPLAYS,
+    SUMMARIES,
+    TABLES,
+    TRACES,
+    TURNS,
+    SummaryRow,
+)
 from ctxlab.trace import Trace
 
 if TYPE_CHECKING:
@@ -43,49 +56,9 @@ if TYPE_CHECKING:
 DEFAULT_PATH = Path("data") / "ctxlab.duckdb"
 FILE_MODES = ("all", "offloaded", "none")
 HISTORY_PREFIX = "/conversation_history/"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
-CREATE TABLE IF NOT EXISTS traces (
-    trace_key VARCHAR PRIMARY KEY,      -- content hash
-    trace_id VARCHAR, format VARCHAR, source VARCHAR, model VARCHAR, provider VARCHAR,
-    messages BIGINT, turns BIGINT, recorded_input_tokens BIGINT,
-    parent_trace_key VARCHAR, parent_tool_call_id VARCHAR,
-    system_prompt VARCHAR, tools JSON, metadata JSON, loaded_at TIMESTAMP
-);
-CREATE TABLE IF NOT EXISTS messages (
-    trace_key VARCHAR, position BIGINT, type VARCHAR, message_id VARCHAR, name VARCHAR,
-    tool_call_id VARCHAR, chars BIGINT, text VARCHAR, message JSON
-);
-CREATE TABLE IF NOT EXISTS recorded_turns (
-    trace_key VARCHAR, turn BIGINT, position BIGINT, model VARCHAR, run_id VARCHAR,
-    input_tokens BIGINT, output_tokens BIGINT, cache_read_tokens BIGINT,
-    cache_write_tokens BIGINT, compacted BOOLEAN
-);
-CREATE TABLE IF NOT EXISTS replays (
-    replay_key VARCHAR PRIMARY KEY,     -- hash of trace, policy, params, summariser, version
-    trace_key VARCHAR, trace_id VARCHAR, policy VARCHAR, params JSON, summarizer VARCHAR,
-    ctxlab_version VARCHAR, created_at TIMESTAMP
-);
-CREATE TABLE IF NOT EXISTS turns (
-    replay_key VARCHAR, turn BIGINT, position BIGINT, context_tokens BIGINT,
-    system_tokens BIGINT, tools_tokens BIGINT, human_tokens BIGINT, ai_tokens BIGINT,
-    tool_results_tokens BIGINT, stubs_tokens BIGINT, summary_tokens BIGINT,
-    messages BIGINT, recorded_input_tokens BIGINT, baseline_tokens BIGINT, events BIGINT
-);
-CREATE TABLE IF NOT EXISTS events (
-    replay_key VARCHAR, seq BIGINT, kind VARCHAR, turn BIGINT, messages BIGINT[],
-    tokens_before BIGINT, tokens_after BIGINT, file_path VARCHAR, reason VARCHAR
-);
-CREATE TABLE IF NOT EXISTS files (
-    replay_key VARCHAR, path VARCHAR, bytes BIGINT, sha256 VARCHAR  -- content in blobs
-);
-CREATE TABLE IF NOT EXISTS blobs (sha256 VARCHAR, content VARCHAR);  -- one row per content
-CREATE TABLE IF NOT EXISTS summaries (
-    cache_key VARCHAR PRIMARY KEY, model VARCHAR, prompt_sha VARCHAR, input_sha VARCHAR,
-    text VARCHAR, created_at TIMESTAMP
-);
+VIEWS = """
 CREATE OR REPLACE VIEW replay_summary AS
 SELECT r.replay_key, r.trace_id, r.policy, r.params, r.summarizer,
        max(t.context_tokens) AS peak_context_tokens,
@@ -109,15 +82,16 @@ SELECT trace_id, policy, count(*) AS replays,
 FROM replay_summary GROUP BY ALL;
 """
 
-# Each entry upgrades a file from schema N to N + 1; none yet, the mechanism is exercised by
-# refusing files newer than this code.
-MIGRATIONS: dict[int, str] = {}
+SCHEMA = "\n".join(t.create() for t in TABLES) + VIEWS
+"""Every table (`ctxlab.schema`) and the views over them; safe to run on an existing file."""
 
-TURN_COLUMNS = (
-    "turn", "position", "context_tokens", "system_tokens", "tools_tokens", "human_tokens",
-    "ai_tokens", "tool_results_tokens", "stubs_tokens", "summary_tokens", "messages",
-    "recorded_input_tokens", "baseline_tokens", "events",
-)  # fmt: skip
+MIGRATIONS: dict[int, str] = {
+    1: "ALTER TABLE events ADD COLUMN summary VARCHAR;",
+}
+"""Each entry upgrades a file from schema N to N + 1 (run in order, in one transaction)."""
+
+TURN_COLUMNS = TURNS.names[1:]
+"""The columns of `Replay.turns` (the `turns` table without its `replay_key`)."""
 
 
 class StoreError(RuntimeError):
@@ -178,6 +152,8 @@ class SavedReplay:
     turns: pl.DataFrame
     events: pl.DataFrame
     files: pl.DataFrame
+    summaries: tuple[SummaryRow, ...] = ()
+    """Summariser cache entries written while replaying (stored with the replay)."""
 
     @classmethod
     def of(
@@ -214,7 +190,7 @@ class SavedReplay:
                 "sha256": hashes,
                 "content": [c if k else None for c, k in zip(contents, keep, strict=True)],
             },
-            schema={"path": pl.Utf8, "bytes": pl.Int64, "sha256": pl.Utf8, "content": pl.Utf8},
+            schema=FILE_ROWS,
         )
         return cls(
             replay_key=key,
@@ -224,16 +200,7 @@ class SavedReplay:
             params=_canonical(replay.params),
             summarizer=summarizer,
             turns=replay.turns.select(TURN_COLUMNS),
-            events=events.select(
-                "seq",
-                "kind",
-                "turn",
-                "messages",
-                "tokens_before",
-                "tokens_after",
-                "file_path",
-                "reason",
-            ),  # fmt: skip
+            events=events.select(EVENTS.names[1:]),
             files=file_frame,
         )
 
@@ -244,7 +211,7 @@ class SavedReplay:
         inside DuckDB instead of unpickling and concatenating frames in Python, work that on
         a small machine takes a core away from the workers. Uncompressed: the files live
         for seconds on a local disk."""
-        for table in PART_TABLES:
+        for table in PARTS:
             frame = getattr(self, table).with_columns(pl.lit(self.replay_key).alias("replay_key"))
             frame.write_parquet(f"{prefix}.{table}.parquet", compression="uncompressed")
         return ReplayPart(
@@ -255,11 +222,8 @@ class SavedReplay:
             self.params,
             self.summarizer,
             str(prefix),
+            self.summaries,
         )
-
-
-PART_TABLES = ("turns", "events", "files")
-"""Tables whose rows a `ReplayPart` holds in Parquet files (the `replays` row travels inline)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +238,7 @@ class ReplayPart:
     params: str
     summarizer: str
     prefix: str
+    summaries: tuple[SummaryRow, ...] = ()
 
     def path(self, table: str) -> str:
         """The Parquet file holding this replay's rows of `table`."""
@@ -281,7 +246,7 @@ class ReplayPart:
 
     def remove(self) -> None:
         """Delete the files (once stored, or when abandoned)."""
-        for table in PART_TABLES:
+        for table in PARTS:
             Path(self.path(table)).unlink(missing_ok=True)
 
 
@@ -446,6 +411,7 @@ class Store:
         if not saved:
             return 0
         with self._transaction() as con:
+            _insert_summaries(con, [r for s in saved for r in s.summaries])
             known = self._known(con, [s.replay_key for s in saved])
             fresh = list({s.replay_key: s for s in saved if s.replay_key not in known}.values())
             if not fresh:
@@ -472,6 +438,7 @@ class Store:
         if not parts:
             return 0
         with self._transaction() as con:
+            _insert_summaries(con, [r for p in parts for r in p.summaries])
             # Contents from every part, stored or not: a worker sends each content once, and
             # the cell that carried it may be one another process stored meanwhile.
             con.execute(
@@ -486,8 +453,8 @@ class Store:
             if not fresh:
                 return 0
             _insert(con, "replays", _replays_frame(fresh))
-            for table, cols in _PART_COLUMNS.items():
-                names = ", ".join(f'"{c}"' for c in cols)
+            for table, schema in PARTS.items():
+                names = ", ".join(f'"{c}"' for c in schema.names)
                 con.execute(
                     f"INSERT INTO {table} ({names}) SELECT {names} FROM read_parquet(?)",
                     [[p.path(table) for p in fresh]],
@@ -507,21 +474,29 @@ class Store:
 
     # ------------------------------------------------------------------ summariser cache
 
+    def summaries(self, model: str | None = None) -> dict[str, str]:
+        """The summariser cache, `cache_key -> text`: every entry, or those of one `model`
+        identity (what `ctxlab.summarizers.LLM` loads before a sweep ships it to workers)."""
+        where, params = ("WHERE model = ?", [model]) if model is not None else ("", [])
+        with self._connect(write=False) as con:
+            rows = con.execute(f"SELECT cache_key, text FROM summaries {where}", params)
+            return dict(rows.fetchall())
+
     def get_summary(self, cache_key: str) -> str | None:
+        """One cached summary, or None."""
         with self._connect(write=False) as con:
             row = con.execute(
                 "SELECT text FROM summaries WHERE cache_key = ?", [cache_key]
             ).fetchone()
         return row[0] if row else None
 
-    def put_summary(
-        self, cache_key: str, text: str, *, model: str = "", prompt: str = "", source: str = ""
-    ) -> None:
-        with self._transaction() as con:
-            con.execute(
-                "INSERT OR IGNORE INTO summaries VALUES (?, ?, ?, ?, ?, ?)",
-                [cache_key, model, _sha(prompt), _sha(source), text, _now()],
-            )
+    def put_summaries(self, rows: Iterable[SummaryRow]) -> None:
+        """Add cache entries in one transaction; a key already stored keeps its first text
+        (entries are keyed by what was asked, so concurrent writers agree or the first wins)."""
+        rows = list(rows)
+        if rows:
+            with self._transaction() as con:
+                _insert_summaries(con, rows)
 
     # ------------------------------------------------------------------ reads
 
@@ -573,20 +548,10 @@ def _holder(exc: Exception) -> str:
     return "held by another process"
 
 
-_PART_COLUMNS = {
-    "turns": ("replay_key", *TURN_COLUMNS),
-    "events": (
-        "replay_key", "seq", "kind", "turn", "messages", "tokens_before", "tokens_after",
-        "file_path", "reason",
-    ),
-    "files": ("replay_key", "path", "bytes", "sha256"),
-}  # fmt: skip
-
-
 def _replays_frame(items: Sequence[SavedReplay | ReplayPart]) -> pl.DataFrame:
     """The `replays` rows of a batch, stamped with this ctxlab's version and the time now."""
     now = _now()
-    return pl.DataFrame(
+    return REPLAYS.frame(
         {
             "replay_key": [s.replay_key for s in items],
             "trace_key": [s.trace_key for s in items],
@@ -626,9 +591,26 @@ def _insert_blobs(con: duckdb.DuckDBPyConnection, files: pl.DataFrame) -> None:
         con.unregister("_ctxlab_blobs")
 
 
+def _insert_summaries(con: duckdb.DuckDBPyConnection, rows: Sequence[SummaryRow]) -> None:
+    """Insert summariser cache entries, skipping keys already stored (first writer wins)."""
+    if not rows:
+        return
+    unique = list({r.cache_key: r for r in rows}.values())
+    frame = pl.DataFrame(unique, schema=SUMMARIES.polars(drop=("created_at",)), orient="row")
+    con.register("_ctxlab_summaries", frame.with_columns(created_at=pl.lit(_now())).to_arrow())
+    try:
+        names = ", ".join(SUMMARIES.names)
+        con.execute(
+            f"INSERT INTO summaries ({names}) SELECT {names} FROM _ctxlab_summaries "
+            "ON CONFLICT DO NOTHING"
+        )
+    finally:
+        con.unregister("_ctxlab_summaries")
+
+
 def _traces_frame(rows: list[tuple[Trace, str, str | None]]) -> pl.DataFrame:
     now = _now()
-    return pl.DataFrame(
+    return TRACES.frame(
         {
             "trace_key": [k for _, k, _ in rows],
             "trace_id": [t.trace_id for t, _, _ in rows],
@@ -645,19 +627,12 @@ def _traces_frame(rows: list[tuple[Trace, str, str | None]]) -> pl.DataFrame:
             "tools": [_canonical(t.tools) for t, _, _ in rows],
             "metadata": [_canonical(t.metadata) for t, _, _ in rows],
             "loaded_at": [now] * len(rows),
-        },
-        schema_overrides={"recorded_input_tokens": pl.Int64, "model": pl.Utf8},
+        }
     )
 
 
 def _messages_frame(rows: list[tuple[Trace, str, str | None]]) -> pl.DataFrame:
-    cols: dict[str, list[Any]] = {
-        k: []
-        for k in (
-            "trace_key", "position", "type", "message_id", "name", "tool_call_id", "chars",
-            "text", "message",
-        )
-    }  # fmt: skip
+    cols: dict[str, list[Any]] = {k: [] for k in MESSAGES.names}
     for trace, key, _ in rows:
         for pos, msg in enumerate(trace.messages):
             text = msg.text
@@ -670,14 +645,7 @@ def _messages_frame(rows: list[tuple[Trace, str, str | None]]) -> pl.DataFrame:
             cols["chars"].append(len(text) + _call_chars(msg))
             cols["text"].append(text)
             cols["message"].append(_message_json(msg))
-    return pl.DataFrame(
-        cols,
-        schema={
-            "trace_key": pl.Utf8, "position": pl.Int64, "type": pl.Utf8, "message_id": pl.Utf8,
-            "name": pl.Utf8, "tool_call_id": pl.Utf8, "chars": pl.Int64, "text": pl.Utf8,
-            "message": pl.Utf8,
-        },
-    )  # fmt: skip
+    return MESSAGES.frame(cols)
 
 
 def _call_chars(msg: BaseMessage) -> int:
@@ -687,28 +655,18 @@ def _call_chars(msg: BaseMessage) -> int:
 
 
 def _recorded_frame(rows: list[tuple[Trace, str, str | None]]) -> pl.DataFrame:
-    records = [
+    turns = [(key, t) for trace, key, _ in rows for t in trace.turns]
+    return RECORDED_TURNS.frame(
         {
-            "trace_key": key,
-            "turn": t.index,
-            "position": t.position,
-            "model": t.model,
-            "run_id": t.run_id,
-            "input_tokens": t.input_tokens,
-            "output_tokens": t.output_tokens,
-            "cache_read_tokens": t.cache_read_tokens,
-            "cache_write_tokens": t.cache_write_tokens,
-            "compacted": t.compacted,
+            "trace_key": [key for key, _ in turns],
+            "turn": [t.index for _, t in turns],
+            "position": [t.position for _, t in turns],
+            "model": [t.model for _, t in turns],
+            "run_id": [t.run_id for _, t in turns],
+            "input_tokens": [t.input_tokens for _, t in turns],
+            "output_tokens": [t.output_tokens for _, t in turns],
+            "cache_read_tokens": [t.cache_read_tokens for _, t in turns],
+            "cache_write_tokens": [t.cache_write_tokens for _, t in turns],
+            "compacted": [t.compacted for _, t in turns],
         }
-        for trace, key, _ in rows
-        for t in trace.turns
-    ]
-    return pl.DataFrame(
-        records,
-        schema={
-            "trace_key": pl.Utf8, "turn": pl.Int64, "position": pl.Int64, "model": pl.Utf8,
-            "run_id": pl.Utf8, "input_tokens": pl.Int64, "output_tokens": pl.Int64,
-            "cache_read_tokens": pl.Int64, "cache_write_tokens": pl.Int64,
-            "compacted": pl.Boolean,
-        },
-    )  # fmt: skip
+    )

@@ -38,6 +38,7 @@ from ctxlab import tokens as tk
 from ctxlab.message_facts import PATH, is_summary, message_text
 from ctxlab.policies.deepagents.texts import DEEPAGENTS_DEFAULT_SUMMARY_PROMPT
 from ctxlab.prompt_sections import Section, outline
+from ctxlab.schema import SummaryRow
 
 DEFAULT_PROMPT = DEEPAGENTS_DEFAULT_SUMMARY_PROMPT
 """The prompt Deep Agents sends its summariser (`ctxlab.policies.deepagents.texts`)."""
@@ -93,18 +94,42 @@ class Fixed:
 class LLM:
     """A LangChain chat model as summariser, with a cache so a replay never pays twice.
 
-    The cache maps sha256(model identity, rendered prompt) to the summary. Pass a `path` to keep
-    it on disk as JSON between sessions (the Store may later hold it instead).
+    The cache maps sha256(model identity, rendered prompt) to the summary. With a `store` (a
+    `ctxlab.Store` or its path) it lives in the store's `summaries` table, shared by every
+    process and session using that file; otherwise in memory (`cache`). Entries are keyed by
+    what was asked, and the first one stored for a key wins, so every process reads the same
+    text for the same request: same cache, same replay, byte for byte.
     """
 
     chat_model: Any
     prompt: str | None = None
-    path: str | Path | None = None
+    store: Any = None
+    """A `ctxlab.Store` (or the path of one) holding the cache; None keeps it in memory."""
     cache: dict[str, str] = field(default_factory=dict)
+    pending: list[SummaryRow] = field(default_factory=list, repr=False)
+    """Entries written without a store, for the caller to store (`take_pending`)."""
 
     def __post_init__(self) -> None:
-        if self.path is not None and Path(self.path).exists():
-            self.cache.update(json.loads(Path(self.path).read_text(encoding="utf-8")))
+        if self.store is not None and not hasattr(self.store, "put_summaries"):
+            from ctxlab.store import Store
+
+            self.store = Store(self.store)
+
+    def for_workers(self, store: Any = None) -> LLM:
+        """A copy for processes that must not write a store (sweep workers): the entries of
+        this model's cache in its memory (from `self.store`, else from `store`: the sweep's),
+        new ones kept in `pending`, which the worker returns with its results for the one
+        writer to store."""
+        cache = dict(self.cache)
+        source = self.store if self.store is not None else store
+        if source is not None:
+            cache.update(source.summaries(self._model_id()))
+        return LLM(self.chat_model, self.prompt, None, cache)
+
+    def take_pending(self) -> list[SummaryRow]:
+        """The entries written since the last call (only without a store), handed over once."""
+        rows, self.pending = self.pending, []
+        return rows
 
     @property
     def name(self) -> str:
@@ -136,16 +161,29 @@ class LLM:
     def summarize(self, messages: Sequence[BaseMessage], *, prompt: str = DEFAULT_PROMPT) -> str:
         """The model's answer to deepagents' prompt, from the cache when seen before."""
         key = self.key(messages, prompt)
-        if key not in self.cache:
+        text = self.cache.get(key)
+        if text is None and self.store is not None:
+            text = self.store.get_summary(key)
+        if text is None:
             template = self.prompt or prompt
+            asked = format_prompt(messages, template)
             try:
-                response = self.chat_model.invoke(format_prompt(messages, template))
+                response = self.chat_model.invoke(asked)
             except ContextOverflowError:
                 response = self.chat_model.invoke(self._middle_cut(messages, template))
-            self.cache[key] = response.text.strip()
-            if self.path is not None:
-                Path(self.path).write_text(json.dumps(self.cache), encoding="utf-8")
-        return self.cache[key]
+            text = response.text.strip()
+            row = SummaryRow(key, self._model_id(), _sha(template), _sha(asked), text)
+            if self.store is None:
+                self.pending.append(row)
+            else:  # another process may have stored its answer first: that one counts
+                self.store.put_summaries([row])
+                text = self.store.get_summary(key) or text
+        self.cache[key] = text
+        return text
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 _IDENT = re.compile(r"\b(?:[A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*)\b")

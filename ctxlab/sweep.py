@@ -6,11 +6,13 @@ pure, so they run in worker processes (or Ray tasks); only the parent writes, in
 transactions, so the DuckDB file has one writer and a killed sweep leaves whole replays only.
 A cell whose replay key is already stored is skipped: rerunning a sweep resumes it.
 
-Local workers are built for near-linear scaling on a small machine, where the parent shares
-the cores with them: the parent replays cells too, a feeder thread hands a worker its next cell
-the moment it finishes one, each trace is pinned to one worker (sent once, replayed cold once),
-workers write finished rows as Parquet files that DuckDB reads in one statement per batch
-(the parent never touches a row), and the fork server boots while the parent plans.
+Local workers are `concurrent.futures` executors of one fork-server process each (the fork
+server boots while the parent plans, with ctxlab preloaded): the parent decides which worker
+replays which cell, so each trace is pinned to one worker (sent once, replayed cold once), and
+keeps two cells in each worker's hands so none waits for the parent. Workers write finished
+rows as Parquet files that DuckDB reads in one statement per batch (the parent never touches
+a row). An LLM summariser's new cache entries travel back with the results and are stored by
+the parent too.
 
 Everything that can be wrong with the request (an unknown parameter, a value of the wrong
 type, a missing trace file) is checked before the first replay starts.
@@ -22,19 +24,16 @@ import contextlib
 import dataclasses
 import itertools
 import multiprocessing
-import multiprocessing.connection
 import multiprocessing.forkserver
 import os
-import pickle
-import queue
 import sys
 import tempfile
-import threading
 import time
-import traceback
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -200,7 +199,10 @@ their text. Keyed by sweep so a later sweep into another store sends everything 
 
 
 def run_cell(trace: Trace, policy: Policy, summarizer: Summarizer, cell: Cell) -> SavedReplay:
-    """Replay one cell of `trace` and package it for the store (runs in a worker)."""
+    """Replay one cell of `trace` and package it for the store (runs in a worker).
+
+    Summariser cache entries written meanwhile (`LLM.take_pending`) travel with the result,
+    so that the one writer stores them: workers never write the store themselves."""
     result = replay(trace, dataclasses.replace(policy, **dict(cell.values)), summarizer=summarizer)
     if cell.sweep_id not in _SENT:
         _SENT.clear()
@@ -212,7 +214,19 @@ def run_cell(trace: Trace, policy: Policy, summarizer: Summarizer, cell: Cell) -
     if saved.replay_key != cell.key:
         raise RuntimeError(f"replay key changed between plan and run for {trace.trace_id}")
     sent.update(saved.files.filter(pl.col("content").is_not_null())["sha256"].to_list())
+    take = getattr(summarizer, "take_pending", None)
+    if take is not None:
+        saved = dataclasses.replace(saved, summaries=tuple(take()))
     return saved
+
+
+def for_workers(summarizer: Summarizer, store: Store) -> Summarizer:
+    """The summariser as sweep workers get it. One with a cache to share (`LLM`) goes as a
+    copy holding the cached entries in memory (from its own store, else the sweep's), since
+    only the parent writes the store: new entries come back with the results and are stored
+    in the sweep's store. Others go as they are."""
+    detach = getattr(summarizer, "for_workers", None)
+    return detach(store) if detach is not None else summarizer
 
 
 # Imported once in the fork server, not once per worker: LangChain, deepagents and polars
@@ -238,255 +252,88 @@ def _worker_context() -> multiprocessing.context.BaseContext:
     return ctx
 
 
-@dataclass(frozen=True, slots=True)
-class _Failed:
-    """A worker's exception with its traceback, re-raised in the parent."""
-
-    error: BaseException
-    trace: str
+_WORKER: dict[str, Any] = {}
+"""A worker process's sweep: its policy, summariser and folder (set once when it starts) and
+the one trace it holds, by index."""
 
 
-def _work(
-    conn: multiprocessing.connection.Connection,
-    folder: str,
-    policy: Policy,
-    summarizer: Summarizer,
-) -> None:
-    """A worker's loop: `(cell, trace file or None)` in, a `ReplayPart` (or `_Failed`) out.
-
-    The worker holds one trace, the last one it was sent: the parent sends a cell of another
-    trace together with that trace's file, which the worker loads and deletes at once.
-    """
-    trace: Trace | None = None
-    with contextlib.suppress(KeyboardInterrupt, EOFError):  # the parent reports Ctrl-C; EOF:
-        while (task := conn.recv()) is not None:  # the sweep ended before this worker started
-            cell, trace_file = task
-            try:
-                if trace_file is not None:
-                    path = Path(trace_file)
-                    trace = pickle.loads(path.read_bytes())
-                    path.unlink()
-                assert trace is not None, "the parent sends a trace with its first cell"
-                saved = run_cell(trace, policy, summarizer, cell)
-                conn.send(saved.write_parts(Path(folder) / cell.key))
-            except Exception as exc:
-                failed = _Failed(exc, traceback.format_exc())
-                try:
-                    conn.send(failed)
-                except Exception:  # an exception that does not pickle: send its text
-                    conn.send(_Failed(RuntimeError(repr(exc)), failed.trace))
+def _start_worker(policy: Policy, summarizer: Summarizer, folder: str) -> None:
+    """Executor initializer: what every cell of this sweep shares arrives once per worker."""
+    _WORKER.clear()
+    _WORKER.update(policy=policy, summarizer=summarizer, folder=folder)
 
 
-@dataclass(slots=True)
-class _Child:
-    """A worker process as the parent sees it: its pipe and how many cells it has in hand."""
+def _replay_part(cell: Cell, trace: Trace | None) -> ReplayPart:
+    """A worker's task: one cell, its rows written as Parquet files for the parent to store.
 
-    conn: multiprocessing.connection.Connection
-    proc: multiprocessing.process.BaseProcess
-    busy: int = 0
-
-
-def _died(child: _Child) -> RuntimeError:
-    """The error for a child that exited mid-sweep (killed, out of memory, `os._exit`)."""
-    child.proc.join(5)
-    return RuntimeError(f"sweep worker {child.proc.pid} died (exit code {child.proc.exitcode})")
+    `trace` comes with the first cell of each trace the worker is given, None after that."""
+    if trace is not None:
+        _WORKER["trace"] = (cell.trace_index, trace)
+    index, held = _WORKER["trace"]
+    if index != cell.trace_index:
+        raise RuntimeError(f"worker holds trace {index}, was given a cell of {cell.trace_index}")
+    saved = run_cell(held, _WORKER["policy"], _WORKER["summarizer"], cell)
+    return saved.write_parts(Path(_WORKER["folder"]) / cell.key)
 
 
-class _Pool:
-    """The parent and `workers - 1` child processes replaying cells, traces pinned to them.
+class _Lane:
+    """One worker process (a one-process executor), the trace it holds and its cells in hand.
 
-    The parent is one of the workers: it replays a cell whenever it has no finished part to
-    hand on, so its core is never idle while children start (a fork server boots in about a
-    second) or while they work. A feeder thread keeps every child supplied: it wakes as soon as
-    a child sends a part (a blocking wait that releases the GIL), queues the part for the
-    parent and sends the child its next cell at once, whatever the parent is doing (replaying
-    a cell, storing a batch). Feeding from the parent's own loop instead left a child idle
-    for about 20% of its life near the end of a sweep, waiting for the parent to finish a cell.
+    One executor per worker, not one pool for all, so that the parent decides which worker
+    replays which cell: each worker gets the cells of one trace until that trace has none
+    left, so a trace is sent, loaded and replayed cold about once per sweep."""
 
-    Each process gets the cells of one trace until that trace has none left, then a trace no
-    one holds, and only then helps with another's trace; so each trace is pickled, loaded and
-    replayed cold about once per sweep, and the traces the parent takes are never pickled at
-    all. A child has at most `DEPTH` cells in hand (one running, one waiting), so that at the
-    end of a sweep the parent takes the last cells rather than waiting for a queue.
-    """
+    def __init__(self, ctx: Any, policy: Policy, summarizer: Summarizer, folder: Path) -> None:
+        self.executor = ProcessPoolExecutor(
+            1, mp_context=ctx, initializer=_start_worker, initargs=(policy, summarizer, str(folder))
+        )
+        self.pid = self.executor.submit(os.getpid)
+        self.held: int | None = None
+        self.running: set[Future[ReplayPart]] = set()
+
+    def died(self) -> RuntimeError:
+        """The error for a worker that exited mid-sweep (killed, out of memory, `os._exit`)."""
+        pid = self.pid.result() if self.pid.done() and not self.pid.exception() else "?"
+        return RuntimeError(f"sweep worker {pid} died while replaying a cell")
+
+
+class _Scheduler:
+    """Hands cells to lanes: a lane's next cell is of the trace it holds while that has cells,
+    else of a trace no lane holds, else of the trace with most cells left (the end of a
+    sweep). Each lane has at most `DEPTH` cells in hand (one running, one waiting), so that no
+    worker waits for the parent and none hoards the last cells."""
 
     DEPTH = 2
-    PARENT = -1
-    WAKE = 0.05
-    """Seconds the feeder waits before looking again for children that started or a close."""
 
-    def __init__(
-        self,
-        cells: Sequence[Cell],
-        traces: Sequence[Trace],
-        policy: Policy,
-        summarizer: Summarizer,
-        workers: int,
-        folder: Path,
-    ) -> None:
-        self.traces, self.policy, self.summarizer, self.folder = traces, policy, summarizer, folder
+    def __init__(self, cells: Sequence[Cell], traces: Sequence[Trace]) -> None:
+        self.traces = traces
         self.queues: dict[int, deque[Cell]] = {}
         for cell in cells:
             self.queues.setdefault(cell.trace_index, deque()).append(cell)
-        self.outstanding = len(cells)  # cells whose part has not reached the parent yet
-        self.held: dict[int, int | None] = {self.PARENT: None}
-        self.files = itertools.count()
-        self.children: list[_Child] = []
-        self.failed: list[BaseException] = []
-        self.lock = threading.Lock()  # queues, held, children
-        self.parts: queue.SimpleQueue[ReplayPart] = queue.SimpleQueue()
-        self.closing = threading.Event()
-        ctx = _worker_context()
-        pending = []
-        for _ in range(workers - 1):
-            conn, child_end = ctx.Pipe()
-            proc = ctx.Process(target=_work, args=(child_end, str(folder), policy, summarizer))
-            proc.daemon = True
-            pending.append((conn, proc, child_end))
-        self.starter = threading.Thread(target=self._start, args=(pending,), daemon=True)
-        self.feeder = threading.Thread(target=self._feeder, daemon=True)
-        self.starter.start()
-        self.feeder.start()
 
-    def _start(self, pending: list[tuple[Any, Any, Any]]) -> None:
-        """Start the children (in a thread: `start` blocks until the fork server is up)."""
-        try:
-            for conn, proc, child_end in pending:
-                if self.closing.is_set():  # the parent did every cell before this child started
-                    break
-                proc.start()
-                child_end.close()  # so that a dead child reads as EOF in the parent
-                with self.lock:
-                    if not self.closing.is_set():
-                        self.children.append(_Child(conn, proc))
-                        continue
-                conn.close()  # too late: the child reads EOF and exits
-                proc.join()
-        except BaseException as exc:  # re-raised by the parent's loop
-            self.failed.append(exc)
-
-    def _trace_for(self, who: int) -> int | None:
-        held = self.held.get(who)
-        if held is not None and self.queues.get(held):
-            return held
-        others = {h for w, h in self.held.items() if w != who}
+    def _trace_for(self, lane: _Lane, lanes: Sequence[_Lane]) -> int | None:
+        if lane.held is not None and self.queues.get(lane.held):
+            return lane.held
+        others = {other.held for other in lanes if other is not lane}
         free = [t for t, q in self.queues.items() if q and t not in others]
         if free:
             return free[0]
         rest = [t for t, q in self.queues.items() if q]
         return max(rest, key=lambda t: len(self.queues[t])) if rest else None
 
-    def _take(self, who: int) -> tuple[Cell, bool] | None:
-        """The next cell for `who` (under the lock) and whether `who` must be sent its trace."""
-        index = self._trace_for(who)
-        if index is None:
-            return None
-        switched = index != self.held.get(who)
-        self.held[who] = index
-        return self.queues[index].popleft(), switched
-
-    def _feed(self, children: list[_Child]) -> None:
-        """Top up every child to `DEPTH` cells in hand (feeder thread)."""
-        for i, child in enumerate(children):
-            while child.busy < self.DEPTH:
-                with self.lock:
-                    task = self._take(i)
-                if task is None:
+    def feed(self, lanes: Sequence[_Lane], pending: dict[Future[ReplayPart], _Lane]) -> None:
+        """Top up every lane to `DEPTH` cells in hand."""
+        for lane in lanes:
+            while len(lane.running) < self.DEPTH:
+                index = self._trace_for(lane, lanes)
+                if index is None:
                     return
-                cell, switched = task
-                trace_file = None
-                if switched:
-                    trace_file = self.folder / f"trace-{cell.trace_index}-{next(self.files)}.pickle"
-                    data = pickle.dumps(
-                        self.traces[cell.trace_index], protocol=pickle.HIGHEST_PROTOCOL
-                    )
-                    trace_file.write_bytes(data)
-                try:
-                    child.conn.send((cell, None if trace_file is None else str(trace_file)))
-                except OSError:
-                    raise _died(child) from None
-                child.busy += 1
-
-    def _receive(self, children: list[_Child]) -> None:
-        """Wait briefly for parts from busy children and queue them for the parent."""
-        busy = {c.conn: c for c in children if c.busy}
-        if not busy:
-            self.closing.wait(self.WAKE)
-            return
-        for conn in multiprocessing.connection.wait(list(busy), self.WAKE):
-            child = busy[conn]  # type: ignore[index]
-            try:
-                message = child.conn.recv()
-            except (EOFError, OSError):  # OSError: it died with our data unread
-                raise _died(child) from None
-            if isinstance(message, _Failed):
-                message.error.add_note(f"in a sweep worker:\n{message.trace}")
-                raise message.error
-            child.busy -= 1
-            self.parts.put(message)
-
-    def _feeder(self) -> None:
-        """The feeder thread: feed, receive, repeat until the sweep closes or fails."""
-        try:
-            while not self.closing.is_set():
-                with self.lock:  # the starting thread appends children as they come up
-                    children = list(self.children)
-                self._feed(children)
-                self._receive(children)
-        except BaseException as exc:
-            if not self.closing.is_set():
-                self.failed.append(exc)
-                self.parts.put(None)  # type: ignore[arg-type]  # wakes the parent
-
-    def _next_part(self, wait: float | None) -> ReplayPart | None:
-        """A part the feeder queued (waiting up to `wait` seconds), or None."""
-        try:
-            part = self.parts.get(timeout=wait) if wait else self.parts.get_nowait()
-        except queue.Empty:
-            return None
-        if part is not None:  # None: the feeder failed, `failed` says why
-            self.outstanding -= 1
-        return part
-
-    def results(self) -> Iterator[ReplayPart]:
-        """Finished cells as they come; an exception in any worker is raised here."""
-        while self.outstanding:
-            if self.failed:
-                raise self.failed[0]
-            if (part := self._next_part(None)) is not None:
-                yield part
-                continue
-            with self.lock:
-                task = self._take(self.PARENT)
-            if task is not None:
-                cell = task[0]
-                saved = run_cell(self.traces[cell.trace_index], self.policy, self.summarizer, cell)
-                self.outstanding -= 1
-                yield saved.write_parts(self.folder / cell.key)
-            elif (part := self._next_part(self.WAKE)) is not None:  # all taken: wait for them
-                yield part
-        if self.failed:
-            raise self.failed[0]
-
-    def close(self, *, finished: bool) -> None:
-        """Stop the feeder, then the children: politely when every cell is done, at once
-        otherwise. A child that was still starting is stopped by the starting thread."""
-        with self.lock:
-            self.closing.set()
-            children = list(self.children)
-        self.feeder.join()
-        for child in children:
-            if finished:
-                with contextlib.suppress(OSError):
-                    child.conn.send(None)
-            else:
-                child.proc.terminate()
-        for child in children:
-            child.proc.join(10)
-            if child.proc.is_alive():
-                child.proc.kill()
-                child.proc.join()
-            child.conn.close()
+                cell = self.queues[index].popleft()
+                trace = self.traces[index] if index != lane.held else None
+                lane.held = index
+                future = lane.executor.submit(_replay_part, cell, trace)
+                lane.running.add(future)
+                pending[future] = lane
 
 
 def _local(
@@ -497,13 +344,29 @@ def _local(
     workers: int,
     folder: Path,
 ) -> Iterator[ReplayPart]:
-    pool = _Pool(cells, traces, policy, summarizer, workers, folder)
-    finished = False
+    """Finished cells from `workers` worker processes as they come; a worker's exception is
+    raised here. When the sweep stops (finished, failed, interrupted, or the consumer closed
+    the generator), cells not started are cancelled and running ones finish first."""
+    ctx = _worker_context()
+    lanes = [_Lane(ctx, policy, summarizer, folder) for _ in range(workers)]
+    scheduler = _Scheduler(cells, traces)
+    pending: dict[Future[ReplayPart], _Lane] = {}
     try:
-        yield from pool.results()
-        finished = True
+        scheduler.feed(lanes, pending)
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                lane = pending.pop(future)
+                lane.running.discard(future)
+                try:
+                    part = future.result()
+                except BrokenProcessPool:
+                    raise lane.died() from None
+                yield part
+            scheduler.feed(lanes, pending)
     finally:
-        pool.close(finished=finished)
+        for lane in lanes:
+            lane.executor.shutdown(wait=True, cancel_futures=True)
 
 
 def _serial(
@@ -574,7 +437,8 @@ def sweep(
     `backend="ray"` runs cells as Ray tasks (`ray_address` for a cluster, else a local Ray).
     `files="offloaded"` stores offloaded contents but only the path, size and hash of
     summarised-history files (megabytes per cell, re-rendered by replaying the cell); "all"
-    keeps them too, "none" keeps no content.
+    keeps them too, "none" keeps no content. An `LLM` summariser's cache is read from its
+    own store (else this one) and its new entries are stored in this one.
     Returns the per-replay summary rows of every cell, with one column per grid parameter.
     """
     if backend not in BACKENDS:
@@ -598,6 +462,7 @@ def sweep(
     if not isinstance(store, Store):
         store = Store(store) if store is not None else Store()
     store.add(loaded, keys=keys)
+    summarizer = for_workers(summarizer, store)
     done = store.has_replays(c.key for c in cells)
     todo = [c for c in cells if c.key not in done]
     workers = min(workers or os.cpu_count() or 1, len(todo))

@@ -139,12 +139,9 @@ class Timeline:
         if current is None:
             return None
         i, event = current
-        text = self.summaries[i] if i < len(self.summaries) else None
+        text = self.summaries[i] if i < len(self.summaries) else event.summary
         if text is None:
-            text = (
-                "(summary text not kept by this replay: pass the policy to the Scrubber to "
-                f"recover it; the summarised history is in {event.file_path})"
-            )
+            text = f"(no summary text recorded; the summarised history is in {event.file_path})"
         return text, event
 
     def blocks(self, turn: int) -> list[Block]:

@@ -80,13 +80,13 @@ def test_names_identify_what_summaries_depend_on() -> None:
 
 def test_llm_is_prompted_like_deepagents_and_cached(tmp_path) -> None:
     model = Recording(prompts=[])
-    summarizer = LLM(model, path=tmp_path / "cache.json")
+    summarizer = LLM(model, store=tmp_path / "store.duckdb")
     first = summarizer.summarize(CONVERSATION)
     again = summarizer.summarize(CONVERSATION)
     assert first == again == "summary 1"
     assert model.prompts == [format_prompt(CONVERSATION)]
     assert summarizer.summarize(CONVERSATION[:2]) == "summary 2"
-    reloaded = LLM(Recording(prompts=[]), path=tmp_path / "cache.json")
+    reloaded = LLM(Recording(prompts=[]), store=tmp_path / "store.duckdb")
     assert reloaded.summarize(CONVERSATION) == "summary 1"
 
 

@@ -303,7 +303,7 @@ def test_worker_processes_store_the_same_rows_as_one_process(
     args = (traces, DeepAgents(window=40_000), grid)
     many = sweep(*args, store=tmp_path / "2.duckdb", summarizer=marking, workers=2, progress=False)
     one = sweep(*args, store=tmp_path / "1.duckdb", workers=1, progress=False)
-    assert len(list(pids.iterdir())) >= 2  # the parent and a child both replayed cells
+    assert len(list(pids.iterdir())) >= 2  # both worker processes replayed cells
     assert many.drop("summarizer").equals(one.drop("summarizer"))
     a, b = Store(tmp_path / "2.duckdb"), Store(tmp_path / "1.duckdb")
     for sql in (
@@ -319,7 +319,7 @@ def test_worker_processes_store_the_same_rows_as_one_process(
 
 @pytest.mark.parametrize(
     ("fail", "error"),
-    [("raise", "summariser failed in a worker"), ("exit", r"sweep worker \d+ died \(exit code 7")],
+    [("raise", "summariser failed in a worker"), ("exit", r"sweep worker \d+ died")],
 )
 def test_a_failing_worker_stops_the_sweep_with_whole_replays_only(
     tmp_path: Path, traces: list, private_tmp: Path, fail: str, error: str

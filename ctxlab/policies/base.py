@@ -13,7 +13,7 @@ the stage API of `ctxlab.policies.engine` instead, which implements them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 if TYPE_CHECKING:
@@ -43,7 +43,11 @@ KINDS = ("system", "tools", "human", "ai", "tool_results", "stubs", "summary")
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One compaction action. `messages` are full-history positions touched."""
+    """One compaction action. `messages` are full-history positions touched; `summary` is the
+    text a `summarize` event put in the request (the summariser's answer as the policy used
+    it, without the policy's fixed wording around it), None for other kinds. Keeping it here
+    makes a replay's summaries results that views and the store read, not something to
+    reproduce by running the replay again."""
 
     kind: str
     turn: int | None
@@ -52,18 +56,13 @@ class Event:
     tokens_after: int | None = None
     file_path: str | None = None
     reason: str | None = None
+    summary: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain JSON-able form, as the CLI prints it."""
-        return {
-            "kind": self.kind,
-            "turn": self.turn,
-            "messages": list(self.messages),
-            "tokens_before": self.tokens_before,
-            "tokens_after": self.tokens_after,
-            "file_path": self.file_path,
-            "reason": self.reason,
-        }
+        """Plain JSON-able form, as the CLI prints it: every field, `messages` as a list."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["messages"] = list(self.messages)
+        return out
 
 
 @dataclass(slots=True)

@@ -76,7 +76,8 @@ class AutoCompactStage(RebuildStage):
         write_history(ctx, path, rest)
         text = ctx.summarizer.summarize([it.msg for it in rest], prompt=self.prompt).strip()
         after = [*system, summary_item(self.lead + text)]
-        return self.commit(ctx, view, after, "summarize", f">= {self.threshold} tokens", path)
+        reason = f">= {self.threshold} tokens"
+        return self.commit(ctx, view, after, "summarize", reason, path, summary=text)
 
 
 @dataclass(frozen=True)

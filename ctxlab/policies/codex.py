@@ -115,7 +115,8 @@ class CodexStage(RebuildStage):
         write_history(ctx, path, rest)
         text = ctx.summarizer.summarize([it.msg for it in rest], prompt=CODEX_COMPACT_PROMPT)
         after = [*system, *chosen, summary_item(f"{CODEX_SUMMARY_PREFIX}\n{text.strip()}")]
-        return self.commit(ctx, view, after, "summarize", f">= {self.limit} tokens", path)
+        reason = f">= {self.limit} tokens"
+        return self.commit(ctx, view, after, "summarize", reason, path, summary=text.strip())
 
 
 @dataclass(frozen=True)

@@ -473,11 +473,13 @@ class RebuildStage:
         reason: str,
         path: str | None = None,
         same: int = 0,
+        summary: str | None = None,
     ) -> list[Item]:
         """Make `after` the new prefix; record the event over the positions that left.
 
         `same`: a count of leading items the caller knows `before` and `after` share, so only
-        the rest is compared (a tail edit costs the tail).
+        the rest is compared (a tail edit costs the tail). `summary`: the text a `summarize`
+        puts in the request, kept on its event.
         """
         kept = {it.pos: it.msg for it in after[same:] if it.pos is not None}
         gone = [
@@ -501,7 +503,9 @@ class RebuildStage:
         else:
             after_total = ctx.count(after)
         ctx.events.append(
-            Event(kind, ctx.turn.index, tuple(sorted(gone)), total, after_total, path, reason)
+            Event(
+                kind, ctx.turn.index, tuple(sorted(gone)), total, after_total, path, reason, summary
+            )
         )
         return after
 

@@ -227,18 +227,19 @@ class InspectStage(RebuildStage):
 
     same = 0
     """Leading items of the last `compact` output known to equal its input (see `commit`)."""
+    written: str | None = None
+    """The summary the last `compact` put in the request, if it summarised."""
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         view = self.view(items)
         if ctx.count(view) < self.threshold:
             return view
-        self.same = 0
+        self.same, self.written = 0, None
         after, kind, path = self.compact(view, ctx)
         if after is None:
             return view
-        return self.commit(
-            ctx, view, after, kind, f">= {self.threshold} tokens", path, same=self.same
-        )
+        reason = f">= {self.threshold} tokens"
+        return self.commit(ctx, view, after, kind, reason, path, self.same, self.written)
 
     def compact(self, view: list[Item], ctx: Context) -> tuple[list[Item] | None, str, str | None]:
         raise NotImplementedError
@@ -415,6 +416,7 @@ class SummaryStage(InspectStage):
         )
         text = summary_text(completion) if "<summary>" in self.prompt else completion
         item = summary_item(SUMMARY_MESSAGE.format(summary=text))
+        self.written = text
         return [*head, item], "summarize", path
 
 

@@ -145,9 +145,11 @@ class EveryNTurnsStage(RebuildStage):
         kept = view[end:]
         reason = f"{len(starts)} turns >= n+m"
         if not self.static:
-            return self.commit(ctx, view, [*head, checkpoint, *kept], "summarize", reason)
+            return self.commit(
+                ctx, view, [*head, checkpoint, *kept], "summarize", reason, summary=text
+            )
         sent = [*(it for it in head if it.kind != "summary"), checkpoint, *kept]
-        out = self.commit(ctx, view, sent, "summarize", reason)
+        out = self.commit(ctx, view, sent, "summarize", reason, summary=text)
         self.prefix = self._view = [*head, checkpoint, *kept]  # what later calls build on
         return out
 

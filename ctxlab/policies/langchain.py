@@ -211,6 +211,7 @@ class SummarizeStage:
                 ctx.count(out),
                 self.history_path,
                 "trigger",
+                text,
             )
         )
         return out

@@ -169,6 +169,7 @@ class RollingStage(RebuildStage):
             "summarize",
             f"{len(view)} > {self.max_size} events",
             path,
+            summary=text,
         )
 
 

@@ -10,13 +10,11 @@ import asyncio
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import ipywidgets as W
 import plotly.graph_objects as go
-from langchain_core.messages import BaseMessage
 
 from ctxlab import plots
 from ctxlab.escape import esc
@@ -147,50 +145,6 @@ def figure_widget(fig: go.Figure, css_class: str) -> go.FigureWidget:
     widget = go.FigureWidget(data=fig.data, layout=fig.layout)
     widget.add_class(css_class)
     return widget
-
-
-# --------------------------------------------------------------------------- summaries
-
-
-@dataclass
-class Recording:
-    """A summariser that keeps every summary it writes, in call order (the policy calls it
-    once per summarise event), so the strip can show the text a replay used."""
-
-    inner: Any
-    texts: list[str] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        """The wrapped summariser's name: recording does not change the summaries."""
-        return str(getattr(self.inner, "name", type(self.inner).__name__))
-
-    def summarize(self, messages: Sequence[BaseMessage], **kwargs: Any) -> str:
-        """The inner summary, recorded (stripped, as the policy uses it)."""
-        text = self.inner.summarize(messages, **kwargs)
-        self.texts.append(text.strip())
-        return text
-
-
-def recover_summaries(
-    replay: Replay, trace: Trace, policy: Any, summarizer: Any = None
-) -> list[str]:
-    """The summary texts `replay` used, by replaying `trace` under `policy` with a recording
-    summariser (default: the offline one, as `ctxlab.replay`'s default). Empty if the replay
-    has no summaries or the re-replay does not reproduce it (another summariser was used)."""
-    if not any(e.kind == "summarize" for e in replay.event_list):
-        return []
-    from ctxlab.replay import replay as run_replay
-    from ctxlab.summarizers import CachedExtractive
-
-    rec = Recording(summarizer or CachedExtractive())
-    try:
-        again = run_replay(trace, policy, rec)
-    except (TypeError, ValueError):
-        return []
-    same = again.turns["context_tokens"].to_list() == replay.turns["context_tokens"].to_list()
-    count = sum(1 for e in again.event_list if e.kind == "summarize")
-    return rec.texts if same and count == len(rec.texts) else []
 
 
 # --------------------------------------------------------------------------- metrics

@@ -25,7 +25,6 @@ from ctxlab.widgets._common import (
     figure_widget,
     metrics,
     readout_html,
-    recover_summaries,
 )
 
 
@@ -67,15 +66,13 @@ def title_at(replay: Replay, turn: int) -> str:
 
 
 class Scrubber(W.VBox):
-    """Scrub `replay` turn by turn. The replay carries its trace, policy and summariser, so
-    `Scrubber(replay)` shows per-message content and the summaries the model read; `trace`,
-    `policy` and `summarizer` override them (without any trace the strip shows one block per
-    kind).
+    """Scrub `replay` turn by turn. The replay carries its trace and policy, so
+    `Scrubber(replay)` shows per-message content; `trace` and `policy` override them (without
+    any trace the strip shows one block per kind).
 
-    `lines` are horizontal levels for the chart (e.g. `plots.thresholds(policy, trace)`);
-    With a policy (the replay's own by default) the summary texts are recovered by one
-    re-replay, so the strip shows what the model read;
-    `summaries` passes them directly when the caller recorded them.
+    `lines` are horizontal levels for the chart (default `plots.thresholds(policy, trace)`).
+    The strip shows the summaries the model read, as the replay's `summarize` events kept
+    them; `summaries` replaces them (one text per `summarize` event, in order).
     """
 
     def __init__(
@@ -86,20 +83,18 @@ class Scrubber(W.VBox):
         lines: Mapping[str, int] | None = None,
         policy: Any = None,
         summaries: Sequence[str] = (),
-        summarizer: Any = None,
         turn: int | None = None,
         play_interval_ms: int = 300,
     ) -> None:
         self.replay = replay
         trace = trace if trace is not None else replay.trace
         policy = policy if policy is not None else replay.source_policy
-        summarizer = summarizer if summarizer is not None else replay.summarizer
         self.trace = trace
         if lines is None and policy is not None and trace is not None:
             lines = plots.thresholds(policy, trace)
         self.lines = dict(lines or {})
-        if not summaries and policy is not None and trace is not None:
-            summaries = recover_summaries(replay, trace, policy, summarizer)
+        if not summaries:
+            summaries = [e.summary for e in replay.event_list if e.kind == "summarize"]
         self.timeline = Timeline(replay, trace, summaries)
         n = replay.turns.height
         if n == 0:

@@ -218,7 +218,7 @@ class SummarizationStep(EffectiveList):
         self._recount_window()
         undo = self._drop_reasoning(new.cutoff, new.created_at)
         index = len(events)
-        events.append(Event("summarize", turn.index, touched, total, None, path, reason))
+        events.append(Event("summarize", turn.index, touched, total, None, path, reason, summary))
         committed = self._with_budget(
             turn, events, max(0, truncated_until - new.cutoff + 1), (old, undo, session)
         )
