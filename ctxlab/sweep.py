@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 
 import polars as pl
 
+from ctxlab.defaults import BACKENDS
 from ctxlab.errors import TraceFormatError
 from ctxlab.load import load_all
 from ctxlab.policies import Policy
@@ -60,7 +61,6 @@ from ctxlab.summarizers import Extractive, Summarizer
 from ctxlab.trace import Trace
 
 POLICIES: dict[str, Callable[..., Any]] = PRESETS
-BACKENDS = ("local", "ray")
 
 
 class SweepError(ValueError):

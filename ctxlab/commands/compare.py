@@ -13,12 +13,7 @@ import json
 import sys
 from typing import Any
 
-from ctxlab.load import load_all
-from ctxlab.metrics import summary
 from ctxlab.output import report_errors, table
-from ctxlab.policies.catalog import get
-from ctxlab.replay import replay
-from ctxlab.summarizers import Extractive, Fixed
 
 COLUMNS = (
     "trace_id",
@@ -56,6 +51,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _policy(name: str, window: int | None, model: str | None) -> Any:
+    from ctxlab.policies.catalog import get
+
     policy = get(name)
     if "+" in name:
         if window is not None or model is not None:
@@ -72,6 +69,11 @@ def _policy(name: str, window: int | None, model: str | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ctxlab.load import load_all
+    from ctxlab.metrics import summary
+    from ctxlab.replay import replay
+    from ctxlab.summarizers import Extractive, Fixed
+
     try:
         policies = [_policy(name, args.window, args.model) for name in args.policy]
     except (TypeError, ValueError) as exc:

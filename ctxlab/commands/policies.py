@@ -6,7 +6,6 @@ import argparse
 import json
 
 from ctxlab.output import table
-from ctxlab.policies.catalog import describe
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,6 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ctxlab.policies.catalog import describe
+
     rows = describe()
     if args.json:
         print(json.dumps({"policies": rows}, indent=2, default=str))

@@ -13,17 +13,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ctxlab.load import load_all
 from ctxlab.output import report_errors, table
-from ctxlab.policies import DeepAgents
-from ctxlab.policies.catalog import PRESETS
-from ctxlab.replay import Replay, replay
 from ctxlab.specs import parse_assignment, parse_size, parse_trigger
-from ctxlab.summarizers import Extractive, Fixed
 
-POLICIES = PRESETS
+if TYPE_CHECKING:
+    from ctxlab.policies.base import Policy
+    from ctxlab.replay import Replay
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,7 +31,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "print, per model call, the request's token count and the compaction events.",
     )
     parser.add_argument("path", metavar="PATH", help="trace file, .gz file or directory")
-    parser.add_argument("--policy", choices=sorted(POLICIES), default="deepagents")
+    parser.add_argument(
+        "--policy",
+        default="deepagents",
+        metavar="NAME",
+        help="a policy `ctxlab policies` lists, or `a+b` for a pipeline (default: %(default)s)",
+    )
     parser.add_argument(
         "--window", help="max input tokens (default: the model profile); 'none' = no profile"
     )
@@ -62,8 +64,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-def build_policy(args: argparse.Namespace) -> DeepAgents:
+def build_policy(args: argparse.Namespace) -> Policy:
     """The policy the flags describe (flags win over `--set` of the same name)."""
+    from ctxlab.policies.catalog import get
+
     params: dict[str, Any] = dict(parse_assignment(a) for a in args.set)
     if args.window is not None:
         params["window"] = None if args.window.lower() == "none" else int(args.window)
@@ -73,7 +77,7 @@ def build_policy(args: argparse.Namespace) -> DeepAgents:
         params["keep"] = parse_size(args.keep)
     if args.stress is not None:
         params["stress"] = args.stress
-    return POLICIES[args.policy](**params)
+    return get(args.policy, **params)
 
 
 def turn_records(result: Replay) -> list[dict[str, Any]]:
@@ -88,6 +92,10 @@ def turn_records(result: Replay) -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ctxlab.load import load_all
+    from ctxlab.replay import replay
+    from ctxlab.summarizers import Extractive, Fixed
+
     try:
         policy = build_policy(args)
     except (TypeError, ValueError) as exc:

@@ -5,10 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ctxlab.commands.query import render
-from ctxlab.store import DEFAULT_PATH, StoreError
-from ctxlab.summarizers import Fixed
-from ctxlab.sweep import BACKENDS, POLICIES, SweepError, parse_grid, policy_named, sweep
+from ctxlab.defaults import BACKENDS, DEFAULT_PATH
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,7 +20,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paths", nargs="+", metavar="PATH", help="trace file, .gz file or directory"
     )
     parser.add_argument("--db", default=str(DEFAULT_PATH), help="store file (default: %(default)s)")
-    parser.add_argument("--policy", required=True, choices=sorted(POLICIES))
+    parser.add_argument(
+        "--policy",
+        required=True,
+        metavar="NAME",
+        help="a policy `ctxlab policies` lists, or `a+b` for a pipeline",
+    )
     parser.add_argument("--window", type=int, help="max input tokens (default: model profile)")
     parser.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...")
     parser.add_argument("--summary-text-file", metavar="F", help="use this text as every summary")
@@ -42,6 +44,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ctxlab.commands.query import render
+    from ctxlab.store import StoreError
+    from ctxlab.summarizers import Fixed
+    from ctxlab.sweep import SweepError, parse_grid, policy_named, sweep
+
     try:
         grid = parse_grid(args.grid)
         params = {"window": args.window} if args.window is not None else {}
