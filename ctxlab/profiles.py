@@ -3,7 +3,7 @@
 Deep Agents derives its defaults from `model.profile["max_input_tokens"]`, which the partner
 packages fill from bundled data by **exact model name** (`claude-sonnet-4-5` has a profile,
 `claude-sonnet-4-5-latest` has none). ctxlab ships the fields it needs from that data in
-`ctxlab/data/model_profiles.json` (written by `tools/make_model_profiles.py` from the chat
+`ctxlab/data/model_profiles.json` (written by `scripts/make_model_profiles.py` from the chat
 models' own `.profile`), so a replay picks the defaults the real agent would have picked with
 no partner package installed: no network, no key, no model instance.
 """

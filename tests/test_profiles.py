@@ -3,7 +3,7 @@
 `ctxlab/data/model_profiles.json` stands in for `ChatAnthropic(model=...).profile` (and the
 OpenAI and Google equivalents) so a replay needs no partner package; these tests pin the data
 to the real chat models. After upgrading a partner package, regenerate the data with
-`python tools/make_model_profiles.py`.
+`python scripts/make_model_profiles.py`.
 """
 
 from __future__ import annotations

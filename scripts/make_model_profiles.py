@@ -5,9 +5,9 @@ data bundled with it (derived from models.dev, MIT licence), by exact model name
 the two numbers it needs from those profiles so a replay needs neither the partner packages
 nor their SDKs. Run after upgrading a partner package (they come with the `test` extra):
 
-    python tools/make_model_profiles.py
+    python scripts/make_model_profiles.py
 
-`tests/test_model_profiles.py` fails when the shipped file and the installed packages differ.
+`tests/test_profiles.py` fails when the shipped file and the installed packages differ.
 """
 
 from __future__ import annotations
