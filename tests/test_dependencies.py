@@ -44,6 +44,7 @@ def names(reqs: list[Requirement]) -> set[str]:
     return {canonicalize_name(r.name) for r in reqs}
 
 
+@cache
 def third_party_imports() -> tuple[set[str], set[str]]:
     """Top-level modules ctxlab imports: (at module level, only inside functions)."""
     top: set[str] = set()
