@@ -217,8 +217,8 @@ def run_cell(trace: Trace, policy: Policy, summarizer: Summarizer, cell: Cell) -
 
 
 # Imported once in the fork server, not once per worker: LangChain, deepagents and polars
-# take seconds to import on a small machine. Model profiles need no preloading: they are read
-# from the partner packages' data files without importing their chat models.
+# take seconds to import on a small machine. Model profiles need no preloading: they are a
+# small JSON file shipped with ctxlab.
 PRELOAD = ["ctxlab.sweep"]
 
 
