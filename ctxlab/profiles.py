@@ -2,17 +2,18 @@
 
 Deep Agents derives its defaults from `model.profile["max_input_tokens"]`, which the partner
 packages fill from bundled data by **exact model name** (`claude-sonnet-4-5` has a profile,
-`claude-sonnet-4-5-latest` has none). ctxlab reads the same bundled data through the same
-private lookups, so a replay picks the defaults the real agent would have picked; no network,
-no key, no model instance.
+`claude-sonnet-4-5-latest` has none). ctxlab ships the fields it needs from that data in
+`ctxlab/data/model_profiles.json` (written by `scripts/make_model_profiles.py` from the chat
+models' own `.profile`), so a replay picks the defaults the real agent would have picked with
+no partner package installed: no network, no key, no model instance.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import json
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
+from importlib.resources import files
 from typing import Any
 
 ANTHROPIC_DEFAULT_MAX_TOKENS = 4096
@@ -40,45 +41,20 @@ class Profile:
         return self.provider == "anthropic"
 
 
-_DATA_MODULES = {
-    "anthropic": "langchain_anthropic",
-    "openai": "langchain_openai",
-    "google_genai": "langchain_google_genai",
-    "google": "langchain_google_genai",
-    "gemini": "langchain_google_genai",
-}
-"""Partner packages whose `data/_profiles.py` holds the `_PROFILES` table their chat models read
-(`_get_default_model_profile(name)` is `_PROFILES.get(name, {}).copy()` in each)."""
+_PROVIDER_ALIASES = {"google": "google_genai", "gemini": "google_genai"}
+"""Other spellings of a provider in `provider:model` names, mapped to the data's key."""
 
 
 @cache
-def _profiles(package: str) -> dict[str, dict[str, Any]]:
-    """`package`'s bundled `_PROFILES`, read without importing the package.
-
-    Importing `langchain_anthropic` pulls in its chat model, the Anthropic SDK and pydantic
-    models: seconds of start-up in every sweep worker, for a dict literal. The file is loaded
-    on its own instead (`tests/test_profiles.py` checks it agrees with the chat models' lookup).
-    """
-    spec = importlib.util.find_spec(package)  # a top-level name: finds, does not import
-    if spec is None or not spec.submodule_search_locations:
-        return {}
-    for folder in spec.submodule_search_locations:
-        path = Path(folder) / "data" / "_profiles.py"
-        if path.is_file():
-            module_spec = importlib.util.spec_from_file_location(
-                f"_ctxlab_profiles_{package}", path
-            )
-            if module_spec is None or module_spec.loader is None:
-                return {}
-            module = importlib.util.module_from_spec(module_spec)
-            module_spec.loader.exec_module(module)
-            return dict(getattr(module, "_PROFILES", {}))
-    return {}
+def _profiles() -> dict[str, dict[str, dict[str, Any]]]:
+    """Provider -> model -> profile fields, from the shipped data (read once per process)."""
+    text = files("ctxlab").joinpath("data", "model_profiles.json").read_text(encoding="utf-8")
+    return {name: entry["models"] for name, entry in json.loads(text)["providers"].items()}
 
 
 def _lookup(provider: str, model: str) -> dict[str, Any]:
-    package = _DATA_MODULES.get(provider)
-    return dict(_profiles(package).get(model) or {}) if package else {}
+    models = _profiles().get(_PROVIDER_ALIASES.get(provider, provider), {})
+    return dict(models.get(model) or {})
 
 
 def guess_provider(model: str | None) -> str | None:

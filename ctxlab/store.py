@@ -35,6 +35,7 @@ from langchain_core.load import dumpd
 from langchain_core.messages import AIMessage, BaseMessage
 
 import ctxlab
+from ctxlab.defaults import DEFAULT_PATH
 from ctxlab.schema import (
     EVENTS,
     FILE_ROWS,
@@ -53,7 +54,6 @@ from ctxlab.trace import Trace
 if TYPE_CHECKING:
     from ctxlab.replay import Replay
 
-DEFAULT_PATH = Path("data") / "ctxlab.duckdb"
 FILE_MODES = ("all", "offloaded", "none")
 HISTORY_PREFIX = "/conversation_history/"
 SCHEMA_VERSION = 2

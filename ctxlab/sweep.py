@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 
 import polars as pl
 
+from ctxlab.defaults import BACKENDS
 from ctxlab.errors import TraceFormatError
 from ctxlab.load import load_all
 from ctxlab.policies import Policy
@@ -57,8 +58,6 @@ from ctxlab.store import (
 )
 from ctxlab.summarizers import Extractive, Summarizer
 from ctxlab.trace import Trace
-
-BACKENDS = ("local", "ray")
 
 
 class SweepError(ValueError):
@@ -230,8 +229,8 @@ def for_workers(summarizer: Summarizer, store: Store) -> Summarizer:
 
 
 # Imported once in the fork server, not once per worker: LangChain, deepagents and polars
-# take seconds to import on a small machine. Model profiles need no preloading: they are read
-# from the partner packages' data files without importing their chat models.
+# take seconds to import on a small machine. Model profiles need no preloading: they are a
+# small JSON file shipped with ctxlab.
 PRELOAD = ["ctxlab.sweep"]
 
 

@@ -1,1 +1,7 @@
-"""One module per `ctxlab` subcommand; each defines `register(subparsers)` and `run(args)`."""
+"""One module per `ctxlab` subcommand; each defines `register(subparsers)` and `run(args)`.
+
+`ctxlab` imports every module here to build its parser, so a module imports at its top only
+what argparse set-up needs (`ctxlab.defaults`, `ctxlab.output`, `ctxlab.specs`); the loader,
+store, replay engine and policies are imported inside `run`, and a command pays only for what
+it runs (`tests/test_cli_startup.py`).
+"""

@@ -13,14 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ctxlab.load import load_all
-from ctxlab.metrics import summary
 from ctxlab.output import report_errors, table
-from ctxlab.pricing import Price, model_key, parse_price
-from ctxlab.replay import replay
-from ctxlab.summarizers import Extractive, Fixed
+
+if TYPE_CHECKING:
+    from ctxlab.pricing import Price
 
 COLUMNS = (
     "trace_id",
@@ -69,6 +67,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _price_arg(text: str) -> tuple[str | None, Price]:
+    from ctxlab.pricing import parse_price
+
     try:
         return parse_price(text)
     except ValueError as exc:
@@ -77,6 +77,8 @@ def _price_arg(text: str) -> tuple[str | None, Price]:
 
 def _given(prices: list[tuple[str | None, Price]], model: str | None) -> Price | None:
     """The `--price` for `model`: the last one naming it, else the last one for every model."""
+    from ctxlab.pricing import model_key
+
     key = model_key(model) if model else None
     named = [p for m, p in prices if m is not None and model_key(m) == key]
     anyone = [p for m, p in prices if m is None]
@@ -100,6 +102,11 @@ def _policy(name: str, window: int | None, model: str | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ctxlab.load import load_all
+    from ctxlab.metrics import summary
+    from ctxlab.replay import replay
+    from ctxlab.summarizers import Extractive, Fixed
+
     try:
         policies = [_policy(name, args.window, args.model) for name in args.policy]
     except (TypeError, ValueError) as exc:

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from langchain_core.messages import AIMessage, ToolMessage
-
-from ctxlab.load import load_all
+from ctxlab.defaults import DEFAULT_PATH
 from ctxlab.output import report_errors, table
-from ctxlab.policies import DeepAgents
-from ctxlab.replay import replay
-from ctxlab.store import DEFAULT_PATH, Store
-from ctxlab.trace import Trace
+
+if TYPE_CHECKING:
+    from ctxlab.trace import Trace
 
 SAMPLES = Path(__file__).resolve().parents[2] / "traces"
 
@@ -30,11 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-# Deep Agents as shipped, and a stress setting as the Deep Agents team uses (trigger at 10%).
-SETTINGS = {"deepagents defaults": DeepAgents(), "stress 0.10": DeepAgents(stress=0.10)}
-
-
 def _facts(trace: Trace) -> list[object]:
+    from langchain_core.messages import AIMessage, ToolMessage
+
     tool_results = [m for m in trace.messages if isinstance(m, ToolMessage)]
     largest = max((len(m.text) for m in tool_results), default=0)
     calls = [c for m in trace.messages if isinstance(m, AIMessage) for c in m.tool_calls]
@@ -53,6 +49,13 @@ def _facts(trace: Trace) -> list[object]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ctxlab.load import load_all
+    from ctxlab.policies import DeepAgents
+    from ctxlab.replay import replay
+    from ctxlab.store import Store
+
+    # Deep Agents as shipped, and a stress setting as the Deep Agents team uses (trigger at 10%).
+    settings = {"deepagents defaults": DeepAgents(), "stress 0.10": DeepAgents(stress=0.10)}
     result = load_all([args.traces])
     print(f"ctxlab demo: {len(result)} traces loaded from {args.traces}\n")
     columns = (
@@ -72,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     store.add(result)
     rows = []
     for trace in result:
-        for label, policy in SETTINGS.items():
+        for label, policy in settings.items():
             replayed = replay(trace, policy)
             store.save(replayed, trace)
             frame = replayed.turns

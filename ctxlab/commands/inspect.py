@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from ctxlab.load import load_all
 from ctxlab.output import report_errors, table
 
 COLUMNS = (
@@ -35,6 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ctxlab.load import load_all
+
     result = load_all(args.paths)
     summaries = [t.summary() for t in result]
     if args.json:

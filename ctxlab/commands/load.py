@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ctxlab.load import load_all
+from ctxlab.defaults import DEFAULT_PATH
 from ctxlab.output import report_errors
-from ctxlab.store import DEFAULT_PATH, Store
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,6 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ctxlab.load import load_all
+    from ctxlab.store import Store
+
     result = load_all(args.paths)
     store = Store(args.db)
     before = store.query("SELECT count(*) AS n FROM traces")["n"][0]

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-import duckdb
-import polars as pl
-
+from ctxlab.defaults import DEFAULT_PATH
 from ctxlab.output import table
-from ctxlab.store import DEFAULT_PATH, Store, StoreError
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,6 +37,10 @@ def render(frame: pl.DataFrame, fmt: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from ctxlab.store import Store, StoreError
+
     try:
         frame = Store(args.db, read_only=True).query(args.sql)
     except (StoreError, duckdb.Error) as exc:

@@ -21,7 +21,6 @@ import subprocess
 import sys
 import time
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -125,6 +124,8 @@ def _wait_ready(proc: subprocess.Popen, info_file: Path) -> dict | None:
 
     The info file is Jupyter's own record of a running server (what `jupyter server list` reads),
     so the URL printed below is the one the server actually bound, not a guess."""
+    import urllib.request
+
     while proc.poll() is None:
         info = _read_json(info_file)
         if info and info.get("url"):

@@ -18,14 +18,12 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ctxlab.load import load_all
 from ctxlab.output import report_errors, table
-from ctxlab.replay import Replay, replay
 from ctxlab.specs import split_assignment
-from ctxlab.summarizers import Extractive, Fixed
 
 if TYPE_CHECKING:
     from ctxlab.policies.base import Policy
+    from ctxlab.replay import Replay
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -98,6 +96,10 @@ def turn_records(result: Replay) -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ctxlab.load import load_all
+    from ctxlab.replay import replay
+    from ctxlab.summarizers import Extractive, Fixed
+
     try:
         policy = build_policy(args)
     except (TypeError, ValueError) as exc:

@@ -8,10 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ctxlab.commands.query import render
-from ctxlab.store import DEFAULT_PATH, StoreError
-from ctxlab.summarizers import Fixed
-from ctxlab.sweep import BACKENDS, SweepError, parse_grid, policy_named, sweep
+from ctxlab.defaults import BACKENDS, DEFAULT_PATH
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,6 +47,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ctxlab.commands.query import render
+    from ctxlab.store import StoreError
+    from ctxlab.summarizers import Fixed
+    from ctxlab.sweep import SweepError, parse_grid, policy_named, sweep
+
     try:
         grid = parse_grid(args.grid)
         params = {"window": args.window} if args.window is not None else {}
