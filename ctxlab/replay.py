@@ -14,7 +14,8 @@ from typing import Any
 
 import polars as pl
 
-from ctxlab.policies.base import KINDS, Call, Event, Files, Policy
+from ctxlab.message_facts import KINDS
+from ctxlab.policies.base import Call, Event, Files, Policy
 from ctxlab.schema import EVENTS, TURNS
 from ctxlab.summarizers import Extractive, Summarizer
 from ctxlab.trace import Trace

@@ -139,7 +139,7 @@ TURNS = Table(
     ),
 )
 """`ctxlab.replay.Replay.turns` plus its replay: the `<kind>_tokens` columns are
-`ctxlab.policies.base.KINDS`."""
+`ctxlab.message_facts.KINDS`."""
 
 EVENTS = Table(
     "events",

@@ -25,6 +25,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, get_bu
 from langchain_core.messages.utils import _is_message_type, count_tokens_approximately
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
+from ctxlab import message_facts
 from ctxlab import tokens as tk
 from ctxlab.policies import langchain_rules, langchain_texts
 from ctxlab.policies.deepagents import filesystem, message_edits, texts
@@ -169,7 +170,7 @@ _content = st.one_of(
 @given(_content, st.sampled_from(["c1", "call.1/a\\b", "x" * 200]))
 def test_offload_messages_equal_upstream(content: Any, call_id: str) -> None:
     tool = ToolMessage(content=content, tool_call_id=call_id, name="execute", id="m3")
-    text = filesystem.message_text(tool)
+    text = message_facts.message_text(tool)
     assert text == up_eviction._extract_text_from_message(tool)
     path = f"/large_tool_results/{filesystem.sanitize_tool_call_id(call_id)}"
     assert filesystem.sanitize_tool_call_id(call_id) == up_sanitize(call_id)
@@ -269,7 +270,7 @@ def test_history_section_filters_summaries_as_upstream() -> None:
     summary = HumanMessage("old", additional_kwargs={"lc_source": "summarization"})
     messages = [summary, HumanMessage("go"), AIMessage("ok"), HumanMessage("again")]
     kept = _summarization_middleware()._filter_summary_messages(messages)
-    assert [m for m in messages if not texts.is_summary(m)] == kept
+    assert [m for m in messages if not message_facts.is_summary(m)] == kept
     # `_offload_to_backend`'s section, around its own timestamp (the conformance tests compare
     # whole history files)
     section = f"## Summarized at T\n\n{get_buffer_string(kept, format='xml')}\n\n"

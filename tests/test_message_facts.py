@@ -20,8 +20,8 @@ from ctxlab.message_facts import (
     readable_text,
     summary_message,
 )
+from ctxlab.policies import KINDS as POLICY_KINDS
 from ctxlab.policies import DeepAgents, catalog
-from ctxlab.policies.base import KINDS as POLICY_KINDS
 from tests.synthetic import make_trace
 
 MESSAGES = [
@@ -73,7 +73,7 @@ def test_is_summary_matches_langchains_own_summary_message() -> None:
 
 
 def test_kinds_and_buckets() -> None:
-    assert KINDS == POLICY_KINDS
+    assert POLICY_KINDS is KINDS  # one definition, re-exported
     assert [kind_of(m) for m in (SystemMessage("s"), HumanMessage("h"), *MESSAGES[4:6])] == [
         "system",
         "human",

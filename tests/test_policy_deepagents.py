@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
+from ctxlab.message_facts import message_text
 from ctxlab.policies import DeepAgents
 from ctxlab.policies.deepagents import normalize_trigger
-from ctxlab.policies.deepagents.filesystem import message_text
 from ctxlab.policies.deepagents_tools import default_tools
 from ctxlab.replay import replay
 from ctxlab.summarizers import Fixed

@@ -7,7 +7,8 @@ entry-point group. `PRESETS` are the built-in presets (upstream defaults, cited 
 `source`).
 """
 
-from ctxlab.policies.base import EVENT_KINDS, KINDS, Call, Event, Files, Policy, PolicyRun
+from ctxlab.message_facts import KINDS
+from ctxlab.policies.base import EVENT_KINDS, Call, Event, Files, Policy, PolicyRun
 from ctxlab.policies.catalog import PRESETS, Pipeline, describe, get, names, register
 from ctxlab.policies.claude_code import ClaudeCode
 from ctxlab.policies.codex import Codex

@@ -37,10 +37,6 @@ The catalogue (`ctxlab.policies.catalog`) adds `clear_tool_uses` (tool results r
 placeholder), `mask_observations` (old observations elided), `forget` (events dropped without a
 summary, OpenHands-style) and `trim` (oldest messages dropped to fit, `trim_messages`-style)."""
 
-KINDS = ("system", "tools", "human", "ai", "tool_results", "stubs", "summary")
-"""Token buckets of a request; `stubs` are offload placeholders (tool results, human messages)."""
-
-
 @dataclass(frozen=True, slots=True)
 class Event:
     """One compaction action. `messages` are full-history positions touched; `summary` is the

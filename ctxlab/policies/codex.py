@@ -22,9 +22,9 @@ from ctxlab.policies.engine import (
     RebuildStage,
     Stage,
     StagePolicy,
+    message_text,
     replaced,
     summary_item,
-    text_of,
     write_history,
 )
 
@@ -70,7 +70,7 @@ in which Codex sends them (the prompt has no braces to escape)."""
 
 def _middle_cut(message: HumanMessage, budget_chars: int) -> HumanMessage:
     """Codex `truncate_text`: keep the head and tail, mark the tokens cut in the middle."""
-    text = text_of(message)
+    text = message_text(message)
     half = max(0, budget_chars // 2)
     cut = len(text) - 2 * half
     marked = f"{text[:half]}…{cut // 4} tokens truncated…{text[len(text) - half :]}"

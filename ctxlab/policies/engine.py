@@ -56,11 +56,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxlab import tokens as tk
+from ctxlab.message_facts import AUTO, chars_per_token, kind_of, message_text, summary_message
 from ctxlab.policies._engine_counts import Sums, TokenCache, appended
 from ctxlab.policies._engine_request import Meta, RequestTotals
 from ctxlab.policies.base import Call, Event, Files, Request
@@ -70,13 +71,9 @@ if TYPE_CHECKING:
     from ctxlab.summarizers import Summarizer
     from ctxlab.trace import Trace, Turn
 
-AUTO: Literal["auto"] = "auto"
-"""A `window` of `"auto"`: the trace model's input window from LangChain's profile data."""
-
-
 class Item(NamedTuple):
     """One message of a request: its full-history position (None for inserted ones, like a
-    summary), the message as sent, and its token bucket (`ctxlab.policies.base.KINDS`).
+    summary), the message as sent, and its token bucket (`ctxlab.message_facts.KINDS`).
 
     A stage that edits a message keeps its `pos` and gives the copy the bucket it belongs to:
     `Item(it.pos, replaced(it.msg, key, make), "stubs")` for a placeholder."""
@@ -101,21 +98,6 @@ class Item(NamedTuple):
         return eq if eq is NotImplemented else not eq
 
     __hash__ = tuple.__hash__
-
-
-def kind_of(message: BaseMessage) -> str:
-    """Token bucket of an unedited message."""
-    if isinstance(message, SystemMessage):
-        return "system"
-    if isinstance(message, AIMessage):
-        return "ai"
-    if isinstance(message, ToolMessage):
-        return "tool_results"
-    if isinstance(message, HumanMessage) and (
-        message.additional_kwargs.get("lc_source") == "summarization"
-    ):
-        return "summary"
-    return "human"
 
 
 @dataclass
@@ -345,8 +327,7 @@ class StagePolicy:
         trace's model (3.3 for Anthropic, else 4), the one `deepagents` reports, so policies
         compare on one scale. Stages that decide with another counter (ClearToolUsesEdit's
         default 4.0) keep their own for the decision."""
-        prof = lookup_profile(getattr(self, "model", None) or trace.model, trace.provider)
-        return tk.ANTHROPIC_CHARS_PER_TOKEN if prof.is_anthropic else tk.CHARS_PER_TOKEN
+        return chars_per_token(getattr(self, "model", None) or trace.model, trace.provider)
 
     def start(self, trace: Trace, summarizer: Summarizer) -> StageRun:
         """A fresh run over `trace`."""
@@ -399,20 +380,6 @@ def safe_cutoff_backward(items: Sequence[Item], cutoff: int) -> int:
             if ids & {c.get("id") for c in m.tool_calls if c.get("id")}:
                 return i
     return j
-
-
-def text_of(message: BaseMessage) -> str:
-    """Plain text of a message (text blocks joined)."""
-    content = message.content
-    if isinstance(content, str):
-        return content
-    parts = []
-    for b in content:
-        if isinstance(b, str):
-            parts.append(b)
-        elif isinstance(b, dict) and b.get("type") == "text":
-            parts.append(str(b.get("text", "")))
-    return "\n".join(parts)
 
 
 def replaced(message: BaseMessage, key: Any, make: Callable[[], BaseMessage]) -> BaseMessage:
@@ -514,7 +481,7 @@ def summary_item(text: str) -> Item:
     """An inserted summary message (a user-role message, as every harness here sends it)."""
     return Item(
         None,
-        HumanMessage(content=text, additional_kwargs={"lc_source": "summarization"}),
+        summary_message(text),
         "summary",
     )
 
@@ -539,11 +506,11 @@ __all__ = [
     "count_orphans",
     "first_user_index",
     "kind_of",
+    "message_text",
     "replaced",
     "resolve_window",
     "safe_cutoff_backward",
     "safe_start",
     "summary_item",
-    "text_of",
     "write_history",
 ]

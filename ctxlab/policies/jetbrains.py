@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from langchain_core.messages import AIMessage, HumanMessage
 
+from ctxlab.message_facts import SUMMARY_SOURCE
 from ctxlab.policies.engine import (
     AUTO,
     Context,
@@ -85,7 +86,7 @@ def checkpoint_item(turns: int, summary: str) -> Item:
         None,
         AIMessage(
             content=f"Checkpoint for the last {turns} turns:\n{summary}",
-            additional_kwargs={"lc_source": "summarization"},
+            additional_kwargs={"lc_source": SUMMARY_SOURCE},
         ),
         "summary",
     )

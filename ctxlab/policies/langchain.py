@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
-    HumanMessage,
     SystemMessage,
     ToolMessage,
     trim_messages,
 )
 
 from ctxlab import tokens as tk
+from ctxlab.message_facts import chars_per_token, summary_message
 from ctxlab.policies._engine_counts import Sums, TokenCache
 from ctxlab.policies.base import Event
 from ctxlab.policies.engine import (
@@ -42,7 +42,6 @@ from ctxlab.policies.engine import (
 )
 from ctxlab.policies.langchain_rules import is_message_type, keep_search, normalize_trigger
 from ctxlab.policies.langchain_texts import DEFAULT_SUMMARY_PROMPT, DEFAULT_TOOL_PLACEHOLDER
-from ctxlab.profiles import profile as lookup_profile
 
 if TYPE_CHECKING:
     from ctxlab.trace import Trace
@@ -51,12 +50,9 @@ SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
 """`SummarizationMiddleware._build_new_messages`: the summary HumanMessage's text before it."""
 
 
-def _cpt(chars_per_token: Any, trace: Trace, model: str | None) -> float:
-    """LangChain's `_get_approximate_token_counter`: 3.3 for ChatAnthropic, else 4.0."""
-    if chars_per_token != AUTO:
-        return float(chars_per_token)
-    prof = lookup_profile(model or trace.model, trace.provider)
-    return tk.ANTHROPIC_CHARS_PER_TOKEN if prof.is_anthropic else tk.CHARS_PER_TOKEN
+def _cpt(given: Any, trace: Trace, model: str | None) -> float:
+    """LangChain's `_get_approximate_token_counter` for the policy's model (`chars_per_token`)."""
+    return chars_per_token(model or trace.model, trace.provider, given)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -192,9 +188,7 @@ class SummarizeStage:
         if self.history_path:
             write_history(ctx, self.history_path, gone)
         text = self.summary_text([it.msg for it in gone], ctx)
-        message = HumanMessage(
-            content=f"{self.prefix}{text}", additional_kwargs={"lc_source": "summarization"}
-        )
+        message = summary_message(f"{self.prefix}{text}")
         self.summary = Item(None, message, "summary")
         positions = [it.pos for it in kept if it.pos is not None]
         self.cut = positions[0] if positions else len(ctx.trace.messages)

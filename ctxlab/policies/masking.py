@@ -26,8 +26,8 @@ from ctxlab.policies.engine import (
     Stage,
     StagePolicy,
     appended,
+    message_text,
     replaced,
-    text_of,
 )
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def _masked(message: ToolMessage, text: str) -> ToolMessage:
 
 def _swe_placeholder(message: ToolMessage) -> str:
     """SWE-agent's text: line count of the text blocks, plus images if any."""
-    lines = len(text_of(message).splitlines())
+    lines = len(message_text(message).splitlines())
     images = (
         sum(
             1

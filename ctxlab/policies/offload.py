@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from langchain_core.messages import AIMessage, ToolMessage
 
+from ctxlab.message_facts import message_text
 from ctxlab.policies.base import Event
 from ctxlab.policies.deepagents.filesystem import (
     NUM_CHARS_PER_TOKEN,
     TOOLS_EXCLUDED_FROM_EVICTION,
-    message_text,
     sanitize_tool_call_id,
     tool_stub,
 )

@@ -32,10 +32,10 @@ from ctxlab.policies.engine import (
     StagePolicy,
     appended,
     first_user_index,
+    message_text,
     replaced,
     safe_start,
     summary_item,
-    text_of,
     write_history,
 )
 
@@ -111,7 +111,7 @@ def _clip(message: BaseMessage, limit: int) -> BaseMessage:
     event it renders for the summariser: the head and tail halves of a long event around the
     marker of openhands/events/serialization/event.py @76483ad8f5f5 (MIT); a negative limit
     leaves the event whole."""
-    text = text_of(message)
+    text = message_text(message)
     if limit < 0 or len(text) <= limit:
         return message
     half = limit // 2

@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from ctxlab.message_facts import message_text
 from ctxlab.policies.deepagents.texts import (
     PARALLEL_MUTATION_ERROR,
     render_too_large_human_msg,
@@ -64,23 +65,6 @@ def validate_path(path: str) -> str:
     if ".." in normalized.split("/"):
         raise ValueError(f"Path traversal detected after normalization: {path} -> {normalized}")
     return normalized
-
-
-def message_text(message: BaseMessage) -> str:
-    """`_extract_text_from_message`: the text blocks of `content_blocks`, joined by newlines.
-
-    Plain strings and bare text blocks are joined directly: LangChain's content-block
-    translation is slow for big Anthropic-format results and gives the same text for them."""
-    content = message.content
-    if isinstance(content, str):
-        return content
-    if all(
-        isinstance(b, str)
-        or (isinstance(b, dict) and b.get("type") == "text" and b.keys() <= {"type", "text"})
-        for b in content
-    ):
-        return "\n".join(b if isinstance(b, str) else b["text"] for b in content)
-    return "\n".join(b["text"] for b in message.content_blocks if b["type"] == "text")
 
 
 def text_len(message: BaseMessage) -> int:

@@ -25,11 +25,10 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab import tokens as tk
-from ctxlab.message_facts import kind_of
+from ctxlab.message_facts import kind_of, message_text
 from ctxlab.policies.base import Call, Event, Files, Request
 from ctxlab.policies.deepagents.filesystem import (
     TOOLS_EXCLUDED_FROM_EVICTION,
-    message_text,
     rejected_result,
     sanitize_tool_call_id,
     text_len,

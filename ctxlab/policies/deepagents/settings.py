@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from langchain_core.messages import SystemMessage
 
 from ctxlab import tokens as tk
-from ctxlab.message_facts import AUTO
+from ctxlab.message_facts import AUTO, chars_per_token
 from ctxlab.policies.deepagents.filesystem import NUM_CHARS_PER_TOKEN
 from ctxlab.policies.deepagents.run import DeepAgentsRun
 from ctxlab.policies.deepagents.texts import DEEPAGENTS_DEFAULT_SUMMARY_PROMPT
@@ -113,11 +113,8 @@ class DeepAgents:
         warn_if_other_version()
         prof = lookup_profile(self.model or trace.model, self.provider or trace.provider)
         window = prof.max_input_tokens if self.window == AUTO else self.window
-        anthropic = prof.is_anthropic
-        cpt = (
-            (tk.ANTHROPIC_CHARS_PER_TOKEN if anthropic else tk.CHARS_PER_TOKEN)
-            if self.chars_per_token == AUTO
-            else float(self.chars_per_token)
+        cpt = chars_per_token(
+            self.model or trace.model, self.provider or trace.provider, self.chars_per_token
         )
         max_out = (
             prof.reserved_output_tokens

@@ -13,7 +13,7 @@ from typing import overload
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from ctxlab.policies.base import KINDS
+from ctxlab.message_facts import KINDS
 from ctxlab.policies.deepagents.message_edits import dropped, truncated
 
 STATE_KINDS = tuple(k for k in KINDS if k != "tools")

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ctxlab import tokens as tk
+from ctxlab.message_facts import message_text, summary_message
 from ctxlab.policies.base import Call, Event, Files
 from ctxlab.policies.deepagents.effective import EffectiveList
-from ctxlab.policies.deepagents.filesystem import message_text
 from ctxlab.policies.deepagents.message_edits import size_without_reasoning
 from ctxlab.policies.deepagents.state import EPOCH, SummaryEvent, Undo
 from ctxlab.policies.deepagents.texts import history_section, read_file_clip, summary_message_text
@@ -202,9 +202,7 @@ class SummarizationStep(EffectiveList):
         content = summary_message_text(path, summary)
         message = self.summaries.get(content)
         if message is None:  # one object per distinct text: built and measured once
-            message = self.summaries[content] = HumanMessage(
-                content=content, additional_kwargs={"lc_source": "summarization"}
-            )
+            message = self.summaries[content] = summary_message(content)
         state_cutoff = old.cutoff + cutoff - 1 if old is not None else cutoff
         first = old.cutoff if old is not None else 0
         touched = tuple(range(first + self.offset, min(state_cutoff, len(self.view)) + self.offset))

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langchain_core.messages import BaseMessage, HumanMessage, get_buffer_string
+from langchain_core.messages import BaseMessage, get_buffer_string
 
+from ctxlab.message_facts import is_summary
 from ctxlab.policies.langchain_texts import DEFAULT_SUMMARY_PROMPT
 
 MAX_LINE_LENGTH = 5000
@@ -189,13 +190,6 @@ def summary_message_text(file_path: str, summary: str) -> str:
 def read_file_clip(text: str, file_path: str) -> str:
     """A `read_file` result clipped for the budget: its head and where the rest is."""
     return text[:READ_FILE_CLIP_CHARS] + READ_FILE_CLIP_NOTICE.format(file_path=file_path)
-
-
-def is_summary(message: BaseMessage) -> bool:
-    """A summary message (LangChain and Deep Agents tag theirs `lc_source: summarization`)."""
-    return isinstance(message, HumanMessage) and (
-        message.additional_kwargs.get("lc_source") == "summarization"
-    )
 
 
 def history_section(stamp: str, summarized: Sequence[BaseMessage]) -> str:
