@@ -31,6 +31,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from ctxlab.errors import TraceFormatError
 from ctxlab.formats.messages import Memo, MessageDecodeError, decode_message, decode_messages
+from ctxlab.message_facts import is_summary
 from ctxlab.trace import Trace, Turn
 
 SUMMARY_PREFIXES = (
@@ -442,13 +443,12 @@ def fingerprint(msg: BaseMessage) -> str:
     return h.hexdigest()
 
 
-def is_summary(msg: BaseMessage) -> bool:
-    """A message a recorded compaction inserted (LangChain / Deep Agents summaries)."""
-    if not isinstance(msg, HumanMessage):
-        return False
-    if msg.additional_kwargs.get("lc_source") == "summarization":
+def looks_like_summary(msg: BaseMessage) -> bool:
+    """A message a recorded compaction inserted: marked as a summary (`is_summary`), or, for
+    exports that lost the marker, a human message opening with an upstream summary prefix."""
+    if is_summary(msg):
         return True
-    return msg.text.startswith(SUMMARY_PREFIXES)
+    return isinstance(msg, HumanMessage) and msg.text.startswith(SUMMARY_PREFIXES)
 
 
 @dataclass(slots=True)
@@ -504,13 +504,13 @@ def _chain(calls: list[ModelCall]) -> tuple[list[BaseMessage], list[Turn], list[
             compacted = False
         elif prints[: len(prev_sent)] == prev_sent:
             for msg in body[len(prev_sent) :]:
-                (inserted.append if is_summary(msg) else add)(msg)
+                (inserted.append if looks_like_summary(msg) else add)(msg)
             compacted = False
         else:
             for msg, printed in zip(body, prints, strict=True):
                 if (msg.id and msg.id in seen_ids) or printed in seen_prints:
                     continue
-                (inserted.append if is_summary(msg) else add)(msg)
+                (inserted.append if looks_like_summary(msg) else add)(msg)
             compacted = True
         position = len(history)
         if call.output is not None:

@@ -13,6 +13,7 @@ the SWE-agent docstring warns that it "will break prompt caching" (`polling` is 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
@@ -64,6 +65,25 @@ def _swe_placeholder(message: ToolMessage) -> str:
     return text + (f" ({images} images omitted)" if images else "")
 
 
+class MaskedCopies:
+    """The masked copy of each observation, made once per message object.
+
+    Keyed by `id()` and checked by identity (a freed message's id may be reused), so a stage
+    that masks the same observation at every call pays for its copy and its count once."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[ToolMessage, Item]] = {}
+
+    def of(self, it: Item, key: tuple, text: Callable[[ToolMessage], str]) -> Item:
+        """`it` masked: a copy of its message with `text(message)` as content, at its position."""
+        msg = it.msg
+        hit = self._by_id.get(id(msg))
+        if hit is None or hit[0] is not msg:
+            stub = replaced(msg, key, lambda m=msg: _masked(m, text(m)))  # type: ignore[arg-type]
+            hit = self._by_id[id(msg)] = (msg, Item(it.pos, stub, "stubs"))  # type: ignore[assignment]
+        return hit[1] if hit[1].pos == it.pos else Item(it.pos, hit[1].msg, "stubs")
+
+
 class LastNStage:
     """`LastNObservations`: observations are the task message plus every tool result; the first
     (the instance template) is never elided; all but the last `n` (give or take `polling`) are.
@@ -81,7 +101,7 @@ class LastNStage:
         self.n, self.polling = n, max(1, polling)
         self.remove_tags, self.keep_tags = remove_tags, keep_tags
         self.masked: set[int] = set()
-        self.stubs: dict[int, tuple[ToolMessage, Item]] = {}  # id(original) -> masked item
+        self.stubs = MaskedCopies()
         self.prev_in: list[Item] | None = None
         self.prev_out: list[Item] = []
         self.obs: list[int] = []  # input indices of the observations
@@ -90,12 +110,7 @@ class LastNStage:
         self.saved = 0  # tokens the masked observations no longer cost
 
     def _stub(self, it: Item) -> Item:
-        msg = it.msg
-        hit = self.stubs.get(id(msg))
-        if hit is None or hit[0] is not msg:
-            stub = replaced(msg, ("swe-mask",), lambda m=msg: _masked(m, _swe_placeholder(m)))
-            hit = self.stubs[id(msg)] = (msg, Item(it.pos, stub, "stubs"))  # type: ignore[arg-type]
-        return hit[1] if hit[1].pos == it.pos else Item(it.pos, hit[1].msg, "stubs")
+        return self.stubs.of(it, ("swe-mask",), _swe_placeholder)
 
     def _masks(self, it: Item, omitted: bool) -> bool:
         if not isinstance(it.msg, ToolMessage):
@@ -191,7 +206,7 @@ class WindowMaskStage:
         self.window = attention_window
         self.placeholder = placeholder
         self.masked: set[int] = set()
-        self.stubs: dict[int, tuple[ToolMessage, Item]] = {}  # id(original) -> masked item
+        self.stubs = MaskedCopies()
         self.prev_in: list[Item] | None = None
         self.prev_out: list[Item] = []
         self.saved = 0
@@ -202,12 +217,8 @@ class WindowMaskStage:
         if it.kind != "tool_results" or not isinstance(it.msg, ToolMessage):
             return None
         msg = it.msg
-        hit = self.stubs.get(id(msg))
-        if hit is None or hit[0] is not msg:
-            text = self.placeholder
-            stub = replaced(msg, ("mask", text), lambda m=msg: _masked(m, text))
-            hit = self.stubs[id(msg)] = (msg, Item(it.pos, stub, "stubs"))  # type: ignore[arg-type]
-        out[i] = hit[1] if hit[1].pos == it.pos else Item(it.pos, hit[1].msg, "stubs")
+        text = self.placeholder
+        out[i] = self.stubs.of(it, ("mask", text), lambda _: text)
         self.saved += ctx.tokens(msg) - ctx.tokens(out[i].msg)
         return it.pos
 
