@@ -24,7 +24,7 @@ import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages import get_buffer_string as _buffer
+from langchain_core.messages.utils import count_tokens_approximately
 
 from ctxlab import tokens as tk
 from ctxlab.message_facts import PATH, is_summary, message_text
@@ -137,21 +138,21 @@ class LLM:
         return f"llm:{_digest(self._model_id(), self.prompt or '')}"
 
     def _middle_cut(self, messages: Sequence[BaseMessage], template: str) -> str:
-        """LangChain's one retry after the summary call overflowed: the middle of the history
-        cut out (its own `_overflow_retry_prompt`, run on a helper built for this model)."""
-        from langchain.agents.middleware.summarization import SummarizationMiddleware
-
-        helper = SummarizationMiddleware(model=self.chat_model, summary_prompt=template)
-        retry = helper._overflow_retry_prompt(list(messages))
+        """The one retry after the summary call overflowed (`middle_cut_prompt`)."""
+        retry = middle_cut_prompt(messages, template, self.chat_model)
         if retry is None:
             raise ContextOverflowError("summary input does not fit even with the middle cut out")
         return retry
 
     def _model_id(self) -> str:
-        params = getattr(self.chat_model, "_identifying_params", None) or {}
+        """The chat model's identity as LangChain describes it (`asdict`: its identifying
+        parameters and type), so two differently configured models never share a cache entry."""
         return json.dumps(
-            {"type": type(self.chat_model).__name__, **params}, sort_keys=True, default=str
+            {"type": type(self.chat_model).__name__, **self.chat_model.asdict()},
+            sort_keys=True,
+            default=str,
         )
+
 
     def key(self, messages: Sequence[BaseMessage], prompt: str) -> str:
         """Cache key of one summary request."""
@@ -180,6 +181,36 @@ class LLM:
                 text = self.store.get_summary(key) or text
         self.cache[key] = text
         return text
+
+
+
+MIDDLE_OMITTED = "\n\n[... middle of conversation omitted ...]\n\n"
+"""What LangChain's summarisation puts where it cut the middle of an overflowing history."""
+
+
+def middle_cut_prompt(
+    messages: Sequence[BaseMessage], template: str, chat_model: Any
+) -> str | None:
+    """LangChain's summarisation retry after an overflow, owned here (the upstream method is
+    private): the XML history keeps its start (where the objective usually is) and its most
+    recent part within half its approximate token count and 40% of the model's profiled input
+    window, a quarter of the kept characters from the head; None if nothing fits.
+    `tests/test_summarizers.py` compares it with the installed LangChain."""
+    formatted = _buffer(list(messages), format="xml")
+    anthropic = type(chat_model).__module__.startswith("langchain_anthropic")
+    cpt = tk.ANTHROPIC_CHARS_PER_TOKEN if anthropic else tk.CHARS_PER_TOKEN
+    tokens = count_tokens_approximately([HumanMessage(content=formatted)], chars_per_token=cpt)
+    budget = tokens // 2
+    profile = getattr(chat_model, "profile", None)
+    limit = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
+    if isinstance(limit, int) and not isinstance(limit, bool):
+        budget = min(budget, limit * 2 // 5)
+    keep = len(formatted) * budget // max(tokens, 1)
+    if keep <= 0:
+        return None
+    head = keep // 4
+    cut = f"{formatted[:head]}{MIDDLE_OMITTED}{formatted[-(keep - head):]}"
+    return template.format(messages=cut).rstrip()
 
 
 def _sha(text: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from deepagents.middleware.summarization import DEEPAGENTS_DEFAULT_SUMMARY_PROMPT
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import BaseChatModel
@@ -303,3 +304,25 @@ def test_outline_falls_back_only_when_asked() -> None:
         s.header for s in outline(DEFAULT_PROMPT).sections
     ]
     assert fallback.bullets == 3
+
+
+@pytest.mark.parametrize("profile", [None, {"max_input_tokens": 20_000}, {"max_input_tokens": 1}])
+def test_middle_cut_equals_langchains_overflow_retry(profile: dict | None) -> None:
+    """ctxlab owns LangChain's retry prompt; the installed middleware is the oracle."""
+    from langchain.agents.middleware.summarization import SummarizationMiddleware
+
+    from ctxlab.summarizers import middle_cut_prompt
+
+    history = [
+        HumanMessage("start " + "x" * 40_000),
+        AIMessage("middle " + "y" * 40_000),
+        HumanMessage("end " + "z" * 40_000),
+    ]
+    model = Small(prompts=[], profile=profile)
+    upstream = SummarizationMiddleware(model=model, summary_prompt=DEFAULT_PROMPT)
+    expected = upstream._overflow_retry_prompt(history)
+    assert middle_cut_prompt(history, DEFAULT_PROMPT, model) == expected
+    if profile and profile["max_input_tokens"] == 1:  # 40% of one token keeps nothing
+        assert expected is None
+    else:
+        assert "[... middle of conversation omitted ...]" in expected
