@@ -275,22 +275,29 @@ def source_of(policy: Any) -> str:
     return str(getattr(policy, "source", ""))
 
 
-def describe() -> list[dict[str, Any]]:
-    """`[{"name", "params", "source"}]` for every policy name, params at their defaults.
-
-    A registered factory that cannot build its default policy is left out with a warning."""
-    out = []
+def defaults(left_out: str = "left out") -> dict[str, Any]:
+    """Every registered policy at its defaults, by name. A registered factory that cannot
+    build its defaults is skipped with a warning saying it is `left_out` (where the caller
+    would have shown it), so one broken third-party policy never hides the others."""
+    found: dict[str, Any] = {}
     for name, factory in factories().items():
         try:
-            policy = factory()
+            found[name] = factory()
         except Exception as exc:  # a third-party factory may raise anything
             warnings.warn(
-                f"ctxlab: policy {name!r} cannot build its defaults and is not listed: "
+                f"ctxlab: policy {name!r} cannot build its defaults and is {left_out}: "
                 f"{type(exc).__name__}: {exc}",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-            continue
+    return found
+
+
+def describe() -> list[dict[str, Any]]:
+    """`[{"name", "params", "source"}]` for every policy name, params at their defaults
+    (a factory that cannot build them is left out with a warning, `defaults`)."""
+    out = []
+    for name, policy in defaults("not listed").items():
         params = policy.params()
         if dataclasses.is_dataclass(policy):
             for f in dataclasses.fields(policy):

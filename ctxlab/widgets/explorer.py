@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +25,7 @@ import plotly.graph_objects as go
 from ctxlab import plots
 from ctxlab.plots import esc
 from ctxlab.policies import DeepAgents
-from ctxlab.policies.catalog import Pipeline, factories, get
+from ctxlab.policies.catalog import Pipeline, defaults, get
 from ctxlab.replay import Replay, replay
 from ctxlab.summarizers import CachedExtractive, Summarizer
 from ctxlab.trace import Trace
@@ -49,18 +48,8 @@ def catalogue(extra: str | None = None) -> dict[str, Any]:
     `ValueError` listing the known names). A registered factory that cannot build its
     defaults is left out with a warning."""
     found: dict[str, Any] = {"deepagents": DeepAgents()}
-    for name, factory in factories().items():
-        if name in found:
-            continue
-        try:
-            found[name] = factory()
-        except Exception as exc:  # a third-party factory may raise anything
-            warnings.warn(
-                f"ctxlab: policy {name!r} cannot build its defaults and is not offered: "
-                f"{type(exc).__name__}: {exc}",
-                RuntimeWarning,
-                stacklevel=2,
-            )
+    for name, policy in defaults("not offered").items():
+        found.setdefault(name, policy)
     if extra is not None and extra not in found:
         found[extra] = get(extra)
     return found
