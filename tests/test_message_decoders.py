@@ -204,3 +204,19 @@ def test_unknown_message_is_a_clear_error() -> None:
         decode_messages([{"role": "robot", "content": "x"}])
     with pytest.raises(MessageDecodeError, match="no tool_call_id"):
         decode_messages([{"role": "tool", "content": "x"}])
+
+
+@pytest.mark.filterwarnings("ignore::langchain_core._api.beta_decorator.LangChainBetaWarning")
+def test_lc_constructor_unescapes_user_dicts_like_langchain_load() -> None:
+    """`dumpd` wraps tool arguments that have an `lc` key; decoding restores them as
+    `langchain_core.load.load` does (hypothesis found `{"lc": "0"}` coming back wrapped)."""
+    from langchain_core.load import dumpd, load
+
+    call = {"name": "f", "args": {"lc": "0", "n": [{"lc": 1}]}, "id": "c1", "type": "tool_call"}
+    message = AIMessage("x", tool_calls=[call])
+    encoded = via_json([dumpd(message)])
+    assert "__lc_escaped__" in json.dumps(encoded)
+    [decoded] = decode_messages(encoded)
+    assert decoded.tool_calls[0]["args"] == message.tool_calls[0]["args"]
+    loaded = load(encoded[0], allowed_objects="messages")
+    assert decoded.tool_calls[0]["args"] == loaded.tool_calls[0]["args"]

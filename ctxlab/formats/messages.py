@@ -273,6 +273,36 @@ def _from_repr(text: str) -> BaseMessage | None:
     return build(kind, fields)
 
 
+LC_ESCAPED = "__lc_escaped__"
+"""LangChain's serializer (`dumpd`) wraps a plain dict that has an `lc` key, such as tool
+arguments `{"lc": 1}`, as `{"__lc_escaped__": {...}}` so loading cannot mistake it for a
+serialized object; the constructor form is read back through `unescape_lc`."""
+
+
+def unescape_lc(value: Any) -> Any:
+    """`value` with every `{"__lc_escaped__": inner}` wrapper replaced by `inner` (the user's
+    own dict, as `langchain_core.load` restores it). Containers without a wrapper come back as
+    the same objects: only the path to a wrapper is copied, so the common case allocates nothing.
+    """
+    if isinstance(value, dict):
+        if len(value) == 1 and LC_ESCAPED in value:
+            return value[LC_ESCAPED]
+        items: Iterable[tuple[Any, Any]] = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return value
+    out: Any = None
+    for key, item in items:
+        if isinstance(item, dict | list):
+            new = unescape_lc(item)
+            if new is not item:
+                if out is None:
+                    out = value.copy()
+                out[key] = new
+    return value if out is None else out
+
+
 def decode_message(raw: Any) -> list[BaseMessage]:
     """Decode one encoded message; Anthropic user turns may yield several messages."""
     if isinstance(raw, BaseMessage):
@@ -285,8 +315,7 @@ def decode_message(raw: Any) -> list[BaseMessage]:
     if not isinstance(raw, dict):
         raise MessageDecodeError(f"a message must be an object, got {type(raw).__name__}")
     if isinstance(raw.get("id"), list) and isinstance(raw.get("kwargs"), dict):  # lc constructor
-        kwargs = raw["kwargs"]
-        return [build(_kind(raw["id"][-1]), kwargs)]
+        return [build(_kind(raw["id"][-1]), unescape_lc(raw["kwargs"]))]
     if isinstance(raw.get("data"), dict) and "type" in raw:  # messages_to_dict
         return [build(_kind(raw["type"]), raw["data"])]
     if "role" in raw and raw.get("type") in (None, "message"):  # OpenAI / Anthropic / Responses
