@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "RecordedCompaction": "ctxlab.trace",
     "Replay": "ctxlab.replay",
     "Store": "ctxlab.store",
     "Trace": "ctxlab.trace",
@@ -39,6 +40,7 @@ _SUBMODULES = ("policies", "summarizers", "plots", "widgets")
 """Submodules reachable as attributes of `ctxlab` without importing them by name."""
 
 __all__ = [
+    "RecordedCompaction",
     "Replay",
     "Store",
     "Trace",
@@ -62,7 +64,7 @@ if TYPE_CHECKING:
     from ctxlab.replay import Replay, replay
     from ctxlab.store import Store
     from ctxlab.sweep import sweep
-    from ctxlab.trace import Trace, Turn, from_messages
+    from ctxlab.trace import RecordedCompaction, Trace, Turn, from_messages
 
 
 class _Package(ModuleType):

@@ -19,11 +19,11 @@ from typing import Any
 import orjson
 
 from ctxlab.errors import TraceFormatError
-from ctxlab.formats import langsmith
+from ctxlab.formats import langsmith, registry
 from ctxlab.formats.message_lists import looks_like_message_list, trace_from_list
 from ctxlab.trace import Trace
 
-SUFFIXES = (".json", ".jsonl", ".ndjson", ".gz", ".xz", ".bz2", ".traj")
+SUFFIXES = (".json", ".jsonl", ".ndjson", ".gz", ".xz", ".bz2", ".traj", ".eval", ".parquet")
 
 Record = tuple[dict[str, Any], str, int | None]
 
@@ -48,7 +48,8 @@ class TraceList(list[Trace]):
 
 
 def _read_bytes(path: Path) -> bytes:
-    """The file's bytes, gunzipped, checked to be UTF-8 (so errors can name the line)."""
+    """The file's bytes, decompressed; text is checked to be UTF-8 (so errors can name the
+    line), binary containers (`registry.CONTAINERS`) are left to their opener."""
     source = str(path)
     try:
         data = path.read_bytes()
@@ -64,6 +65,8 @@ def _read_bytes(path: Path) -> bytes:
                     source=source,
                 ) from exc
             break
+    if registry.container(data) is not None:
+        return data
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -95,6 +98,9 @@ def read_values(path: Path) -> list[tuple[Any, int | None]]:
     """The JSON values of a file: one for a JSON document, one per line (numbered) for JSONL."""
     data = _read_bytes(path)
     source = str(path)
+    opener = registry.container(data)
+    if opener is not None:
+        return opener(data, source)
     if not data or data.isspace():
         raise TraceFormatError("empty file; expected JSON or JSONL", source=source)
     try:
@@ -125,21 +131,31 @@ def _describe(value: Any) -> str:
     return f"a JSON {type(value).__name__}"
 
 
-_UNKNOWN = (
-    "unknown trace format: expected LangSmith runs (objects with 'id' and 'run_type', "
-    "'trace_id' or 'dotted_order'), ingestion ops ({'post': [...], 'patch': [...]}), a webhook "
-    "payload ({'runs': [...]}), or a message list (OpenAI, Anthropic or LangChain); got "
-)
+def _unknown(value: Any) -> str:
+    others = "".join(f", {module.DESCRIPTION}" for module in registry.FORMATS)
+    return (
+        "unknown trace format: expected LangSmith runs (objects with 'id' and 'run_type', "
+        "'trace_id' or 'dotted_order'), ingestion ops ({'post': [...], 'patch': [...]}), a "
+        f"webhook payload ({{'runs': [...]}}), a message list (OpenAI, Anthropic or LangChain)"
+        f"{others}; got {_describe(value)}"
+    )
 
 
 def _split(path: Path) -> tuple[list[Record], list[Trace], str | None]:
-    """LangSmith records and ready message-list traces of one file, plus its LangSmith shape."""
+    """LangSmith records and ready traces of one file, plus its LangSmith shape.
+
+    A file another format claims (`registry.detect`) is read whole by that format's module;
+    otherwise its values are LangSmith records or message lists."""
     source = str(path)
+    values = read_values(path)
+    reader = registry.detect(values)
+    if reader is not None:
+        return [], reader.read(values, source), None
     records: list[Record] = []
     traces: list[Trace] = []
     raw_runs: list[dict[str, Any]] = []
     webhook = False
-    for value, line in read_values(path):
+    for value, line in values:
         items: list[Any]
         if isinstance(value, dict) and isinstance(value.get("runs"), list):
             items, webhook = value["runs"], True
@@ -157,7 +173,7 @@ def _split(path: Path) -> tuple[list[Record], list[Trace], str | None]:
             traces.append(trace_from_list(value, source=source, trace_id=trace_id, line=line))
             continue
         else:
-            raise TraceFormatError(_UNKNOWN + _describe(value), source=source, line=line)
+            raise TraceFormatError(_unknown(value), source=source, line=line)
         for index, item in enumerate(items):
             if not langsmith.looks_like_run(item):
                 raise TraceFormatError(
@@ -203,6 +219,10 @@ def load_all(paths: list[str | Path]) -> TraceList:
         built, failed = langsmith.traces_from_records(records, shapes)
         traces.extend(built)
         errors.extend(failed)
+    for module in registry.FORMATS:
+        link = getattr(module, "link", None)
+        if link is not None:
+            traces = link(traces)
     return TraceList(traces, errors)
 
 

@@ -86,6 +86,7 @@ TRACES = Table(
         *_cols("parent_trace_key parent_tool_call_id system_prompt", _S),
         *_cols("tools metadata", _S, "JSON"),
         Column("loaded_at", _T),
+        *_cols("notes compactions", _S, "JSON"),
     ),
     key="trace_key",
 )

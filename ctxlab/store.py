@@ -24,7 +24,7 @@ import hashlib
 import json
 import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
 FILE_MODES = ("all", "offloaded", "none")
 HISTORY_PREFIX = "/conversation_history/"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 VIEWS = """
 CREATE OR REPLACE VIEW replay_summary AS
@@ -87,6 +87,7 @@ SCHEMA = "\n".join(t.create() for t in TABLES) + VIEWS
 
 MIGRATIONS: dict[int, str] = {
     1: "ALTER TABLE events ADD COLUMN summary VARCHAR;",
+    2: "ALTER TABLE traces ADD COLUMN notes JSON; ALTER TABLE traces ADD COLUMN compactions JSON;",
 }
 """Each entry upgrades a file from schema N to N + 1 (run in order, in one transaction)."""
 
@@ -627,6 +628,8 @@ def _traces_frame(rows: list[tuple[Trace, str, str | None]]) -> pl.DataFrame:
             "tools": [_canonical(t.tools) for t, _, _ in rows],
             "metadata": [_canonical(t.metadata) for t, _, _ in rows],
             "loaded_at": [now] * len(rows),
+            "notes": [_canonical(t.notes) for t, _, _ in rows],
+            "compactions": [_canonical([asdict(c) for c in t.compactions]) for t, _, _ in rows],
         }
     )
 

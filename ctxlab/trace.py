@@ -50,13 +50,37 @@ class Turn:
         return self.position if self.output is not None else None
 
 
+@dataclass(frozen=True, slots=True)
+class RecordedCompaction:
+    """A compaction the recorded harness itself performed, as its file tells it.
+
+    `turn` is the index of the first recorded call that saw the compacted context (the turn a
+    replay's event would sit on). `trigger` is `"auto"` when a threshold fired and `"manual"`
+    when the user asked (Claude Code `/compact`): thresholds cannot predict a manual one, so
+    `ctxlab check-replay` reports it but leaves it out of the agreement. `pre_tokens` is the
+    context size the harness recorded just before compacting (Claude Code `preTokens`, or the
+    previous call's recorded input), and `summary` the text the harness put in its place.
+    """
+
+    turn: int
+    kind: str = "summarize"
+    trigger: str | None = None
+    pre_tokens: int | None = None
+    post_tokens: int | None = None
+    summary: str | None = None
+    started_at: str | None = None
+
+
 @dataclass(slots=True)
 class Trace:
     """One agent conversation, loaded from any supported format.
 
     `harness_calls` are model calls the harness made for itself (summarisers, planners, judges):
     kept as records, never counted as turns. `inserted` are messages a recorded compaction put
-    into the as-sent inputs (summaries): they are not part of the full history.
+    into the as-sent inputs (summaries): they are not part of the full history. `compactions`
+    are the recorded compactions with what the file says of them. `notes` say, in a sentence
+    each, what the source format lacks or what the loader had to assume (no per-call input, no
+    system prompt or tool schemas counted, ...): shown by `ctxlab inspect`, never silent.
     """
 
     trace_id: str
@@ -73,6 +97,8 @@ class Trace:
     harness_calls: list[Turn] = field(default_factory=list)
     inserted: list[BaseMessage] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    compactions: list[RecordedCompaction] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def system_prompt(self) -> str | None:
@@ -83,8 +109,10 @@ class Trace:
 
     @property
     def recorded_compactions(self) -> list[int]:
-        """Turn indices whose input did not extend the previous call's input and output."""
-        return [t.index for t in self.turns if t.compacted]
+        """Turn indices where the recorded harness compacted: inputs that did not extend the
+        previous call's input and output, and the turns of `compactions`."""
+        marked = {t.index for t in self.turns if t.compacted}
+        return sorted(marked | {c.turn for c in self.compactions})
 
     @property
     def recorded_input_tokens(self) -> int | None:
@@ -110,6 +138,7 @@ class Trace:
             "subagents": len(self.walk()) - 1,
             "recorded_compactions": len(self.recorded_compactions),
             "recorded_input_tokens": self.recorded_input_tokens,
+            "notes": list(self.notes),
         }
 
 

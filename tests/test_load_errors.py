@@ -168,5 +168,6 @@ def test_cli_entry_point_inspect_json(tmp_path: Path) -> None:
         "subagents",
         "recorded_compactions",
         "recorded_input_tokens",
+        "notes",
     }
     assert row["messages"] == 2 and row["turns"] == 1 and row["trace_id"] == "t1"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -76,6 +77,35 @@ def test_failed_write_leaves_nothing(tmp_path: Path, trace: ctxlab.Trace) -> Non
             con.execute("INSERT INTO replays (replay_key) VALUES ('half')")
             raise RuntimeError("boom")
     assert store.query("SELECT count(*) n FROM replays")["n"][0] == 0
+
+
+def test_schema_2_file_gains_notes_and_compactions(tmp_path: Path, trace: ctxlab.Trace) -> None:
+    """A store written before traces carried notes and recorded compactions is migrated on open
+    and keeps its rows."""
+    path = tmp_path / "s.duckdb"
+    Store(path).add(trace)
+    with duckdb.connect(str(path)) as con:
+        con.execute("ALTER TABLE traces DROP COLUMN notes")
+        con.execute("ALTER TABLE traces DROP COLUMN compactions")
+        con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    store = Store(path)
+    rows = store.query("SELECT trace_id, notes, compactions FROM traces")
+    assert rows["trace_id"].to_list() == [trace.trace_id]
+    assert rows["notes"].to_list() == [None]
+    store.add(
+        ctxlab.Trace(
+            trace_id="noted",
+            format="messages",
+            source="x",
+            messages=[],
+            turns=[],
+            notes=["no system prompt recorded"],
+            compactions=[ctxlab.RecordedCompaction(turn=3, trigger="manual")],
+        )
+    )
+    row = store.query("SELECT notes, compactions FROM traces WHERE trace_id = 'noted'")
+    assert json.loads(row["notes"][0]) == ["no system prompt recorded"]
+    assert json.loads(row["compactions"][0])[0]["trigger"] == "manual"
 
 
 def test_newer_or_foreign_files_are_refused_clearly(tmp_path: Path) -> None:

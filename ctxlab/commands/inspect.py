@@ -24,7 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "inspect",
         help="list the traces in files or directories",
         description="Per trace: id, detected format, model, messages, turns, subagents, "
-        "recorded compaction points and recorded input tokens.",
+        "recorded compaction points and recorded input tokens; then what each trace's format "
+        "does not record (its notes).",
     )
     parser.add_argument(
         "paths", nargs="+", metavar="PATH", help="trace file, .gz file or directory"
@@ -42,5 +43,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"traces": summaries}, indent=2))
     elif summaries:
         print(table(COLUMNS, [[s[c] for c in COLUMNS] for s in summaries]))
+        for s in summaries:
+            for note in s["notes"]:
+                print(f"note: {s['trace_id']}: {note}")
     report_errors(result.errors)
     return 2 if result.errors else 0
