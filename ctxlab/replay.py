@@ -86,8 +86,13 @@ class Replay:
         return self.files[path].encode("utf-8")
 
 
-def replay(trace: Trace, policy: Policy, summarizer: Summarizer | None = None) -> Replay:
-    """Replay `trace` under `policy`; the default summariser is the offline `Extractive`."""
+def replay(trace: Trace, policy: Policy | str, summarizer: Summarizer | None = None) -> Replay:
+    """Replay `trace` under `policy` (a policy, or a registered name at its defaults, as
+    `ctxlab policies` lists them); the default summariser is the offline `Extractive`."""
+    if isinstance(policy, str):
+        from ctxlab.policies.catalog import get
+
+        policy = get(policy)
     summarizer = summarizer or Extractive()
     run = policy.start(trace, summarizer)
     calls = [run.call(turn) for turn in trace.turns]
