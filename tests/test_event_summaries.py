@@ -115,13 +115,15 @@ def test_a_schema_1_store_is_migrated_on_open(trace, tmp_path):
     key = store.save(replay(trace, get("codex")), trace)
     with duckdb.connect(str(path)) as con:  # what a store of schema 1 holds
         con.execute("ALTER TABLE events DROP COLUMN summary")
+        con.execute("ALTER TABLE traces DROP COLUMN notes")  # added by schema 3
+        con.execute("ALTER TABLE traces DROP COLUMN compactions")
         con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     with pytest.raises(Exception, match="migrate"):
         Store(path, read_only=True)
     events = Store(path).events(key)
     assert events.height and events["summary"].null_count() == events.height
     version = Store(path).query("SELECT value FROM meta WHERE key = 'schema_version'")
-    assert version.item() == str(SCHEMA_VERSION) == "2"
+    assert version.item() == str(SCHEMA_VERSION) == "3"
 
 
 def test_scrubber_shows_the_replays_own_summaries(trace):
