@@ -510,3 +510,59 @@ def test_bad_session_in_a_directory_costs_only_itself(tmp_path: Path) -> None:
         traces = ctxlab.load(tmp_path)
     assert [t.trace_id for t in traces] == ["s1"]
     assert [Path(e.source).name for e in traces.errors] == ["bad.jsonl"]
+
+
+def _side(entry: dict[str, Any]) -> dict[str, Any]:
+    return {**entry, "isSidechain": True}
+
+
+def test_inline_sidechains_by_prompt_and_unlinked(tmp_path: Path) -> None:
+    """Claude Code 1.x: two Task calls in one message, each subagent a sidechain of its own
+    (one hanging off a main line); a third sidechain no Task call names."""
+    lines = [
+        _user("u1", None, "build it"),
+        _ai("a1", "u1", "m1", _call("task1", "Task", prompt="write types", description="t")),
+        _ai("a2", "a1", "m1", _call("task2", "Task", prompt="write ui", description="u")),
+        _side(_user("s1", None, "write types")),
+        _side(_ai("s2", "s1", "sm1", _call("b1", cmd="touch types.ts"))),
+        _side(_user("s3", "s2", _result("b1", "ok"))),
+        _side(_ai("s4", "s3", "sm2", _text("types done"))),
+        _side(_user("x1", "a2", "write ui")),
+        _side(_ai("x2", "x1", "xm1", _text("ui done"))),
+        _side(_user("w1", None, "Warmup")),
+        _side(_ai("w2", "w1", "wm1", _text("ready"))),
+        _user("r1", "a1", _result("task1", "types done")),
+        _user("r2", "a2", _result("task2", "ui done")),
+        _ai("a3", "r2", "m2", _text("all done")),
+    ]
+    (trace,) = ctxlab.load(_write(tmp_path, lines))
+    assert len(trace.turns) == 2 and len(trace.messages) == 5
+    by_call = {s.parent_tool_call_id: s for s in trace.subagents}
+    assert set(by_call) == {"task1", "task2", None}
+    assert [len(by_call["task1"].turns), len(by_call["task2"].turns)] == [2, 1]
+    assert by_call["task2"].messages[0].text == "write ui"
+    assert claude_code.UNLINKED in by_call[None].notes
+    for part in trace.walk():
+        _check_pairs(part)
+
+
+def test_summary_without_boundary_is_a_compaction(tmp_path: Path) -> None:
+    lines = [
+        _user("u1", None, "hi"),
+        _ai("a1", "u1", "m1", _text("hello")),
+        _user("s1", "a1", "Summary of the earlier talk", isCompactSummary=True),
+        _user("u2", "s1", "next"),
+        _ai("a2", "u2", "m2", _text("sure")),
+    ]
+    (trace,) = ctxlab.load(_write(tmp_path, lines))
+    (compaction,) = trace.compactions
+    assert (compaction.turn, compaction.trigger, compaction.pre_tokens) == (1, None, None)
+    assert compaction.summary == "Summary of the earlier talk"
+    assert [m.text for m in trace.turns[1].inputs] == ["Summary of the earlier talk", "next"]
+    assert [m.text for m in trace.messages] == ["hi", "hello", "next", "sure"]
+
+
+def test_a_line_that_is_not_an_object(tmp_path: Path) -> None:
+    path = _write(tmp_path, [_user("u1", None, "hi"), [1, 2]])
+    with pytest.raises(ctxlab.TraceFormatError, match="line 2: expected one JSON object per line"):
+        ctxlab.load(path)

@@ -26,7 +26,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from ctxlab.formats.claude_code_chain import Conversation, build
+from ctxlab.formats.claude_code_chain import Conversation, build, check_parents
 from ctxlab.formats.claude_code_lines import MESSAGE_TYPES, Line, Parsed, parse
 from ctxlab.trace import Trace, Turn
 
@@ -133,7 +133,8 @@ def _spawning_call(prompt: str | None, calls: list[tuple[str, str]], used: set[s
 
 
 def _sidechains(lines: list[Line], by_uuid: dict[str, Line]) -> list[list[Line]]:
-    """Inlined subagent transcripts: sidechain lines grouped by the root of their chain."""
+    """Inlined subagent transcripts: sidechain lines grouped by the first sidechain line of
+    their chain."""
     roots: dict[str, str] = {}
     groups: dict[str, list[Line]] = {}
     for line in lines:
@@ -141,7 +142,11 @@ def _sidechains(lines: list[Line], by_uuid: dict[str, Line]) -> list[list[Line]]
             continue
         path = [line.uuid]
         current = line
-        while current.parent in by_uuid and current.parent not in roots:
+        while (
+            current.parent in by_uuid
+            and by_uuid[current.parent].sidechain
+            and current.parent not in roots
+        ):
             current = by_uuid[current.parent]
             path.append(current.uuid)
         root = roots.get(current.parent or "", current.uuid)
@@ -234,6 +239,7 @@ def read(values: list[tuple[Any, int | None]], source: str) -> list[Trace]:
     by_uuid = {line.uuid: line for line in parsed.lines}
     if not any(line.type in MESSAGE_TYPES and not line.sidechain for line in parsed.lines):
         return [_alone(parsed, by_uuid, source)]
+    check_parents(parsed.lines, by_uuid, source)
     main = build([line for line in parsed.lines if not line.sidechain], by_uuid, source)
     session = parsed.session_id or _stem(source)
     metadata: dict[str, Any] = {
@@ -248,7 +254,8 @@ def read(values: list[tuple[Any, int | None]], source: str) -> list[Trace]:
     calls = _task_calls(main)
     used: set[str] = set()
     for group in _sidechains(parsed.lines, by_uuid):
-        conversation = build(group, by_uuid, source)
+        own = {line.uuid: line for line in group}
+        conversation = build(group, own, source, open_root=True)
         call = _spawning_call(conversation.prompt, calls, used)
         trace.subagents.append(
             _trace(

@@ -314,25 +314,30 @@ class _Builder:
             self.add(message)
 
 
+def check_parents(lines: list[Line], by_uuid: dict[str, Line], source: str) -> None:
+    """Every `parentUuid` of a session file names a line of the file."""
+    for line in lines:
+        if line.parent is not None and line.parent not in by_uuid:
+            raise _error(
+                f"field 'parentUuid': {line.parent!r} is the uuid of no line in the file",
+                source,
+                line,
+            )
+
+
 def build(
     lines: list[Line], by_uuid: dict[str, Line], source: str, *, open_root: bool = False
 ) -> Conversation:
-    """The conversation of one agent from its lines (file order); `by_uuid` holds every entry
-    of the file, progress lines included, since the chain passes through them."""
+    """The conversation of one agent from its lines (file order); `by_uuid` holds the entries
+    its chain may pass through, progress lines included. `open_root`: a parent missing from
+    `by_uuid` ends the chain (a subagent transcript continuing another chain) instead of
+    being an error."""
     messages = [line for line in lines if line.type in MESSAGE_TYPES]
     if not messages:
         raise TraceFormatError(
             "no user or assistant lines: expected a Claude Code session transcript",
             source=source,
         )
-    if not open_root:
-        for line in lines:
-            if line.parent is not None and line.parent not in by_uuid:
-                raise _error(
-                    f"field 'parentUuid': {line.parent!r} is the uuid of no line in the file",
-                    source,
-                    line,
-                )
     chain = _chain(messages[-1], by_uuid, source, open_root)
     included, fragments = _included(messages, chain)
     on_chain = {line.uuid for line in chain}

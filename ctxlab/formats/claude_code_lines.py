@@ -185,7 +185,13 @@ def parse(values: list[tuple[Any, int | None]], source: str) -> Parsed:
     parsed = Parsed(lines=[])
     for raw, number in values:
         check.line = number
-        check.obj(raw, "line")
+        if not isinstance(raw, dict):
+            raise TraceFormatError(
+                f"expected one JSON object per line (a Claude Code entry), got "
+                f"{type(raw).__name__}",
+                source=source,
+                line=number,
+            )
         kind = raw.get("type")
         if kind == "summary":
             parsed.summaries.append(
