@@ -676,7 +676,6 @@ def read(values: Values, source: str) -> list[Trace]:
                 raise where.fail(f"'type' must be a string, got {_kind(kind)}")
             payload = where.obj(value.get("payload"), "payload")
             stamp = where.text(value.get("timestamp"), "timestamp", optional=True)
-            state.last_time = stamp or state.last_time
         if kind == "response_item":
             _response_item(state, payload, where)
         elif kind == "event_msg":
@@ -687,6 +686,7 @@ def read(values: Values, source: str) -> list[Trace]:
             _session_meta(state, payload, where)
         elif kind == "compacted":
             state.compacted(payload, where, stamp)
+        state.last_time = stamp or state.last_time  # a call starts after the line before it
     state.finish()
     if not state.turns:
         raise TraceFormatError(
