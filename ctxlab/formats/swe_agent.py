@@ -170,6 +170,8 @@ def _step_inputs(
 
 
 def _extends(inputs: list[BaseMessage], previous: list[BaseMessage]) -> bool:
+    """Whether a call's input is the previous input plus what the history gained since
+    (its output and the observations): anything else is an edit by a history processor."""
     if len(inputs) < len(previous):
         return False
     return all(a is b or a == b for a, b in zip(previous, inputs, strict=False))
@@ -202,10 +204,12 @@ def read(values: Values, source: str) -> list[Trace]:
     stats = _stats(info, check)
     output_tokens = [s.get("output_tokens") for s in steps]
     turns: list[Turn] = []
-    previous: list[BaseMessage] | None = None
+    previous: tuple[list[BaseMessage], int] | None = None
     for index, position in enumerate(outputs):
         seen = inputs[index] if inputs is not None else history[:position]
-        compacted = previous is not None and not _extends(seen, previous)
+        compacted = previous is not None and not _extends(
+            seen, [*previous[0], *history[previous[1] : position]]
+        )
         produced = output_tokens[index] if inputs is not None else None
         turns.append(
             Turn(
@@ -217,7 +221,7 @@ def read(values: Values, source: str) -> list[Trace]:
                 compacted=compacted,
             )
         )
-        previous = [*seen, history[position]]
+        previous = (seen, position)
     if not turns:
         raise check.fail("history", "expected at least one assistant message (a model call)")
     config = _config(doc, check)
