@@ -148,7 +148,10 @@ def _session(n: int = 0) -> list[dict[str, Any]]:
 SUMMARY = CODEX_SUMMARY_PREFIX + "\nThe user wants X; ran ls."
 
 
-def _compacted_rollout(replacement: bool) -> list[dict[str, Any]]:
+def _compacted_rollout(replacement: bool, wrapped: bool = False) -> list[dict[str, Any]]:
+    """A local auto compaction mid-task. Versions without `replacement_history` write Codex's
+    estimate of the compacted history before the `compacted` line, later ones after it; the
+    newest wrap each replacement item with its metadata."""
     tc = _Counter()
     lines = [
         *_session(),
@@ -174,15 +177,16 @@ def _compacted_rollout(replacement: bool) -> list[dict[str, Any]]:
         _line(7, "event_msg", tc.call(1300, 1200, 80)),  # the summariser's call
     ]
     compacted: dict[str, Any] = {"message": SUMMARY}
+    estimate = _line(8, "event_msg", tc.event({**_usage(0, 0, 0), "total_tokens": 321}))
     if replacement:
-        compacted["replacement_history"] = [
-            _user("list the files"),
-            _user(SUMMARY),
-            {"type": "ghost_snapshot", "ghost_commit": {}},
-        ]
+        items = [_user("list the files"), _user(SUMMARY), {"type": "ghost_snapshot"}]
+        if wrapped:
+            items = [{"item": item, "metadata": {}} for item in items]
+        compacted["replacement_history"] = items
+        lines += [_line(8, "compacted", compacted), estimate]
+    else:
+        lines += [estimate, _line(8, "compacted", compacted)]
     lines += [
-        _line(8, "compacted", compacted),
-        _line(8, "event_msg", tc.event({**_usage(0, 0, 0), "total_tokens": 321})),  # estimate
         _line(9, "response_item", _user("now count them")),
         _line(10, "response_item", _assistant("Two.")),
         _line(10, "event_msg", tc.call(400, 0, 5)),
@@ -191,8 +195,9 @@ def _compacted_rollout(replacement: bool) -> list[dict[str, Any]]:
     return lines
 
 
-def test_local_compaction_with_replacement_history(tmp_path: Path) -> None:
-    trace = ctxlab.load(_write(tmp_path, _compacted_rollout(replacement=True)))[0]
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_local_compaction_with_replacement_history(tmp_path: Path, wrapped: bool) -> None:
+    trace = ctxlab.load(_write(tmp_path, _compacted_rollout(replacement=True, wrapped=wrapped)))[0]
     assert [t.input_tokens for t in trace.turns] == [1000, 1200, 400]
     assert [t.compacted for t in trace.turns] == [False, False, True]
     assert trace.recorded_compactions == [2]
@@ -246,6 +251,8 @@ def test_local_compaction_without_replacement_history_is_rebuilt(tmp_path: Path)
         "now count them",
     ]
     assert trace.compactions[0].summary == SUMMARY
+    assert trace.compactions[0].post_tokens == 321
+    assert len(trace.harness_calls) == 1
     assert any("has no replacement_history" in n for n in trace.notes)
 
 

@@ -249,6 +249,9 @@ class _Rollout:
     """A counted call with no output items: a summariser if a `compacted` line follows."""
     compact_next: bool = False
     awaiting_post: RecordedCompaction | None = None
+    estimate: int | None = None
+    """Codex's estimate of the history after compacting, when it came before the `compacted`
+    line (versions that recompute usage before persisting the item)."""
     task: int = 0
     task_active: set[int] = field(default_factory=set)
     compaction_tasks: list[tuple[int, int]] = field(default_factory=list)
@@ -355,8 +358,11 @@ class _Rollout:
                 self.metadata["model_context_window"] = where.count(window, "model_context_window")
             key = (totals.input, totals.cached, totals.output, totals.total)
             if key == self.last_totals:
-                if self.awaiting_post is not None and last.input == 0 and last.total:
-                    self.set_post(last.total)
+                if last.input == 0 and last.total:
+                    if self.awaiting_post is not None:
+                        self.set_post(last.total)
+                    else:
+                        self.estimate = last.total
                 return  # a repeated event, or Codex's estimate of the history after compacting
             self.last_totals = key
             self.metadata["total_token_usage"] = info["total_token_usage"]
@@ -367,6 +373,7 @@ class _Rollout:
                 return  # older versions repeat the event
             self.last_flat = flat
         self.awaiting_post = None
+        self.estimate = None
         self.count(last)
 
     def set_post(self, tokens: int) -> None:
@@ -419,13 +426,15 @@ class _Rollout:
             kind="summarize",
             trigger=trigger if trigger in ("auto", "manual") else "auto",
             pre_tokens=pre,
+            post_tokens=self.estimate,
             summary=_text_of(summary.content) if summary is not None and message else None,
             started_at=stamp,
         )
         if trigger not in ("auto", "manual"):
             self.compaction_tasks.append((len(self.compactions), self.task))
         self.compactions.append(record)
-        self.awaiting_post = record
+        self.awaiting_post = record if self.estimate is None else None
+        self.estimate = None
         self.compact_next = True
 
     def replaced(
@@ -440,6 +449,8 @@ class _Rollout:
         summary: BaseMessage | None = None
         for i, raw in enumerate(items):
             item = where.obj(raw, f"payload.replacement_history[{i}]")
+            if "type" not in item and isinstance(item.get("item"), dict):
+                item = item["item"]  # an item with its metadata (newer versions)
             kind = item.get("type")
             if kind in ("compaction", "compaction_summary"):
                 summary = summary_message(_ENCRYPTED_SUMMARY)
