@@ -158,15 +158,15 @@ def _step_inputs(
         ]
     if not all(isinstance(s.get("messages"), list) for s in steps):
         return None
-    views = [
+    views = [  # the last step's view is nobody's input: not decoded
         _decode(s["messages"], f"trajectory[{i}].messages", check, memo)
-        for i, s in enumerate(steps)
+        for i, s in enumerate(steps[: max(1, len(steps) - 1)])
     ]
     first = views[0]
     last_ai = max((i for i, m in enumerate(first) if isinstance(m, AIMessage)), default=None)
     if last_ai is None:
         raise check.fail("trajectory[0].messages", "expected the step's assistant message")
-    return [first[:last_ai], *views[:-1]]
+    return [first[:last_ai], *views[: len(steps) - 1]]
 
 
 def _extends(inputs: list[BaseMessage], previous: list[BaseMessage]) -> bool:
