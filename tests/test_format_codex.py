@@ -64,7 +64,7 @@ def test_real_rollout_exact_counts(shared: Path) -> None:
         assert trace.messages[turn.position] is turn.output
     assert trace.turns[0].started_at == "2026-05-11T08:27:17.495Z"
     assert any("Tool schemas are not recorded" in n for n in trace.notes)
-    assert any("25 reasoning items are encrypted" in n for n in trace.notes)
+    assert any("Encrypted reasoning items (25)" in n for n in trace.notes)
 
 
 @pytest.mark.parametrize("policy", ["deepagents", "codex"])
@@ -373,7 +373,7 @@ def test_older_shapes_are_tolerated(tmp_path: Path) -> None:
     assert trace.turns[1].output.tool_calls[0]["name"] == "local_shell"
     assert trace.model == "codex-mini-latest"
     assert any("base instructions" in n for n in trace.notes)
-    assert any("2 model calls have no token_count" in n for n in trace.notes)
+    assert any("without a token_count event (2)" in n for n in trace.notes)
 
 
 def test_earliest_format_with_bare_items(tmp_path: Path) -> None:

@@ -718,17 +718,17 @@ def _trace(state: _Rollout, source: str, legacy: bool) -> Trace:
         notes.append("The base instructions (system prompt) are not recorded: counted as zero.")
     if state.encrypted:
         notes.append(
-            f"{state.encrypted} reasoning items are encrypted and dropped: their tokens appear "
-            "only in the recorded output usage."
+            f"Encrypted reasoning items ({state.encrypted}) are dropped: their text cannot be "
+            "read, and their tokens appear only in the recorded output usage."
         )
     if state.web_searches:
         notes.append(
-            f"{state.web_searches} server-side tool calls (web search) are kept in the assistant "
-            "message's additional_kwargs['web_search_calls'] and count as zero tokens."
+            f"Server-side tool calls such as web searches ({state.web_searches}) are kept in the "
+            "assistant message's additional_kwargs['web_search_calls'] and count as zero tokens."
         )
     unmetered = sum(1 for t in state.turns if t.input_tokens is None)
     if unmetered:
-        notes.append(f"{unmetered} model calls have no token_count event: their usage is unknown.")
+        notes.append(f"Model calls without a token_count event ({unmetered}) have unknown usage.")
     for line in state.rebuilt_lines:
         notes.append(
             f"The compaction at line {line} has no replacement_history: the input after it is "
