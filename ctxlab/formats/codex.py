@@ -190,11 +190,12 @@ class _Call:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     reasoning: list[Any] = field(default_factory=list)
     web_searches: list[Any] = field(default_factory=list)
-    encrypted: int = 0
 
     def message(self, model: str | None) -> AIMessage:
         content: str | list[Any]
-        if len(self.text) == 1:
+        if not self.text:
+            content = ""
+        elif len(self.text) == 1:
             content = self.text[0]
         else:
             content = []
@@ -226,7 +227,6 @@ class _Usage:
 class _Rollout:
     """Reading state: the full history, the as-sent context, and what is pending."""
 
-    source: str
     history: list[BaseMessage] = field(default_factory=list)
     sent: list[BaseMessage] = field(default_factory=list)
     turns: list[Turn] = field(default_factory=list)
@@ -576,7 +576,6 @@ def _response_item(state: _Rollout, item: dict[str, Any], where: _Where) -> None
     elif kind == "reasoning":
         call = state.pending()
         if item.get("encrypted_content"):
-            call.encrypted += 1
             state.encrypted += 1
         for name in ("summary", "content"):
             parts = item.get(name)
@@ -669,7 +668,7 @@ def _legacy(value: Any) -> tuple[str, Any] | None:
 
 def read(values: Values, source: str) -> list[Trace]:
     """The one conversation of a rollout file."""
-    state = _Rollout(source=source)
+    state = _Rollout()
     legacy = not _is_line(values[0][0])
     for value, line in values:
         where = _Where(source, line)
