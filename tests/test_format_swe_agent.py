@@ -270,6 +270,18 @@ def _broken(change: Any) -> dict[str, Any]:
             lambda d: d["history"][2]["tool_calls"][0]["function"].__setitem__("arguments", "{x"),
             "history: tool-call arguments",
         ),
+        (
+            lambda d: d["history"][2].__setitem__("tool_calls", 5),
+            "history[2].tool_calls: expected a list",
+        ),
+        (
+            lambda d: d["history"][2]["tool_calls"][0].__setitem__("id", 5),
+            "history[2].tool_calls[0].id",
+        ),
+        (
+            lambda d: d["history"][1].__setitem__("content", [1]),
+            "history[1].content: expected a list of text",
+        ),
         (lambda d: d["trajectory"].__setitem__(0, []), "trajectory[0]: expected an object"),
         (
             lambda d: d["trajectory"][1].__setitem__("query", [*d["trajectory"][1]["query"], 3]),

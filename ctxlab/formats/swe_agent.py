@@ -80,6 +80,12 @@ def _normalised(raw: Any, where: str, check: _Where) -> dict[str, Any]:
     content = msg.get("content")
     if not isinstance(content, str | list) and content is not None:
         raise check.fail(f"{where}.content", f"expected a string or a list, got {_kind(content)}")
+    if isinstance(content, list) and not all(isinstance(b, str | dict) for b in content):
+        raise check.fail(f"{where}.content", "expected a list of text strings or content blocks")
+    calls = msg.get("tool_calls")
+    if calls is not None:
+        for i, call in enumerate(check.items(calls, f"{where}.tool_calls")):
+            _check_call(call, f"{where}.tool_calls[{i}]", check)
     if role != "tool":
         return msg
     ids = msg.get("tool_call_ids", msg.get("tool_call_id"))
@@ -90,6 +96,21 @@ def _normalised(raw: Any, where: str, check: _Where) -> dict[str, Any]:
     raise check.fail(
         f"{where}.tool_call_ids", f"expected a non-empty list of call ids, got {_kind(ids)}"
     )
+
+
+def _check_call(call: Any, where: str, check: _Where) -> None:
+    """An OpenAI tool call: a string `id`, and `function` with a string `name` and arguments
+    as JSON text or an object."""
+    call = check.obj(call, where)
+    if not isinstance(call.get("id"), str):
+        raise check.fail(f"{where}.id", f"expected a string, got {_kind(call.get('id'))}")
+    function = check.obj(call.get("function"), f"{where}.function")
+    if not isinstance(function.get("name"), str):
+        raise check.fail(
+            f"{where}.function.name", f"expected a string, got {_kind(function.get('name'))}"
+        )
+    if not isinstance(function.get("arguments"), str | dict):
+        raise check.fail(f"{where}.function.arguments", "expected JSON text or an object")
 
 
 def _decode(raw: list[Any], where: str, check: _Where, memo: Memo) -> list[BaseMessage]:
