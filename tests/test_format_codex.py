@@ -11,6 +11,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 import ctxlab
+from ctxlab.formats import codex
 from ctxlab.message_facts import is_summary
 from ctxlab.policies.codex import CODEX_SUMMARY_PREFIX
 
@@ -485,3 +486,38 @@ def test_rollout_without_model_calls_is_refused(tmp_path: Path) -> None:
     path = _write(tmp_path, [*_session(), _line(1, "response_item", _user("hi"))])
     with pytest.raises(ctxlab.TraceFormatError, match="no model calls"):
         ctxlab.load(path)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            out += _paths(item, (*prefix, index))
+    return out
+
+
+WRONG = (None, -1, "s", [1], {"a": 1})
+
+
+def test_any_wrong_typed_field_is_a_located_error_or_loads() -> None:
+    """Every field of a compacted rollout replaced by each wrong type, or removed: reading
+    either succeeds or raises TraceFormatError, never a raw Python error."""
+    base = _compacted_rollout(True)
+    for number, line in enumerate(base):
+        for path in _paths(line):
+            for wrong in (*WRONG, KeyError):
+                doc = json.loads(json.dumps(base))
+                parent = doc[number]
+                for key in path[:-1]:
+                    parent = parent[key]
+                if wrong is KeyError:
+                    del parent[path[-1]]
+                else:
+                    parent[path[-1]] = wrong
+                try:
+                    codex.read([(v, i + 1) for i, v in enumerate(doc)], "f.jsonl")
+                except ctxlab.TraceFormatError:
+                    pass

@@ -12,6 +12,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 import ctxlab
+from ctxlab.formats import swe_agent
 
 MARSHMALLOW = (
     "data/real-traces/swe-agent-traj-function-calling-marshmallow/"
@@ -304,3 +305,37 @@ def test_bad_files_are_located(tmp_path: Path, change: Any, says: str) -> None:
         ctxlab.load(path)
     assert str(path) in str(info.value)
     assert says in str(info.value)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            out += _paths(item, (*prefix, index))
+    return out
+
+
+@pytest.mark.parametrize("make", [_query_traj, _old_traj])
+def test_any_wrong_typed_field_is_a_located_error_or_loads(make: Any) -> None:
+    """Every field replaced by each wrong type, or removed: reading either succeeds or raises
+    TraceFormatError, never a raw Python error."""
+    base = make()
+    for path in _paths(base):
+        for wrong in (None, -1, "s", [1], {"a": 1}, KeyError):
+            doc = json.loads(json.dumps(base))
+            parent = doc
+            for key in path[:-1]:
+                parent = parent[key]
+            if wrong is KeyError:
+                del parent[path[-1]]
+            else:
+                parent[path[-1]] = wrong
+            if not swe_agent.sniff([(doc, None)]):
+                continue
+            try:
+                swe_agent.read([(doc, None)], "f.traj")
+            except ctxlab.TraceFormatError:
+                pass
