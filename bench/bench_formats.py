@@ -83,7 +83,8 @@ def main() -> None:
             base = per_call(lambda d=data: parse_all(d), args.min_time)
             ours = per_call(lambda p=path: ctxlab.load(p), args.min_time)
             turns = sum(len(t.turns) for trace in traces for t in trace.walk())
-            rows.append((name, len(data), traces[0].format, turns, ours / base, f"{ours * 1e3:.1f} ms"))
+            fmt = traces[0].format
+            rows.append((name, len(data), fmt, turns, ours / base, f"{ours * 1e3:.1f} ms"))
     print(f"{'file':<92} {'KB':>7} {'format':<18} {'turns':>5} {'ratio':>6}  load")
     for name, size, fmt, turns, ratio, note in rows:
         shown = f"{ratio:.2f}x" if ratio is not None else "-"
