@@ -27,6 +27,8 @@ from typing import Any
 from ctxlab.formats import (
     anthropic_sessions,
     claude_code,
+    codex,
+    swe_agent,
 )
 
 Values = list[tuple[Any, int | None]]
@@ -34,6 +36,8 @@ Values = list[tuple[Any, int | None]]
 
 FORMATS: tuple[ModuleType, ...] = (
     claude_code,
+    codex,
+    swe_agent,
     anthropic_sessions,
 )
 """Readers tried in order; the first whose `sniff` accepts a file reads it."""
