@@ -349,9 +349,14 @@ def _turn(s: _Sample, call: _Call, index: int, position: int, compacted: bool) -
 
 
 def _chain(
-    s: _Sample, calls: list[_Call]
+    calls: list[_Call], final: list[BaseMessage]
 ) -> tuple[list[BaseMessage], list[tuple[_Call, int, bool]], list[BaseMessage]]:
-    """Full history, (call, position, compacted) per call, and inserted summaries."""
+    """Full history, (call, position, compacted) per call, and inserted summaries.
+
+    `final` is the sample's own message list (Inspect's full history, which compaction never
+    edits): at a compaction point, and after the last call, the messages it holds after the
+    last one seen and that no call sent (a tool result the summary absorbed) join the history.
+    """
     history: list[BaseMessage] = []
     seen_ids: set[str] = set()
     seen_prints: set[str] = set()
@@ -359,6 +364,7 @@ def _chain(
     placed: list[tuple[_Call, int, bool]] = []
     prev_sent: list[str] | None = None
     prints: dict[int, str] = {}  # memoised messages are shared between calls
+    final_at = {m.id: i for i, m in enumerate(final) if m.id}
 
     def fp(msg: BaseMessage) -> str:
         key = id(msg)
@@ -367,13 +373,27 @@ def _chain(
         return prints[key]
 
     def add(msg: BaseMessage) -> None:
+        printed = fp(msg)
         if looks_like_summary(msg):
-            inserted.append(msg)
+            if printed not in seen_prints:
+                inserted.append(msg)
+                seen_prints.add(printed)
             return
         history.append(msg)
         if msg.id:
             seen_ids.add(msg.id)
-        seen_prints.add(fp(msg))
+        seen_prints.add(printed)
+
+    def fill(until: set[str]) -> None:
+        """Messages of `final` after the last one in the history, up to one in `until`."""
+        at = final_at.get(history[-1].id) if history and history[-1].id else None
+        if at is None:
+            return
+        for msg in final[at + 1 :]:
+            if msg.id in until:
+                break
+            if not (msg.id in seen_ids or fp(msg) in seen_prints):
+                add(msg)
 
     for call in calls:
         sent = [fp(m) for m in call.inputs]
@@ -386,6 +406,7 @@ def _chain(
                 add(msg)
         else:
             compacted = True
+            fill({m.id for m in call.inputs if m.id})
             for msg, printed in zip(call.inputs, sent, strict=True):
                 if (msg.id and msg.id in seen_ids) or printed in seen_prints:
                     continue
@@ -395,6 +416,7 @@ def _chain(
             add(call.output)
         placed.append((call, position, compacted))
         prev_sent = sent + ([fp(call.output)] if call.output is not None else [])
+    fill(set())
     return history, placed, inserted
 
 
@@ -566,6 +588,7 @@ def _build(
     trace_id: str,
     calls: list[_Call],
     found: _Events,
+    final: list[BaseMessage],
     *,
     parent: str | None = None,
     parent_call: str | None = None,
@@ -576,7 +599,7 @@ def _build(
     others = [c for c in calls if c.role != role]
     compactions = [(i, e) for i, e in found.compactions] if parent is None else []
     agent, summariser = _split_summariser(agent, compactions)
-    history, placed, inserted = _chain(s, agent)
+    history, placed, inserted = _chain(agent, final)
     _check_pairs(s, history)
     turns = [_turn(s, c, i, pos, comp) for i, (c, pos, comp) in enumerate(placed)]
     recorded: list[RecordedCompaction] = []
@@ -613,10 +636,14 @@ def _build(
     )
 
 
-def _from_messages(s: _Sample, log: _Log, trace_id: str, sample: dict[str, Any]) -> Trace:
-    raw = sample.get("messages") or []
-    s.expect(raw, list, "messages", "a list of chat messages")
-    messages = [_message(s, m, f"messages[{i}]") for i, m in enumerate(raw)]
+def _final_messages(s: _Sample, sample: dict[str, Any]) -> list[BaseMessage]:
+    """`sample.messages`: the conversation as the sample ended."""
+    raw = sample.get("messages")
+    raw = [] if raw is None else s.expect(raw, list, "messages", "a list of chat messages")
+    return [_message(s, m, f"messages[{i}]") for i, m in enumerate(raw)]
+
+
+def _from_messages(s: _Sample, log: _Log, trace_id: str, messages: list[BaseMessage]) -> Trace:
     _check_pairs(s, messages)
     trace = from_messages(
         messages, trace_id=trace_id, format=NAME, source=log.source, model=log.model
@@ -648,21 +675,24 @@ def _sample_trace(log: _Log, sample: Any, index: int) -> Trace:
             f"{_type_name(sample_id)}",
             source=log.source,
         )
-    attachments = sample.get("attachments") or {}
     s = _Sample(log.source, sample_id, epoch, {})
-    s.attachments = s.expect(attachments, dict, "attachments", "an object of hash: text")
+    attachments = sample.get("attachments")
+    if attachments is not None:
+        s.attachments = s.expect(attachments, dict, "attachments", "an object of hash: text")
     pooled = sample.get("events_data")
     if pooled is not None:
         s.expect(pooled, dict, "events_data", "an object with 'messages' and 'calls'")
-        s.pool = s.expect(pooled.get("messages") or [], list, "events_data.messages", "a list")
+        pool = pooled.get("messages")
+        s.pool = s.expect([] if pool is None else pool, list, "events_data.messages", "a list")
     trace_id = f"{log.task}:{log.eval_id}:{sample_id}:{epoch}"
-    events = sample.get("events") or []
-    s.expect(events, list, "events", "a list of events")
+    events = sample.get("events")
+    events = [] if events is None else s.expect(events, list, "events", "a list of events")
     found = _walk(s, events)
+    final = _final_messages(s, sample)
     top = [c for c in found.calls if c.scope is None]
     if not top:
-        return _from_messages(s, log, trace_id, sample)
-    trace = _build(s, log, trace_id, top, found)
+        return _from_messages(s, log, trace_id, final)
+    trace = _build(s, log, trace_id, top, found, final)
     scopes: dict[str, list[_Call]] = defaultdict(list)
     for call in found.calls:
         if call.scope is not None:
@@ -671,7 +701,7 @@ def _sample_trace(log: _Log, sample: Any, index: int) -> Trace:
         call_id = found.tool_of_span.get(span_id)
         sub_id = f"{trace_id}/{call_id or span_id}"
         trace.subagents.append(
-            _build(s, log, sub_id, calls, found, parent=trace_id, parent_call=call_id)
+            _build(s, log, sub_id, calls, found, [], parent=trace_id, parent_call=call_id)
         )
     if found.cached:
         trace.notes.append(
