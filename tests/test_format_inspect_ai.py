@@ -434,6 +434,30 @@ def test_sample_without_events_falls_back_to_messages(tmp_path: Path) -> None:
     assert len(trace.notes) == 1 and "no model events" in trace.notes[0]
 
 
+def test_legacy_transcript_and_missing_usage(tmp_path: Path) -> None:
+    """Logs before Inspect 0.3.50 keep events and attachments under `transcript`."""
+    sample = agent_sample()
+    events, attachments = sample.pop("events"), sample.pop("attachments")
+    for event in events:
+        if event["event"] == "model":
+            del event["output"]["usage"]
+    sample["transcript"] = {"events": events, "content": attachments}
+    path = tmp_path / "legacy.json"
+    path.write_text(json.dumps(evallog([sample])))
+    trace = ctxlab.load(path)[0]
+    assert len(trace.turns) == 3 and trace.messages[1].content == "Fix the bug."
+    assert trace.recorded_input_tokens is None
+    assert trace.notes == ["The log records no token usage for this sample's model calls."]
+
+
+def test_directory_with_json_and_eval(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text(json.dumps(evallog([agent_sample()], task="a")))
+    write_eval(tmp_path / "b.eval", evallog([agent_sample(), compacted_sample()], task="b"))
+    traces = ctxlab.load(tmp_path)
+    assert sorted(t.trace_id for t in traces) == ["a:E1:1:1", "b:E1:1:1", "b:E1:7:1"]
+    assert traces.errors == []
+
+
 # ----------------------------------------------------------------------------- bad files
 
 

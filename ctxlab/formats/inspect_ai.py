@@ -611,7 +611,8 @@ def _build(
     turns = [replace(t, compacted=True) if t.index in flagged else t for t in turns]
     scorers = found.scorer_calls if parent is None else []
     harness = sorted([*others, *summariser, *scorers], key=lambda c: c.event_index)
-    tools = s.deep(agent[0].event.get("tools") or [], f"event {agent[0].event_index}.tools")
+    where = f"event {agent[0].event_index} (model).tools"
+    tools = s.deep(s.expect(agent[0].event.get("tools") or [], list, where, "a list"), where)
     model = next((t.model for t in turns if t.model), None) or log.model
     return Trace(
         trace_id=trace_id,
@@ -619,7 +620,7 @@ def _build(
         source=log.source,
         messages=history,
         turns=turns,
-        tools=tools if isinstance(tools, list) else [],
+        tools=tools,
         model=model,
         provider=next((t.provider for t in turns if t.provider), None),
         parent_trace_id=parent,
@@ -676,6 +677,9 @@ def _sample_trace(log: _Log, sample: Any, index: int) -> Trace:
             source=log.source,
         )
     s = _Sample(log.source, sample_id, epoch, {})
+    legacy = sample.get("transcript")  # logs before 0.3.50: {"events", "content"}
+    if isinstance(legacy, dict):
+        sample = {**sample, "events": legacy.get("events"), "attachments": legacy.get("content")}
     attachments = sample.get("attachments")
     if attachments is not None:
         s.attachments = s.expect(attachments, dict, "attachments", "an object of hash: text")
@@ -703,6 +707,8 @@ def _sample_trace(log: _Log, sample: Any, index: int) -> Trace:
         trace.subagents.append(
             _build(s, log, sub_id, calls, found, [], parent=trace_id, parent_call=call_id)
         )
+    if all(t.input_tokens is None for t in trace.turns):
+        trace.notes.append("The log records no token usage for this sample's model calls.")
     if found.cached:
         trace.notes.append(
             f"{found.cached} model calls were answered from Inspect's local cache; their usage "
