@@ -112,7 +112,7 @@ class _Sample:
                 raise self.error(
                     where, f"unresolved reference {value!r} (expected a key of sample.attachments)"
                 )
-            return self.attachments[key]
+            return self.expect(self.attachments[key], str, f"attachments[{key!r}]", "a string")
         return value
 
     def deep(self, value: Any, where: str) -> Any:
@@ -286,12 +286,12 @@ def _output(s: _Sample, event: dict[str, Any], where: str) -> AIMessage | None:
     return msg
 
 
-def _usage(s: _Sample, call: _Call, provider: str | None) -> tuple[int | None, ...]:
+def _usage(s: _Sample, call: _Call) -> tuple[int | None, ...]:
     """(full prompt tokens, output, cache read, cache write) of one call.
 
     Inspect keeps the provider's split: OpenAI-style providers count cached tokens inside
     `input_tokens`, Anthropic's do not. The cache is taken as separate when `total_tokens` adds
-    it on top, when it exceeds `input_tokens`, or when the provider is Anthropic."""
+    it on top, when it exceeds `input_tokens`, or when the model is Claude."""
     where = f"event {call.event_index} (model).output.usage"
     usage = call.event["output"].get("usage")
     if usage is None:
@@ -307,7 +307,8 @@ def _usage(s: _Sample, call: _Call, provider: str | None) -> tuple[int | None, .
         separate = (
             (total is not None and total == inp + (out or 0) + cached)
             or inp < cached
-            or (provider or "").lower() in ("anthropic", "bedrock", "vertex")
+            or "claude" in str(call.event.get("model")).lower()
+            or str(call.event.get("model")).startswith("anthropic/")
         )
         if separate:
             inp += cached
@@ -325,7 +326,7 @@ def _model(call: _Call) -> tuple[str | None, str | None]:
 
 def _turn(s: _Sample, call: _Call, index: int, position: int, compacted: bool) -> Turn:
     model, provider = _model(call)
-    inp, out, read, write = _usage(s, call, provider)
+    inp, out, read, write = _usage(s, call)
     config = call.event.get("config")
     max_tokens = config.get("max_tokens") if isinstance(config, dict) else None
     started = call.event.get("timestamp")
@@ -670,6 +671,11 @@ def _sample_trace(log: _Log, sample: Any, index: int) -> Trace:
             source=log.source,
         )
     sample_id, epoch = sample.get("id"), sample.get("epoch", 1)
+    if type(epoch) is not int:
+        raise TraceFormatError(
+            f"samples[{index}].epoch: expected an integer epoch, got {_type_name(epoch)}",
+            source=log.source,
+        )
     if not isinstance(sample_id, str | int) or isinstance(sample_id, bool):
         raise TraceFormatError(
             f"samples[{index}].id: expected a string or integer sample id, got "
