@@ -101,6 +101,56 @@ def test_real_browser_log_loads_near_json_speed(browser: Path) -> None:
     assert read < 3 * parse + 0.005  # small absolute slack for a busy machine
 
 
+# ----------------------------------------------------------------------------- logs Inspect wrote
+
+INSPECT_LOGS = Path(__file__).parent / "data" / "inspect_ai"
+"""`.eval` logs the real `inspect_ai` 0.3.285 wrote (zstd members, pooled inputs), made by
+make_logs.py there: its `react` agent on a scripted mock model under each compaction strategy."""
+
+
+PRE = [4532, 5533, 6534, 7535, 8536, 9537, 10563, 11564]
+"""`tokens_before` of the eight compactions, as Inspect recorded them."""
+
+
+@pytest.mark.parametrize(
+    ("strategy", "kind", "pre_tokens", "harness"),
+    [
+        ("none", None, [], 0),
+        ("summary", "summarize", PRE, 8),
+        ("edit", "clear_tool_uses", PRE, 0),
+        ("trim", "trim", PRE, 0),
+    ],
+)
+def test_logs_inspect_wrote(
+    strategy: str, kind: str | None, pre_tokens: list, harness: int
+) -> None:
+    (trace,) = ctxlab.load(INSPECT_LOGS / f"react-{strategy}.eval")
+    # whatever the strategy sent, the full history is the one conversation
+    assert len(trace.messages) == 27
+    assert "".join(m.type[0] for m in trace.messages) == "sh" + "at" * 12 + "a"
+    assert [t.position for t in trace.turns] == list(range(2, 27, 2))
+    assert trace.recorded_input_tokens == 78299  # sum of 17 + 1001 * i over 13 calls
+    assert sum(t.cache_read_tokens for t in trace.turns) == 78000
+    assert len(trace.harness_calls) == harness  # CompactionSummary's own summariser calls
+    assert [c.pre_tokens for c in trace.compactions] == pre_tokens
+    assert {c.kind for c in trace.compactions} == ({kind} if kind else set())
+    assert {c.trigger for c in trace.compactions} <= {"auto"}
+    compacted = [t.index for t in trace.turns if t.compacted]
+    assert (
+        compacted
+        == [c.turn for c in trace.compactions]
+        == ([] if kind is None else list(range(5, 13)))
+    )
+    assert len(trace.inserted) == (8 if strategy == "summary" else 0)
+    if strategy == "summary":
+        assert trace.compactions[0].summary is not None
+        assert "Summary 0: ran ls." in trace.compactions[0].summary
+        assert [len(t.inputs) for t in trace.turns[5:]] == [3] * 8
+    preset = "inspect-edit" if kind is None else f"inspect-{strategy}"
+    for name in ("deepagents", preset):
+        assert len(ctxlab.replay(trace, policies.get(name)).calls) == 13
+
+
 # ----------------------------------------------------------------------------- synthetic logs
 
 

@@ -289,26 +289,35 @@ def _output(s: _Sample, event: dict[str, Any], where: str) -> AIMessage | None:
 def _usage(s: _Sample, call: _Call) -> tuple[int | None, ...]:
     """(full prompt tokens, output, cache read, cache write) of one call.
 
-    Inspect keeps the provider's split: OpenAI-style providers count cached tokens inside
-    `input_tokens`, Anthropic's do not. The cache is taken as separate when `total_tokens` adds
-    it on top, when it exceeds `input_tokens`, or when the model is Claude."""
-    where = f"event {call.event_index} (model).output.usage"
+    Newer logs record the full prompt as `output.input_context_tokens`. Otherwise: Inspect keeps
+    the provider's split, OpenAI-style providers counting cached tokens inside `input_tokens`
+    and Anthropic's not, so the cache is taken as separate when `total_tokens` adds it on top,
+    when it exceeds `input_tokens`, or when the model is Claude."""
+    where = f"event {call.event_index} (model).output"
     usage = call.event["output"].get("usage")
     if usage is None:
         return None, None, None, None
-    s.expect(usage, dict, where, "a usage object")
-    inp = s.integer(usage.get("input_tokens"), f"{where}.input_tokens")
-    out = s.integer(usage.get("output_tokens"), f"{where}.output_tokens")
-    read = s.integer(usage.get("input_tokens_cache_read"), f"{where}.input_tokens_cache_read")
-    write = s.integer(usage.get("input_tokens_cache_write"), f"{where}.input_tokens_cache_write")
-    total = s.integer(usage.get("total_tokens"), f"{where}.total_tokens")
+    s.expect(usage, dict, f"{where}.usage", "a usage object")
+    inp = s.integer(usage.get("input_tokens"), f"{where}.usage.input_tokens")
+    out = s.integer(usage.get("output_tokens"), f"{where}.usage.output_tokens")
+    read = s.integer(usage.get("input_tokens_cache_read"), f"{where}.usage.input_tokens_cache_read")
+    write = s.integer(
+        usage.get("input_tokens_cache_write"), f"{where}.usage.input_tokens_cache_write"
+    )
+    total = s.integer(usage.get("total_tokens"), f"{where}.usage.total_tokens")
+    context = s.integer(
+        call.event["output"].get("input_context_tokens"), f"{where}.input_context_tokens"
+    )
     cached = (read or 0) + (write or 0)
-    if inp is not None and cached:
+    model = str(call.event.get("model")).lower()
+    if context is not None:
+        inp = context
+    elif inp is not None and cached:
         separate = (
             (total is not None and total == inp + (out or 0) + cached)
             or inp < cached
-            or "claude" in str(call.event.get("model")).lower()
-            or str(call.event.get("model")).startswith("anthropic/")
+            or "claude" in model
+            or model.startswith("anthropic/")
         )
         if separate:
             inp += cached
@@ -357,15 +366,26 @@ def _chain(
     `final` is the sample's own message list (Inspect's full history, which compaction never
     edits): at a compaction point, and after the last call, the messages it holds after the
     last one seen and that no call sent (a tool result the summary absorbed) join the history.
+    At a compaction point, messages `final` does not hold are the strategy's edited copies
+    (`CompactionEdit` gives a cleared tool result a new id), never new history.
     """
     history: list[BaseMessage] = []
     seen_ids: set[str] = set()
     seen_prints: set[str] = set()
+    answered: set[str] = set()
     inserted: list[BaseMessage] = []
     placed: list[tuple[_Call, int, bool]] = []
     prev_sent: list[str] | None = None
     prints: dict[int, str] = {}  # memoised messages are shared between calls
     final_at = {m.id: i for i, m in enumerate(final) if m.id}
+
+    def known(msg: BaseMessage, printed: str) -> bool:
+        """Whether a message of a compacted input is already in the history, or an edit of one."""
+        if (msg.id and msg.id in seen_ids) or printed in seen_prints:
+            return True
+        if isinstance(msg, ToolMessage) and msg.tool_call_id in answered:
+            return True
+        return bool(final_at) and msg.id not in final_at and not looks_like_summary(msg)
 
     def fp(msg: BaseMessage) -> str:
         key = id(msg)
@@ -384,6 +404,8 @@ def _chain(
         if msg.id:
             seen_ids.add(msg.id)
         seen_prints.add(printed)
+        if isinstance(msg, ToolMessage):
+            answered.add(msg.tool_call_id)
 
     def fill(until: set[str]) -> None:
         """Messages of `final` after the last one in the history, up to one in `until`."""
@@ -393,7 +415,7 @@ def _chain(
         for msg in final[at + 1 :]:
             if msg.id in until:
                 break
-            if not (msg.id in seen_ids or fp(msg) in seen_prints):
+            if not known(msg, fp(msg)):
                 add(msg)
 
     for call in calls:
@@ -409,9 +431,8 @@ def _chain(
             compacted = True
             fill({m.id for m in call.inputs if m.id})
             for msg, printed in zip(call.inputs, sent, strict=True):
-                if (msg.id and msg.id in seen_ids) or printed in seen_prints:
-                    continue
-                add(msg)
+                if not known(msg, printed):
+                    add(msg)
         position = len(history)
         if call.output is not None:
             add(call.output)
@@ -504,11 +525,17 @@ def _walk(s: _Sample, events: list[Any]) -> _Events:
     return found
 
 
+SUMMARY_TAGS = (("<previous_summary>", "</previous_summary>"), ("<summary>", "</summary>"))
+"""How Inspect versions wrap the summariser's text inside the summary message."""
+
+
 def _summary_body(msg: BaseMessage) -> str:
+    """The summariser's own text inside a summary message (the whole text if untagged)."""
     text = msg.text
-    start, end = text.find("<previous_summary>\n"), text.rfind("\n</previous_summary>")
-    if start != -1 and end > start:
-        return text[start + len("<previous_summary>\n") : end].strip()
+    for opening, closing in SUMMARY_TAGS:
+        start, end = text.find(opening), text.rfind(closing)
+        if start != -1 and end > start:
+            return text[start + len(opening) : end].strip()
     return text.strip()
 
 
@@ -552,10 +579,11 @@ def _compaction(
         found = [m for m in turn.inputs if looks_like_summary(m)]
         summary = found[-1].text if found else None
     started = event.get("timestamp")
+    manual = metadata.get("trigger") == "manual"
     return RecordedCompaction(
         turn=turn.index,
         kind=COMPACTION_KINDS.get(kind, kind),
-        trigger="auto",
+        trigger="manual" if manual else "auto",
         pre_tokens=s.integer(event.get("tokens_before"), f"{where}.tokens_before"),
         post_tokens=s.integer(event.get("tokens_after"), f"{where}.tokens_after"),
         summary=summary,
