@@ -151,6 +151,26 @@ def test_logs_inspect_wrote(
         assert len(ctxlab.replay(trace, policies.get(name)).calls) == 13
 
 
+def test_log_inspect_wrote_with_a_subagent_and_a_grader() -> None:
+    (trace,) = ctxlab.load(INSPECT_LOGS / "react-subagent.eval")
+    assert [m.type for m in trace.messages] == ["system", "human"] + ["ai", "tool"] * 2 + ["ai"]
+    assert len(trace.turns) == 3 and trace.recorded_input_tokens == 1765
+    # model_graded_qa's grader runs in the scorer span: a harness call, not a turn
+    assert [h.output.text for h in trace.harness_calls] == ["GRADE: C"]
+    (sub,) = trace.subagents
+    (researcher_call,) = [
+        c for m in trace.messages if isinstance(m, AIMessage) for c in m.tool_calls
+    ][:1]
+    assert researcher_call["name"] == "researcher"
+    assert sub.parent_tool_call_id == researcher_call["id"]
+    assert sub.parent_trace_id == trace.trace_id
+    assert sub.trace_id == f"{trace.trace_id}/{researcher_call['id']}"
+    assert [m.type for m in sub.messages] == ["system", "human", "ai", "tool", "ai"]
+    assert sub.system_prompt is not None and "You research." in sub.system_prompt
+    assert len(sub.turns) == 2 and sub.recorded_input_tokens == 1166
+    assert trace.summary()["subagents"] == 1
+
+
 # ----------------------------------------------------------------------------- synthetic logs
 
 

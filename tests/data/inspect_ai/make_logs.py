@@ -5,9 +5,10 @@ Inspect is not a ctxlab dependency: run this in a throwaway environment
 `/tmp/inspect/bin/python tests/data/inspect_ai/make_logs.py`). Each log is one sample of Inspect's
 own `react` agent on `mockllm/model` (scripted tool calls, recorded usage with a cache split)
 under one compaction strategy: none, `CompactionSummary` (its summariser another mock model),
-`CompactionEdit` or `CompactionTrim`, each with a 4,000-token threshold. Inspect counts tokens
-with tiktoken, whose encoding cannot be downloaded offline, so the script counts a quarter token
-per character instead; that only moves where the thresholds fire.
+`CompactionEdit` or `CompactionTrim`, each with a 4,000-token threshold. `react-subagent.eval`:
+the agent calls a second `react` agent as a tool (`as_tool`), and a model grader scores it.
+Inspect counts tokens with tiktoken, whose encoding cannot be downloaded offline, so the script
+counts a quarter token per character instead; that only moves where the thresholds fire.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 import inspect_ai.model._model as inspect_model
 import inspect_ai.model._tokens as inspect_tokens
 from inspect_ai import Task, eval
-from inspect_ai.agent import react
+from inspect_ai.agent import as_tool, react
 from inspect_ai.dataset import Sample
 from inspect_ai.model import (
     CompactionEdit,
@@ -29,7 +30,7 @@ from inspect_ai.model import (
     ModelUsage,
     get_model,
 )
-from inspect_ai.scorer import includes
+from inspect_ai.scorer import includes, model_graded_qa
 from inspect_ai.tool import Tool, tool
 
 HERE = Path(__file__).parent
@@ -93,6 +94,41 @@ def strategies() -> dict[str, object]:
     }
 
 
+def subagent_task() -> tuple[Task, object]:
+    """A `researcher` react agent used as a tool, and `model_graded_qa` with a mock grader."""
+    researcher_model = get_model(
+        "mockllm/model",
+        custom_outputs=[
+            ModelOutput.for_tool_call("mockllm/model", "bash", {"cmd": "find ."}),
+            ModelOutput.for_tool_call("mockllm/model", "submit", {"answer": "found a.py"}),
+        ],
+    )
+    researcher = react(
+        name="researcher",
+        description="Finds files.",
+        prompt="You research.",
+        tools=[bash()],
+        model=researcher_model,
+    )
+    grader = get_model(
+        "mockllm/model", custom_outputs=[ModelOutput.from_content("mockllm/model", "GRADE: C")]
+    )
+    task = Task(
+        dataset=[Sample(input="Fix the bug.", target="done")],
+        solver=react(prompt="You are an agent.", tools=[bash(), as_tool(researcher)]),
+        scorer=model_graded_qa(model=grader),
+    )
+    model = get_model(
+        "mockllm/model",
+        custom_outputs=[
+            ModelOutput.for_tool_call("mockllm/model", "researcher", {"input": "Find the file."}),
+            ModelOutput.for_tool_call("mockllm/model", "bash", {"cmd": "cat a.py"}),
+            ModelOutput.for_tool_call("mockllm/model", "submit", {"answer": "done"}),
+        ],
+    )
+    return task, model
+
+
 def main() -> None:
     for name, strategy in strategies().items():
         with tempfile.TemporaryDirectory() as log_dir:
@@ -104,6 +140,10 @@ def main() -> None:
             model = get_model("mockllm/model", custom_outputs=agent_outputs())
             (log,) = eval(task, model=model, log_dir=log_dir, display="none")
             shutil.copy(log.location, HERE / f"react-{name}.eval")
+    with tempfile.TemporaryDirectory() as log_dir:
+        task, model = subagent_task()
+        (log,) = eval(task, model=model, log_dir=log_dir, display="none")
+        shutil.copy(log.location, HERE / "react-subagent.eval")
 
 
 if __name__ == "__main__":
