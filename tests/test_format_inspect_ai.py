@@ -493,6 +493,56 @@ def test_grader_role_and_subagent(tmp_path: Path) -> None:
     assert trace.summary()["subagents"] == 1
 
 
+def test_nested_subagents_with_spans(tmp_path: Path) -> None:
+    """A subagent that itself runs a subagent: each trace under the one that called it."""
+    sample = agent_sample()
+    inner_call = call("c9", "helper", q="x")
+    sample["events"][2:2] = [
+        {"event": "span_begin", "id": "t1", "parent_id": "solver", "type": "tool", "name": "bash"},
+        {"event": "tool", "id": "c1", "function": "bash", "span_id": "solver"},
+        {"event": "span_begin", "id": "ag1", "parent_id": "t1", "type": "agent", "name": "a"},
+        model_event(
+            [msg("user", "outer", "o1")],
+            msg("assistant", "", "o2", tool_calls=[inner_call]),
+            span_id="ag1",
+        ),
+        {"event": "span_begin", "id": "t2", "parent_id": "ag1", "type": "tool", "name": "helper"},
+        {"event": "tool", "id": "c9", "function": "helper", "span_id": "ag1"},
+        {"event": "span_begin", "id": "ag2", "parent_id": "t2", "type": "agent", "name": "b"},
+        model_event([msg("user", "inner", "i1")], msg("assistant", "ok", "i2"), span_id="ag2"),
+    ]
+    del sample["events"][10]  # the plain tool event of c1 above replaces it
+    path = tmp_path / "n.json"
+    path.write_text(json.dumps(evallog([sample])))
+    trace = ctxlab.load(path)[0]
+    (outer,) = trace.subagents
+    assert outer.parent_tool_call_id == "c1" and outer.messages[0].content == "outer"
+    (inner,) = outer.subagents
+    assert inner.parent_tool_call_id == "c9" and inner.parent_trace_id == outer.trace_id
+    assert inner.messages[0].content == "inner"
+    assert trace.summary()["subagents"] == 2
+
+
+def test_subagent_events_nested_in_tool_events(tmp_path: Path) -> None:
+    """Logs from before spans keep a subagent's events inside its tool event."""
+    sample = agent_sample()
+    sample["events"] = [e for e in sample["events"] if e["event"] != "span_begin"]
+    sub_call = model_event([msg("user", "Look around.", "l")], msg("assistant", "Seen.", "m"))
+    sample["events"][1]["events"] = [{"event": "step", "action": "begin"}, sub_call]
+    path = tmp_path / "old-sub.json"
+    path.write_text(json.dumps(evallog([sample])))
+    trace = ctxlab.load(path)[0]
+    assert len(trace.turns) == 3
+    (sub,) = trace.subagents
+    assert sub.parent_tool_call_id == "c1" and [m.text for m in sub.messages] == [
+        "Look around.",
+        "Seen.",
+    ]
+    sample["events"][1]["events"][1]["input"] = [{"role": "robot"}]
+    path.write_text(json.dumps(evallog([sample])))
+    assert "event 1 (tool).events[1] (model).input[0].role" in load_error(path)
+
+
 def test_sample_without_events_falls_back_to_messages(tmp_path: Path) -> None:
     sample = agent_sample()
     del sample["events"]

@@ -460,19 +460,26 @@ def _check_pairs(s: _Sample, history: list[BaseMessage]) -> None:
 
 @dataclass
 class _Events:
-    """A sample's events sorted out: model calls, compactions, and tool spans."""
+    """A sample's events sorted out: model calls, compactions, and tool scopes.
+
+    A scope is where a subagent's calls live: a `tool` span (its calls are inside it), or in
+    logs from before spans, a tool event's own nested `events`. `tool_call` maps a scope to the
+    id of the tool call that ran it, `parent` to the scope it was called from (None: top level).
+    """
 
     calls: list[_Call] = field(default_factory=list)
     scorer_calls: list[_Call] = field(default_factory=list)
     compactions: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    tool_of_span: dict[str, str] = field(default_factory=dict)
+    tool_call: dict[str, str] = field(default_factory=dict)
+    parent: dict[str, str | None] = field(default_factory=dict)
     cached: int = 0
 
 
 def _walk(s: _Sample, events: list[Any]) -> _Events:
     spans: dict[str, tuple[str | None, Any, Any]] = {}
-    tool_spans: dict[str, list[str]] = defaultdict(list)
-    tool_events: dict[str, list[str]] = defaultdict(list)
+    tool_spans: dict[tuple[Any, str], list[str]] = defaultdict(list)
+    tool_events: dict[tuple[Any, str], list[str]] = defaultdict(list)
+    nested = not any(isinstance(e, dict) and e.get("event") == "span_begin" for e in events)
     scoring = False  # logs from before spans mark scorers with `step` events
     found = _Events()
 
@@ -486,42 +493,56 @@ def _walk(s: _Sample, events: list[Any]) -> _Events:
             span = parent
         return out
 
-    for i, event in enumerate(events):
-        where = f"event {i}"
-        s.expect(event, dict, where, "an event object")
-        kind = event.get("event")
-        if kind == "span_begin":
-            span_id = s.expect(event.get("id"), str, f"{where} (span_begin).id", "a span id")
-            spans[span_id] = (event.get("parent_id"), event.get("type"), event.get("name"))
-            if event.get("type") == "tool" and isinstance(event.get("name"), str):
-                tool_spans[event["name"]].append(span_id)
-        elif kind == "step" and event.get("type") == "scorer":
-            scoring = event.get("action") == "begin"
-        elif kind == "tool":
-            if isinstance(event.get("function"), str) and isinstance(event.get("id"), str):
-                tool_events[event["function"]].append(event["id"])
-        elif kind == "compaction":
-            found.compactions.append((i, event))
-        elif kind == "model":
-            where = f"{where} (model)"
-            chain = ancestors(event.get("span_id"))
-            role = event.get("role")
-            call = _Call(
-                event_index=i,
-                event=event,
-                inputs=_inputs(s, event, where),
-                output=_output(s, event, where),
-                role=role if isinstance(role, str) else None,
-                scope=next((span for span, k in chain if k == "tool"), None),
-            )
-            if event.get("cache") == "read":
-                found.cached += 1
-            if scoring or any(k == "scorer" for _, k in chain):
-                found.scorer_calls.append(call)
-            else:
-                found.calls.append(call)
-    for name, span_ids in tool_spans.items():
-        found.tool_of_span.update(zip(span_ids, tool_events.get(name, []), strict=False))
+    def walk(events: list[Any], index: int | None, label: str, outer: str | None) -> None:
+        nonlocal scoring
+        for j, event in enumerate(events):
+            i = j if index is None else index
+            where = label.format(j)
+            s.expect(event, dict, where, "an event object")
+            kind = event.get("event")
+            if kind == "span_begin":
+                span_id = s.expect(event.get("id"), str, f"{where} (span_begin).id", "a span id")
+                parent = event.get("parent_id")
+                spans[span_id] = (parent, event.get("type"), event.get("name"))
+                if event.get("type") == "tool" and isinstance(event.get("name"), str):
+                    tool_spans[(parent, event["name"])].append(span_id)
+                    chain = ancestors(parent)
+                    found.parent[span_id] = next((x for x, k in chain if k == "tool"), None)
+            elif kind == "step" and event.get("type") == "scorer":
+                scoring = event.get("action") == "begin"
+            elif kind == "tool" and isinstance(event.get("id"), str):
+                if isinstance(event.get("function"), str):
+                    tool_events[(event.get("span_id"), event["function"])].append(event["id"])
+                inner = event.get("events")
+                if nested and inner:
+                    s.expect(inner, list, f"{where} (tool).events", "a list of events")
+                    scope = f"tool:{event['id']}"
+                    found.tool_call[scope], found.parent[scope] = event["id"], outer
+                    walk(inner, i, f"{where} (tool).events[{{}}]", scope)
+            elif kind == "compaction" and outer is None:
+                found.compactions.append((i, event))
+            elif kind == "model":
+                where = f"{where} (model)"
+                chain = ancestors(event.get("span_id"))
+                role = event.get("role")
+                call = _Call(
+                    event_index=i,
+                    event=event,
+                    inputs=_inputs(s, event, where),
+                    output=_output(s, event, where),
+                    role=role if isinstance(role, str) else None,
+                    scope=next((x for x, k in chain if k == "tool"), outer),
+                )
+                if event.get("cache") == "read":
+                    found.cached += 1
+                if scoring or any(k == "scorer" for _, k in chain):
+                    found.scorer_calls.append(call)
+                else:
+                    found.calls.append(call)
+
+    walk(events, None, "event {}", None)
+    for key, span_ids in tool_spans.items():
+        found.tool_call.update(zip(span_ids, tool_events.get(key, []), strict=False))
     return found
 
 
@@ -735,12 +756,21 @@ def _sample_trace(log: _Log, sample: Any, index: int) -> Trace:
     for call in found.calls:
         if call.scope is not None:
             scopes[call.scope].append(call)
-    for span_id, calls in scopes.items():
-        call_id = found.tool_of_span.get(span_id)
-        sub_id = f"{trace_id}/{call_id or span_id}"
-        trace.subagents.append(
-            _build(s, log, sub_id, calls, found, [], parent=trace_id, parent_call=call_id)
-        )
+
+    def attach(parent: Trace, scope: str | None) -> None:
+        """Subagents called from `scope`, nested as they were called."""
+        for child, calls in scopes.items():
+            if found.parent.get(child) != scope:
+                continue
+            call_id = found.tool_call.get(child)
+            sub_id = f"{parent.trace_id}/{call_id or child}"
+            sub = _build(
+                s, log, sub_id, calls, found, [], parent=parent.trace_id, parent_call=call_id
+            )
+            parent.subagents.append(sub)
+            attach(sub, child)
+
+    attach(trace, None)
     if all(t.input_tokens is None for t in trace.turns):
         trace.notes.append("The log records no token usage for this sample's model calls.")
     if found.cached:
