@@ -28,6 +28,8 @@ from ctxlab.formats import (
     anthropic_sessions,
     claude_code,
     codex,
+    inspect_ai,
+    inspect_eval_zip,
     swe_agent,
 )
 
@@ -37,12 +39,14 @@ Values = list[tuple[Any, int | None]]
 FORMATS: tuple[ModuleType, ...] = (
     claude_code,
     codex,
+    inspect_ai,
     swe_agent,
     anthropic_sessions,
 )
 """Readers tried in order; the first whose `sniff` accepts a file reads it."""
 
 CONTAINERS: tuple[tuple[bytes, Callable[[bytes, str], Values]], ...] = (
+    (inspect_eval_zip.MAGIC, inspect_eval_zip.open_eval),
 )
 """Magic bytes of a binary container and the function that opens it into JSON values."""
 
