@@ -45,12 +45,13 @@ def response(rid: str, calls: list[tuple[str, str, dict[str, Any]]], prompt: int
 
 
 def action(eid: int, rid: str, resp: dict, call: str, command: str) -> dict:
+    calls = len(resp["choices"][0]["message"]["tool_calls"])
     return {
         "id": eid, "timestamp": f"2025-05-01T10:00:{eid:02d}", "source": "agent",
         "action": "run", "args": {"command": command},
         "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": call,
                                "model_response": resp,
-                               "total_calls_in_response": len(resp["choices"][0]["message"]["tool_calls"])},
+                               "total_calls_in_response": calls},
     }  # fmt: skip
 
 
@@ -125,8 +126,9 @@ def test_eval_output_counts(
     assert len(trace.turns) == turns
     assert trace.recorded_input_tokens == tokens
     assert tokens == raw["metrics"]["accumulated_token_usage"]["prompt_tokens"]
-    assert sum(t.output_tokens or 0 for t in trace.turns) == (
-        raw["metrics"]["accumulated_token_usage"]["completion_tokens"]
+    assert (
+        sum(t.output_tokens or 0 for t in trace.turns)
+        == (raw["metrics"]["accumulated_token_usage"]["completion_tokens"])
     )
     assert trace.model == "meta-llama/llama-4-maverick"
     assert len(trace.tools) == 4
@@ -229,8 +231,8 @@ def test_multi_call_response_and_condensation(tmp_path: Path) -> None:
 def test_condense_observation_and_range(tmp_path: Path) -> None:
     """Older streams: a `condense` observation carries the summary; a range forgets events."""
     events = stream()
-    events[9] = {"id": 9, "source": "agent", "action": "condensation",
-                 "args": {"forgotten_events_start_id": 3, "forgotten_events_end_id": 6}}  # fmt: skip
+    events[9] = {"id": 9, "source": "agent", "action": "condensation", "args": {
+        "forgotten_events_start_id": 3, "forgotten_events_end_id": 6}}  # fmt: skip
     events.insert(10, {"id": 12, "source": "environment", "observation": "condense",
                        "content": "Summary so far."})  # fmt: skip
     (trace,) = ctxlab.load(write(tmp_path, events))
