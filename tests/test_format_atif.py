@@ -107,7 +107,7 @@ def test_third_party_deviations(tmp_path: Path) -> None:
              "metrics": {"prompt_tokens": 900, "completion_tokens": 30, "cached_tokens": 800}},
             {"step_id": 3, "source": "system", "message": "1 failed"},
             {"step_id": 4, "source": "assistant", "message": "",
-             "tool_calls": [{"tool_call_id": "toolu_2", "function_name": "Edit",
+             "tool_calls": [{"id": "toolu_2", "name": "Edit",
                              "arguments": {"path": "a.py"}}],
              "metrics": {"prompt_tokens": 1000, "completion_tokens": 20}},
             {"step_id": 5, "source": "system", "message": "",
@@ -129,6 +129,8 @@ def test_third_party_deviations(tmp_path: Path) -> None:
         "Deviation from the ATIF spec tolerated: schema_version '1.4' without the 'ATIF-v' prefix.",
         "Deviation from the ATIF spec tolerated: steps with source 'assistant' are read as "
         "agent steps.",
+        "Deviation from the ATIF spec tolerated: tool calls with 'id'/'name' for "
+        "'tool_call_id'/'function_name'.",
         "Deviation from the ATIF spec tolerated: tool results written as separate system steps.",
         "Deviation from the ATIF spec tolerated: tool-call arguments written as JSON strings.",
     ]

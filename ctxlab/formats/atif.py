@@ -220,6 +220,10 @@ class _Builder:
             call = _obj(raw, "tool_calls[]", where)
             call_id = call.get("tool_call_id", call.get("id"))
             name = call.get("function_name", call.get("name"))
+            if "tool_call_id" not in call or "function_name" not in call:
+                self.deviations.add(
+                    "tool calls with 'id'/'name' for 'tool_call_id'/'function_name'"
+                )
             if not isinstance(call_id, str) or not call_id:
                 raise where.error("field 'tool_calls[].tool_call_id' must be a non-empty string")
             if not isinstance(name, str):
