@@ -274,3 +274,60 @@ def test_steps_not_a_list_is_an_unknown_format(tmp_path: Path) -> None:
     path = write(tmp_path, {**conformant(), "steps": {}})
     with pytest.raises(ctxlab.TraceFormatError, match="Harbor / Terminal-Bench ATIF trajectory"):
         ctxlab.load(path)
+
+
+def segment(steps: list[dict[str, Any]], **root: Any) -> dict[str, Any]:
+    return {"schema_version": "ATIF-v1.5", "session_id": "run-1",
+            "agent": {"name": "terminus-2", "version": "2", "model_name": "gpt-5"},
+            "steps": [{"step_id": i + 1, **s} for i, s in enumerate(steps)], **root}  # fmt: skip
+
+
+def agent_step(call: str, prompt: int, **extra: Any) -> dict[str, Any]:
+    return {"source": "agent", "message": f"run {call}",
+            "tool_calls": [{"tool_call_id": call, "function_name": "bash",
+                            "arguments": {"cmd": call}}],
+            "observation": {"results": [{"source_call_id": call, "content": f"out {call}"}]},
+            "metrics": {"prompt_tokens": prompt, "completion_tokens": 5},
+            "timestamp": f"2025-11-01T00:00:{prompt % 60:02d}Z", **extra}  # fmt: skip
+
+
+def test_continuation_files_join_into_one_run_with_a_recorded_compaction(tmp_path: Path) -> None:
+    """Terminus-2 continues a summarised run in a new file: its copied-context steps are what
+    the model received instead of the history, the recorded compaction."""
+    system = {"source": "system", "message": "You are Terminus."}
+    task = {"source": "user", "message": "Build it."}
+    first = segment(
+        [system, task, agent_step("c1", 1000), agent_step("c2", 90000)],
+        continued_trajectory_ref="trajectory.cont-1.json",
+    )
+    copied = {"is_copied_context": True}
+    second = segment([
+        {**system, **copied}, {**task, **copied},
+        {"source": "user", "message": "Summary: c1 and c2 ran.", **copied},
+        agent_step("c3", 3000), agent_step("c4", 3500),
+    ])  # fmt: skip
+    write(tmp_path, first)
+    write(tmp_path, second, "trajectory.cont-1.json")
+    (trace,) = ctxlab.load(tmp_path)
+    assert [m.type for m in trace.messages] == ["system", "human"] + ["ai", "tool"] * 4
+    assert [t.position for t in trace.turns] == [2, 4, 6, 8]
+    assert [t.input_tokens for t in trace.turns] == [1000, 90000, 3000, 3500]
+    assert [t.compacted for t in trace.turns] == [False, False, True, False]
+    assert [m.text for m in trace.turns[2].inputs] == [
+        "You are Terminus.", "Build it.", "Summary: c1 and c2 ran."
+    ]  # fmt: skip
+    assert trace.turns[3].output is trace.messages[8]
+    assert [m.text for m in trace.inserted] == ["Summary: c1 and c2 ran."]
+    (comp,) = trace.compactions
+    assert (comp.turn, comp.kind, comp.trigger) == (2, "summarize", "auto")
+    assert (comp.pre_tokens, comp.post_tokens) == (90000, 3000)
+    assert comp.summary == "Summary: c1 and c2 ran."
+    assert trace.recorded_compactions == [2]
+    assert any(
+        "trajectory.cont-1.json (continued_trajectory_ref): joined" in n for n in trace.notes
+    )
+    replay = ctxlab.replay(trace, catalog.get("deepagents"))
+    assert replay.turns["recorded_input_tokens"].to_list() == [1000, 90000, 3000, 3500]
+    (alone,) = ctxlab.load(tmp_path / "trajectory.json")
+    assert len(alone.turns) == 2 and alone.compactions == []
+    assert any("continuation trajectory.cont-1.json was not loaded" in n for n in alone.notes)

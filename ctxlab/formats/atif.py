@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab.errors import TraceFormatError
-from ctxlab.trace import Trace, Turn
+from ctxlab.trace import RecordedCompaction, Trace, Turn
 
 if TYPE_CHECKING:
     from ctxlab.formats.registry import Values
@@ -168,6 +168,11 @@ class _Builder:
     deviations: set[str] = field(default_factory=set)
     has_system: bool = False
     copied: int = 0
+    copied_prefix: int = 0
+    before: int = 0
+    """Messages that existed before the current step."""
+    """How many leading messages come from copied-context steps (a continuation's carried-over
+    context), for `link` to join the segments of one run."""
     aggregated: int = 0
     unmatched: int = 0
 
@@ -187,6 +192,7 @@ class _Builder:
         if source == "assistant":
             self.deviations.add("steps with source 'assistant' are read as agent steps")
         message = _content(step.get("message"), "message", where)
+        self.before = len(self.messages)
         copied = step.get("is_copied_context")
         if copied is not None and not isinstance(copied, bool):
             raise where.error(f"field 'is_copied_context' must be a boolean, got {copied!r}")
@@ -202,6 +208,8 @@ class _Builder:
         else:
             self.system(message, bool(results))
         self.results(results)
+        if copied and self.copied_prefix == self.before:
+            self.copied_prefix = len(self.messages)
 
     def system(self, message: str | list[Any], has_results: bool) -> None:
         if not self.messages and not self.turns:
@@ -383,6 +391,7 @@ def _trajectory(root: Any, where: _Where, fallback_id: str) -> Trace:
             "agent_version": agent.get("version"),
             "final_metrics": root.get("final_metrics"),
             "continued_trajectory_ref": root.get("continued_trajectory_ref"),
+            "copied_context_messages": builder.copied_prefix,
         },
         notes=_notes(builder, tools),
     )
@@ -432,14 +441,94 @@ def _matches(ref: dict[str, Any], parent: Trace, child: Trace) -> bool:
     )
 
 
+COMPRESSED = (".gz", ".xz", ".bz2")
+
+
+def _same_file(ref: str, base: Trace, candidate: Trace) -> bool:
+    """Whether `candidate` is the file `ref` names, relative to `base`'s file (a compressed
+    copy counts)."""
+    target = (Path(base.source).parent / ref).resolve()
+    found = Path(candidate.source).resolve()
+    return found == target or (
+        found.parent == target.parent and found.name in {target.name + s for s in COMPRESSED}
+    )
+
+
+def _join(head: Trace, segment: Trace) -> None:
+    """Append a continuation segment to the run it continues. The segment's leading
+    copied-context steps are what the model received in place of the history (the recorded
+    compaction): they stay in its calls' inputs, and the ones the run never held (the summary)
+    go to `inserted`."""
+    prefix = segment.metadata.get("copied_context_messages") or 0
+    offset = len(head.messages) - prefix
+    held = {(m.type, m.text) for m in head.messages}
+    carried = [m for m in segment.messages[:prefix] if (m.type, m.text) not in held]
+    head.messages.extend(segment.messages[prefix:])
+    first = len(head.turns)
+    for i, turn in enumerate(segment.turns):
+        head.turns.append(
+            replace(
+                turn,
+                index=first + i,
+                position=turn.position + offset,
+                compacted=turn.compacted or i == 0,
+            )
+        )
+    head.inserted.extend(carried)
+    if segment.turns:
+        head.compactions.append(
+            RecordedCompaction(
+                turn=first,
+                kind="summarize",
+                trigger="auto",
+                pre_tokens=head.turns[first - 1].input_tokens if first else None,
+                post_tokens=segment.turns[0].input_tokens,
+                summary="\n\n".join(m.text for m in carried) or None,
+                started_at=segment.turns[0].started_at,
+            )
+        )
+    if segment.metadata.get("subagent_refs"):
+        head.metadata.setdefault("subagent_refs", []).extend(segment.metadata["subagent_refs"])
+    for sub in segment.subagents:
+        sub.parent_trace_id = head.trace_id
+    head.subagents.extend(segment.subagents)
+    head.notes.append(
+        f"Continued in {segment.source} (continued_trajectory_ref): joined here; its "
+        f"{prefix} carried-over messages are the compacted context of its first call."
+    )
+    head.metadata["continued_trajectory_ref"] = segment.metadata.get("continued_trajectory_ref")
+
+
+def _continue(traces: list[Trace], taken: set[int]) -> None:
+    """Join every run split over files by `continued_trajectory_ref`, in chain order."""
+    for head in traces:
+        while id(head) not in taken:
+            ref = head.metadata.get("continued_trajectory_ref")
+            if not isinstance(ref, str) or not ref:
+                break
+            segment = next(
+                (t for t in traces if t is not head and id(t) not in taken
+                 and _same_file(ref, head, t)),
+                None,
+            )  # fmt: skip
+            if segment is None:
+                head.notes.append(f"The continuation {ref} was not loaded with this trajectory.")
+                break
+            taken.add(id(segment))
+            _join(head, segment)
+
+
 def link(traces: list[Trace]) -> list[Trace]:
-    """Trajectories referenced by another trajectory of the same load (by `trajectory_path`
-    beside it, or by `session_id`) become that trajectory's subagents."""
+    """Runs split over files by `continued_trajectory_ref` are joined into one trace (the
+    split is a recorded compaction); trajectories another one references (by
+    `trajectory_path` beside it, or by `session_id`) become its subagents."""
     atif = [t for t in traces if t.format == NAME]
-    waiting = [t for t in atif if t.metadata.get("subagent_refs")]
-    if not waiting:
-        return traces
     taken: set[int] = set()
+    _continue(atif, taken)
+    atif = [t for t in atif if id(t) not in taken]
+    waiting = [t for t in atif if t.metadata.get("subagent_refs")]
+    if not waiting and not taken:
+        return traces
     for parent in waiting:
         for ref in parent.metadata.pop("subagent_refs"):
             child = next(
