@@ -333,21 +333,23 @@ def _notes(builder: _Builder, tools: list[Any]) -> list[str]:
         )
     missing = sum(1 for t in builder.turns if t.input_tokens is None)
     if missing:
-        notes.append(f"{missing} agent steps have no metrics.prompt_tokens.")
+        notes.append(
+            f"{missing} of {len(builder.turns)} agent steps have no metrics.prompt_tokens."
+        )
     if builder.copied:
         notes.append(
-            f"{builder.copied} agent steps are copied context from an earlier trajectory "
-            "(is_copied_context): kept in the history, not counted as calls."
+            "Agent steps copied from an earlier trajectory (is_copied_context) are kept in the "
+            f"history but not counted as calls: {builder.copied}."
         )
     if builder.aggregated:
         notes.append(
-            f"{builder.aggregated} agent steps aggregate several model calls (llm_call_count > 1); "
-            "each is read as one call with the summed metrics."
+            "Agent steps that aggregate several model calls (llm_call_count > 1) are read as one "
+            f"call each, with the summed metrics: {builder.aggregated}."
         )
     if builder.unmatched:
         notes.append(
-            f"{builder.unmatched} observation results name a call no step made; they are read as "
-            "user messages."
+            "Observation results naming a call no step made are read as user messages: "
+            f"{builder.unmatched}."
         )
     for deviation in sorted(builder.deviations):
         notes.append(f"Deviation from the ATIF spec tolerated: {deviation}.")

@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab.errors import TraceFormatError
-from ctxlab.formats.messages import MessageDecodeError, build
+from ctxlab.formats.messages import MessageDecodeError, parse_arguments
 from ctxlab.trace import RecordedCompaction, Trace, Turn
 
 if TYPE_CHECKING:
@@ -297,8 +298,7 @@ class _Builder:
         else:
             self.plain_actions += 1
             text = _text(event.get("message"), "message", where)
-        output = AIMessage(content=text)
-        self.call(event, output, None, stamp)
+        self.call(event, _output(content=text), None, stamp)
 
     def tool_action(self, event: dict[str, Any], meta: dict[str, Any], stamp: str | None) -> None:
         where = self.where
@@ -317,30 +317,27 @@ class _Builder:
         if usage is None or usage.input is None:
             usage = _metrics_usage(event, response_id, where) or usage
         model = response.get("model") if isinstance(response.get("model"), str) else None
-        fields = {
-            "content": raw.get("content"),
-            "tool_calls": raw.get("tool_calls"),
-            "id": response_id,
-            "response_metadata": {
-                "model_name": model,
-                "finish_reason": choice.get("finish_reason"),
-            },
-        }
-        if isinstance(raw.get("reasoning_content"), str) and raw["reasoning_content"]:
-            fields["additional_kwargs"] = {"reasoning_content": raw["reasoning_content"]}
-        try:
-            output = build("ai", fields)
-        except MessageDecodeError as exc:
-            raise where.error(f"field 'model_response.choices[0].message': {exc}") from exc
-        assert isinstance(output, AIMessage)
+        content = raw.get("content")
+        if content is not None and not isinstance(content, str | list):
+            raise where.error("field 'model_response.choices[0].message.content' must be text")
+        extra = raw.get("reasoning_content")
+        output = _output(
+            content=content or "",
+            tool_calls=_tool_calls(raw.get("tool_calls"), where),
+            id=response_id,
+            response_metadata={"model_name": model, "finish_reason": choice.get("finish_reason")},
+            additional_kwargs={"reasoning_content": extra}
+            if isinstance(extra, str) and extra
+            else {},
+        )
         self.responses[response_id] = len(self.calls)
-        self.call_ids.update(str(c["id"]) for c in output.tool_calls if c.get("id"))
+        self.call_ids.update(str(c["id"]) for c in output["tool_calls"] if c.get("id"))
         self.call(event, output, usage, stamp, model)
 
     def call(
         self,
         event: dict[str, Any],
-        output: AIMessage,
+        fields: dict[str, Any],
         usage: _Usage | None,
         stamp: str | None,
         model: str | None = None,
@@ -355,7 +352,8 @@ class _Builder:
         if accumulated is not None:
             self.last_accumulated = accumulated
         if usage is not None and usage.input is not None:
-            output = _with_usage(output, usage)
+            fields["usage_metadata"] = _usage_metadata(usage)
+        output = AIMessage(**fields)
         self.calls.append(
             _Call(len(self.events) - 1, len(self.messages), output, model, usage, stamp)
         )
@@ -413,8 +411,42 @@ class _Builder:
         )
 
 
-def _with_usage(output: AIMessage, usage: _Usage) -> AIMessage:
-    """The output with LangChain `usage_metadata`, as a LangChain chat model would record it."""
+def _output(**fields: Any) -> dict[str, Any]:
+    """The fields of an assistant message, built once its usage is known."""
+    return {"tool_calls": [], **fields}
+
+
+def _tool_calls(raw: Any, where: _Where) -> list[dict[str, Any]]:
+    """OpenAI-form tool calls of a response as LangChain tool calls; arguments are JSON
+    strings (parsed with orjson, the Python-literal fallback only when that fails)."""
+    if raw is None:
+        return []
+    name = "model_response.choices[0].message.tool_calls"
+    if not isinstance(raw, list):
+        raise where.error(f"field '{name}' must be a list, got {_typename(raw)}")
+    calls = []
+    for call in raw:
+        call = _obj(call, f"{name}[]", where)
+        function = _obj(call.get("function"), f"{name}[].function", where)
+        arguments = function.get("arguments")
+        try:
+            args = orjson.loads(arguments) if isinstance(arguments, str) and arguments else None
+        except orjson.JSONDecodeError:
+            args = None
+        if not isinstance(args, dict):
+            try:
+                args = parse_arguments(arguments)
+            except MessageDecodeError as exc:
+                raise where.error(f"field '{name}[].function.arguments': {exc}") from exc
+        calls.append(
+            {"name": _text(function.get("name"), f"{name}[].function.name", where), "args": args,
+             "id": _text(call.get("id"), f"{name}[].id", where) or None, "type": "tool_call"}
+        )  # fmt: skip
+    return calls
+
+
+def _usage_metadata(usage: _Usage) -> dict[str, Any]:
+    """Usage as LangChain `usage_metadata`, as a LangChain chat model would record it."""
     details: dict[str, int] = {}
     if usage.cache_read is not None:
         details["cache_read"] = usage.cache_read
@@ -427,8 +459,7 @@ def _with_usage(output: AIMessage, usage: _Usage) -> AIMessage:
     }
     if details:
         metadata["input_token_details"] = details
-    output.usage_metadata = metadata  # type: ignore[assignment]
-    return output
+    return metadata
 
 
 def _view(builder: _Builder, before: int) -> tuple[tuple[BaseMessage, ...], list[BaseMessage]]:
@@ -543,12 +574,13 @@ def _notes(builder: _Builder, condensed: bool) -> list[str]:
         notes.append("Tool schemas are not in the file; they count as zero tokens.")
     if builder.derived_usage:
         notes.append(
-            f"{builder.derived_usage} calls carry no per-call usage; their input tokens are the "
-            "difference of llm_metrics.accumulated_token_usage between calls."
+            f"{builder.derived_usage} of {len(builder.calls)} model calls carry no per-call usage; "
+            "their input tokens are the difference of llm_metrics.accumulated_token_usage "
+            "between calls."
         )
     missing = sum(1 for c in builder.calls if c.usage is None or c.usage.input is None)
     if missing:
-        notes.append(f"{missing} model calls have no recorded usage.")
+        notes.append(f"{missing} of {len(builder.calls)} model calls have no recorded usage.")
     if builder.plain_actions:
         notes.append(
             "Actions without tool_call_metadata (no native tool calling) are read as assistant "
@@ -611,8 +643,8 @@ def _instance(value: Any, where: _Where, stem: str) -> Trace:
     if isinstance(latencies, list) and len(latencies) > len(trace.turns):
         lost = len(latencies) - len(trace.turns)
         trace.notes.append(
-            f"{lost} model responses listed in metrics.response_latencies left no action in "
-            "the history (rejected before they ran); they are not turns."
+            f"metrics.response_latencies lists {lost} more model responses than the history "
+            "holds: rejected before they became actions, they are not turns."
         )
     return trace
 
