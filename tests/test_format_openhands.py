@@ -300,6 +300,8 @@ BAD: list[tuple[str, Any, str]] = [
     ("kind not text", lambda ev: ev[2].__setitem__("observation", 3), "event 2: field 'action'"),
     ("forgotten ids", lambda ev: ev[9]["args"].__setitem__("forgotten_event_ids", 3),
      "event 9: field 'args.forgotten_event_ids'"),
+    ("forgotten id object", lambda ev: ev[9]["args"].__setitem__("forgotten_event_ids", [{}]),
+     "event 9: field 'args.forgotten_event_ids'"),
     ("summary offset", lambda ev: ev[9]["args"].__setitem__("summary_offset", "2"),
      "event 9: field 'args.summary_offset'"),
 ]  # fmt: skip

@@ -419,7 +419,7 @@ def _attach(trace: Trace, root: dict[str, Any], refs: list[dict[str, Any]], wher
         child = embedded.get(str(ref.get("trajectory_id")))
         if child is not None:
             child.parent_tool_call_id = ref["parent_tool_call_id"]
-        elif ref.get("trajectory_path") or ref.get("session_id"):
+        else:
             waiting.append(ref)
     if waiting:
         trace.metadata["subagent_refs"] = waiting
@@ -432,18 +432,20 @@ def read(values: Values, source: str) -> list[Trace]:
 
 
 def _matches(ref: dict[str, Any], parent: Trace, child: Trace) -> bool:
+    """Whether a subagent reference names `child`: by `trajectory_path` (beside the parent's
+    file), else by `trajectory_id`, else by `session_id`."""
     path = ref.get("trajectory_path")
     if isinstance(path, str) and path:
-        here = Path(parent.source).parent
-        return Path(child.source).name == Path(path).name and Path(child.source).parent == here
-    return (
-        ref.get("session_id") is not None
-        and child.metadata.get("session_id") == ref["session_id"]
-        and child is not parent
-    )
+        return _same_file(path, parent, child)
+    for key in ("trajectory_id", "session_id"):
+        if ref.get(key) is not None:
+            return child.metadata.get(key) == ref[key]
+    return False
 
 
 COMPRESSED = (".gz", ".xz", ".bz2")
+KEYS = ("trajectory_path", "trajectory_id", "session_id")
+"""How a subagent reference names its trajectory, most specific first."""
 
 
 def _same_file(ref: str, base: Trace, candidate: Trace) -> bool:
@@ -542,10 +544,8 @@ def link(traces: list[Trace]) -> list[Trace]:
                 None,
             )
             if child is None:
-                parent.notes.append(
-                    f"Subagent trajectory {ref.get('trajectory_path') or ref.get('session_id')} "
-                    "was not loaded with this one."
-                )
+                name = next((ref[k] for k in KEYS if ref.get(k) is not None), "(unnamed)")
+                parent.notes.append(f"Subagent trajectory {name} was not loaded with this one.")
                 continue
             taken.add(id(child))
             child.parent_trace_id = parent.trace_id

@@ -345,9 +345,9 @@ class _Builder:
         """A model call: its output joins the history; usage falls back to the difference of
         the accumulated prompt tokens when the response carried none."""
         accumulated = _accumulated_prompt(event, self.where)
-        if (usage is None or usage.input is None) and accumulated is not None:
-            previous = self.last_accumulated or 0
-            usage = _Usage(input=accumulated - previous)
+        previous = self.last_accumulated or 0
+        if (usage is None or usage.input is None) and (accumulated or 0) > previous:
+            usage = _Usage(input=(accumulated or 0) - previous)
             self.derived_usage += 1
         if accumulated is not None:
             self.last_accumulated = accumulated
@@ -392,7 +392,9 @@ class _Builder:
         ids = args.get("forgotten_event_ids")
         forgotten: set[Any] = set()
         if ids is not None:
-            if not isinstance(ids, list):
+            if not isinstance(ids, list) or not all(
+                isinstance(i, int | str) and not isinstance(i, bool) for i in ids
+            ):
                 raise where.error("field 'args.forgotten_event_ids' must be a list of event ids")
             forgotten.update(ids)
         start = _key_count(args, "forgotten_events_start_id", "args", where)
