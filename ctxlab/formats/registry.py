@@ -26,10 +26,12 @@ from typing import Any
 
 from ctxlab.formats import (
     anthropic_sessions,
+    atif,
     claude_code,
     codex,
     inspect_ai,
     inspect_eval_zip,
+    openhands,
     swe_agent,
 )
 
@@ -39,6 +41,8 @@ Values = list[tuple[Any, int | None]]
 FORMATS: tuple[ModuleType, ...] = (
     claude_code,
     codex,
+    openhands,
+    atif,
     inspect_ai,
     swe_agent,
     anthropic_sessions,
