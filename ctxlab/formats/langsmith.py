@@ -93,11 +93,17 @@ def _time_key(value: Any) -> str:
         return text
 
 
+def _dotted_id(segment: str) -> str | None:
+    """The run id of one `<timestamp>Z<uuid>` segment of a dotted order."""
+    if "Z" not in segment:
+        return None
+    return segment[segment.find("Z") + 1 :] or None
+
+
 def _parent_from_dotted(dotted: str | None) -> str | None:
     if not dotted or "." not in dotted:
         return None
-    segment = dotted.split(".")[-2]
-    return segment[segment.find("Z") + 1 :] if "Z" in segment else None
+    return _dotted_id(dotted.split(".")[-2])
 
 
 def normalise(record: dict[str, Any], source: str, line: int | None) -> Run:
@@ -626,6 +632,25 @@ def _check_pairs(history: list[BaseMessage], source: str, run_id: str | None) ->
             )
 
 
+def root_run_id(run: Run, runs: dict[str, Run], scope: str | None) -> str:
+    """The run a scope's calls descend from: the trace's root run for the top level, the
+    outermost run inside the spawning tool run for a subagent.
+
+    When the export left the root run out, the first segment of a dotted order still names
+    it, and so does `trace_id` (the root's id, by LangSmith's definition).
+    """
+    current = run
+    while current.parent_id and current.parent_id in runs and current.parent_id != scope:
+        current = runs[current.parent_id]
+    if scope is not None or current.parent_id is None:
+        return current.id
+    if current.dotted_order:
+        first = _dotted_id(current.dotted_order.split(".", 1)[0])
+        if first:
+            return first
+    return current.trace_id or current.id
+
+
 def _scope_of(run: Run, runs: dict[str, Run]) -> str | None:
     """Id of the nearest enclosing tool run (a subagent's spawn), or None for the top level."""
     current = run
@@ -691,7 +716,10 @@ def build_trace(
         parent_tool_call_id=parent_call,
         harness_calls=[_turn(call, i, -1) for i, call in enumerate(harness)],
         inserted=inserted,
-        metadata={"restored_tool_results": restored, "root_run_id": main[0].run.id},
+        metadata={
+            "restored_tool_results": restored,
+            "root_run_id": root_run_id(main[0].run, runs, scope),
+        },
     )
     spawned = [
         r
