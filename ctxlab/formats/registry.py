@@ -24,13 +24,17 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from ctxlab.formats import langsmith_parquet
+
 Values = list[tuple[Any, int | None]]
 """A file's JSON values, each with its 1-based line number (None for a whole-file document)."""
 
 FORMATS: tuple[ModuleType, ...] = ()
 """Readers tried in order; the first whose `sniff` accepts a file reads it."""
 
-CONTAINERS: tuple[tuple[bytes, Callable[[bytes, str], Values]], ...] = ()
+CONTAINERS: tuple[tuple[bytes, Callable[[bytes, str], Values]], ...] = (
+    (langsmith_parquet.MAGIC, langsmith_parquet.open_parquet),
+)
 """Magic bytes of a binary container and the function that opens it into JSON values."""
 
 
