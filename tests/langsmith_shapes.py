@@ -143,8 +143,9 @@ BULK_EXPORT_JSON = ("inputs", "outputs", "extra", "events", "tags", "parent_run_
 def as_parquet(runs: list[dict[str, Any]], path: Path) -> Path:
     """A bulk-export Parquet file: one row per run, timestamps typed, blobs as JSON text,
     plus the bookkeeping columns the export adds (status, is_root, tenant_id, ...)."""
-    import polars as pl
     from datetime import datetime
+
+    import polars as pl
 
     def when(value: Any) -> datetime | None:
         return datetime.fromisoformat(str(value).replace("Z", "+00:00")) if value else None

@@ -216,12 +216,21 @@ def _root_of(run: Run, runs: dict[str, Run]) -> str:
     return current.id
 
 
+def _top_of(run: Run, runs: dict[str, Run]) -> str:
+    """The root a run descends from; when the export left the root out, the dotted order's
+    first segment still names it, so its children stay one trace."""
+    top = runs[_root_of(run, runs)]
+    if top.parent_id and top.dotted_order:
+        return _dotted_id(top.dotted_order.split(".", 1)[0]) or top.id
+    return top.id
+
+
 def group_traces(runs: dict[str, Run]) -> dict[str, list[Run]]:
-    """Runs by trace: `trace_id` when exports carry it, else the root reached via parents."""
+    """Runs by trace: `trace_id` when exports carry it, else the root reached via parents
+    (parent ids or dotted orders)."""
     groups: dict[str, list[Run]] = defaultdict(list)
     for run in runs.values():
-        root = _root_of(run, runs)
-        groups[run.trace_id or root].append(run)
+        groups[run.trace_id or _top_of(run, runs)].append(run)
     for members in groups.values():
         members.sort(key=lambda r: r.sort_key)
     return dict(groups)
@@ -618,7 +627,7 @@ def _restore_tool_results(history: list[BaseMessage], tool_runs: list[Run]) -> i
     return restored
 
 
-def _check_pairs(history: list[BaseMessage], source: str, run_id: str | None) -> None:
+def check_pairs(history: list[BaseMessage], source: str, run_id: str | None) -> None:
     called: set[str] = set()
     for msg in history:
         if isinstance(msg, AIMessage):
@@ -697,7 +706,7 @@ def build_trace(
     history, turns, inserted = _chain(main)
     tool_runs = [r for r in members if r.run_type == "tool" and _scope_of(r, runs) == scope]
     restored = _restore_tool_results(history, tool_runs)
-    _check_pairs(history, source, trace_id)
+    check_pairs(history, source, trace_id)
     harness = [c for k, calls in streams.items() if k != main_key for c in calls]
     harness.sort(key=lambda c: c.run.sort_key)
     model = next((t.model for t in turns if t.model), None)

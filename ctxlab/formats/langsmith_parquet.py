@@ -14,7 +14,7 @@ feedback, cost and tenant columns), which keeps loading near the cost of the JSO
 from __future__ import annotations
 
 import io
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -60,7 +60,7 @@ def _iso(value: Any) -> Any:
     """A timestamp cell as the ISO text JSON exports carry (UTC when the column has a zone)."""
     if isinstance(value, datetime):
         if value.tzinfo is not None:
-            value = value.astimezone(timezone.utc)
+            value = value.astimezone(UTC)
         return value.isoformat()
     return value
 
