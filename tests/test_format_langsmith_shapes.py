@@ -83,7 +83,7 @@ def test_copied_graph_run_is_the_state_conversation(runs, json_trace, tmp_path: 
     assert {t.model for t in trace.turns} == {DATED_MODEL} and trace.provider == "anthropic"
     assert trace.notes[0] == langsmith_copied.COPIED_NOTE
     assert any("per-call model input is not recorded" in n for n in trace.notes)
-    assert any("No system prompt" in n for n in trace.notes)
+    assert any("holds no system prompt" in n for n in trace.notes)
     assert any("No tool schemas" in n for n in trace.notes)
     assert trace.summary()["notes"] == trace.notes
 
@@ -130,7 +130,7 @@ def test_copied_model_call_keeps_its_exact_input(runs, json_trace, tmp_path: Pat
     )
     assert trace.metadata["root_run_id"] == trace.trace_id
     assert any("one model call" in n for n in trace.notes)
-    assert not any("No system prompt" in n for n in trace.notes)
+    assert not any("system prompt" in n for n in trace.notes)
     # Without ls_model_name the output's response_metadata names the model.
     bare = copy_of(call)
     bare["metadata"] = {k: v for k, v in bare["metadata"].items() if k != "ls_model_name"}
@@ -240,6 +240,7 @@ def test_parquet_export_loads_to_the_json_trace(runs, json_trace, tmp_path: Path
             theirs.model,
         )
     assert trace.metadata == json_trace.metadata
+    assert trace.notes == json_trace.notes == []  # exact inputs, tools, usage and model
     assert trace.recorded_input_tokens == 24_476
 
 
@@ -272,6 +273,14 @@ def test_parquet_of_sdk_dumps_and_shared_real_export(runs, shared: Path, tmp_pat
     # turns, 6 harness calls, no usage recorded.
     assert (len(trace.messages), len(trace.turns), len(trace.harness_calls)) == (8, 2, 6)
     assert trace.recorded_input_tokens is None and trace.model == "gpt-4o-mini"
+    assert (
+        trace.notes
+        == expected.notes
+        == [
+            "No tool schemas are recorded: counted as zero tokens.",
+            "No recorded token usage: input tokens are counted, not read.",
+        ]
+    )
 
 
 def test_parquet_that_is_not_a_langsmith_export(tmp_path: Path) -> None:

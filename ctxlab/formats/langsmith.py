@@ -670,6 +670,23 @@ def _scope_of(run: Run, runs: dict[str, Run]) -> str | None:
     return None
 
 
+def missing_notes(trace: Trace) -> list[str]:
+    """One sentence for each thing a trace's runs do not carry (`Trace.notes`).
+
+    A model call's recorded input is exact, so a missing system prompt there means the agent
+    had none; only a copied graph state can lack one the model was sent."""
+    notes = []
+    if not trace.tools:
+        notes.append("No tool schemas are recorded: counted as zero tokens.")
+    if not any(t.input_tokens for t in trace.turns):
+        notes.append("No recorded token usage: input tokens are counted, not read.")
+    if trace.model is None:
+        notes.append(
+            "No model name is recorded (metadata.ls_model_name or the output's response_metadata)."
+        )
+    return notes
+
+
 def build_trace(
     trace_id: str,
     members: list[Run],
@@ -730,6 +747,7 @@ def build_trace(
             "root_run_id": root_run_id(main[0].run, runs, scope),
         },
     )
+    trace.notes.extend(missing_notes(trace))
     spawned = [
         r
         for r in members

@@ -29,7 +29,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from ctxlab.errors import TraceFormatError
 from ctxlab.formats import langsmith
-from ctxlab.formats.messages import MessageDecodeError, decode_messages
+from ctxlab.formats.messages import Memo, MessageDecodeError, decode_messages
 from ctxlab.trace import Trace, Turn
 
 NAME = "langsmith-copied-run"
@@ -106,7 +106,7 @@ def _is_model_call(inputs: dict[str, Any], outputs: dict[str, Any]) -> bool:
 
 
 def _messages(
-    holder: dict[str, Any], what: str, where: str, source: str, line: int | None
+    holder: dict[str, Any], what: str, where: str, source: str, line: int | None, memo: Memo
 ) -> list[BaseMessage]:
     raw = holder.get("messages")
     if raw is None:
@@ -118,7 +118,7 @@ def _messages(
             line=line,
         )
     try:
-        return decode_messages(raw)
+        return decode_messages(raw, memo)
     except MessageDecodeError as exc:
         raise TraceFormatError(f"{where}{what}.messages: {exc}", source=source, line=line) from exc
 
@@ -205,7 +205,7 @@ def _chain_trace(
             "The copied state holds a summary a recorded compaction inserted; it is kept apart "
             "from the full history, and the messages it replaced are not in the copy."
         )
-    return Trace(
+    trace = Trace(
         trace_id=trace_id,
         format=NAME,
         source=source,
@@ -216,6 +216,13 @@ def _chain_trace(
         inserted=inserted,
         notes=notes,
     )
+    if not (history and isinstance(history[0], SystemMessage)):
+        trace.notes.append(
+            "The copied state holds no system prompt (LangGraph state does not keep it): "
+            "counted as zero tokens."
+        )
+    trace.notes.extend(langsmith.missing_notes(trace))
+    return trace
 
 
 CALL_NOTE = (
@@ -224,7 +231,7 @@ CALL_NOTE = (
 )
 
 
-def _trace(item: Any, where: str, source: str, line: int | None) -> Trace:
+def _trace(item: Any, where: str, source: str, line: int | None, memo: Memo) -> Trace:
     if not looks_like_copy(item):
         raise TraceFormatError(
             f"{where}expected a run copied from the LangSmith UI (an object with 'inputs' as "
@@ -256,10 +263,10 @@ def _trace(item: Any, where: str, source: str, line: int | None) -> Trace:
             trace = langsmith.build_trace(trace_id, [run], NAME)
         except TraceFormatError as exc:
             raise TraceFormatError(f"{where}{exc.reason}", source=source, line=line) from exc
-        trace.notes.append(CALL_NOTE)
+        trace.notes[:0] = [CALL_NOTE]
     else:
-        in_msgs = _messages(inputs, "inputs", where, source, line)
-        out_msgs = _messages(_output_state(outputs), "outputs", where, source, line)
+        in_msgs = _messages(inputs, "inputs", where, source, line, memo)
+        out_msgs = _messages(_output_state(outputs), "outputs", where, source, line, memo)
         if not in_msgs and not out_msgs:
             raise TraceFormatError(
                 f"{where}no messages: expected inputs.messages or outputs.messages (a graph "
@@ -272,34 +279,21 @@ def _trace(item: Any, where: str, source: str, line: int | None) -> Trace:
         except TraceFormatError as exc:
             raise TraceFormatError(f"{where}{exc.reason}", source=source, line=line) from exc
     trace.notes.insert(0, COPIED_NOTE)
-    trace.notes.extend(_missing(trace))
     return trace
 
 
-def _missing(trace: Trace) -> list[str]:
-    """One sentence for each thing the copy does not carry."""
-    notes = []
-    if not (trace.messages and isinstance(trace.messages[0], SystemMessage)):
-        notes.append("No system prompt is recorded: counted as zero tokens.")
-    if not trace.tools:
-        notes.append("No tool schemas are recorded: counted as zero tokens.")
-    if not any(t.input_tokens for t in trace.turns):
-        notes.append("No recorded token usage: input tokens are counted, not read.")
-    if trace.model is None:
-        notes.append(
-            "No model name is recorded (metadata.ls_model_name or the output's response_metadata)."
-        )
-    return notes
-
-
 def read(values: list[tuple[Any, int | None]], source: str) -> list[Trace]:
-    """One trace per copied run; an identical copy twice is one run, loaded once."""
+    """One trace per copied run; an identical copy twice is one run, loaded once.
+
+    One memo serves the whole file: a graph's output state repeats its input, and copies of
+    one conversation's runs repeat each other, so each distinct message is decoded once."""
     traces: list[Trace] = []
+    memo: Memo = {}
     seen: set[str] = set()
     for value, line in values:
         listed = isinstance(value, list)
         for index, item in enumerate(value if listed else [value]):
-            trace = _trace(item, f"item {index}: " if listed else "", source, line)
+            trace = _trace(item, f"item {index}: " if listed else "", source, line, memo)
             if trace.trace_id not in seen:
                 seen.add(trace.trace_id)
                 traces.append(trace)
