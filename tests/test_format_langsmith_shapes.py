@@ -88,6 +88,54 @@ def test_copied_graph_run_is_the_state_conversation(runs, json_trace, tmp_path: 
     assert trace.summary()["notes"] == trace.notes
 
 
+def test_copied_long_graph_state_keeps_history_but_not_compactions(tmp_path: Path) -> None:
+    """deepagents keeps the whole history in its state: a copy of the long session's root run
+    has every message, but the compactions its model calls recorded are not in it."""
+    long_sample = SAMPLE.with_name("deepagents_long_session.jsonl.xz")
+    with lzma.open(long_sample, "rt", encoding="utf-8") as fh:
+        long_runs = merged_runs([json.loads(line) for line in fh if line.strip()])
+    (recorded,) = ctxlab.load(write_json(tmp_path / "runs.json", long_runs))
+    assert (len(recorded.messages), len(recorded.turns)) == (319, 159)
+    assert recorded.recorded_compactions == [104, 124, 125] and len(recorded.subagents) == 1
+    (trace,) = ctxlab.load(write_json(tmp_path / "copied.json", copy_of(long_runs[0])))
+    assert len(trace.messages) == 318
+    differ = [
+        i
+        for i, (mine, theirs) in enumerate(zip(trace.messages, recorded.messages[1:], strict=True))
+        if texts([mine]) != texts([theirs])
+    ]
+    # The state keeps the harness's offload stubs; the run export restored the originals.
+    assert len(differ) == recorded.metadata["restored_tool_results"] == 4
+    assert all(trace.messages[i].text.startswith("Tool result too large") for i in differ)
+    assert any(n.startswith("4 tool results in the copied state") for n in trace.notes)
+    assert (len(trace.turns), trace.recorded_compactions, trace.subagents) == (159, [], [])
+    assert [t.input_tokens for t in trace.turns] == [t.input_tokens for t in recorded.turns]
+
+
+def test_copied_state_with_a_summary(tmp_path: Path) -> None:
+    state = [
+        {"role": "user", "content": "Here is a summary of the conversation to date: fixed x."},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+        {"role": "assistant", "content": "done"},
+    ]
+    copied = {"inputs": {"messages": state[:3]}, "outputs": {"messages": state}, "metadata": {}}
+    (trace,) = ctxlab.load(write_json(tmp_path / "summary.json", copied))
+    assert [m.type for m in trace.messages] == ["ai", "tool", "ai"]
+    assert [m.text for m in trace.inserted] == [state[0]["content"]]
+    assert [(t.position, t.compacted) for t in trace.turns] == [(0, True), (2, False)]
+    assert trace.recorded_compactions == [0] and trace.model is None
+    assert any("holds a summary" in n for n in trace.notes)
+    assert any("No model name" in n for n in trace.notes)
+    assert any("No recorded token usage" in n for n in trace.notes)
+
+
 def test_copied_id_is_a_stable_hash_of_the_content(runs, tmp_path: Path) -> None:
     copied = copy_of(runs[0])
     reordered = dict(reversed(list(copied.items())))

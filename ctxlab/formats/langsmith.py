@@ -597,7 +597,7 @@ REPLACEMENT_MARKERS = (
 )
 
 
-def _is_replacement(content: str | list[Any]) -> bool:
+def is_replacement(content: str | list[Any]) -> bool:
     """Whether an as-sent tool result is a harness's stand-in for a longer original."""
     text = content if isinstance(content, str) else str(content)
     return text.startswith(REPLACEMENT_MARKERS[0]) or REPLACEMENT_MARKERS[1] in text
@@ -621,7 +621,7 @@ def _restore_tool_results(history: list[BaseMessage], tool_runs: list[Run]) -> i
     for i, msg in enumerate(history):
         if isinstance(msg, ToolMessage) and msg.tool_call_id in by_call:
             original = by_call[msg.tool_call_id]
-            if original != msg.content and _is_replacement(msg.content):
+            if original != msg.content and is_replacement(msg.content):
                 history[i] = msg.model_copy(update={"content": original})
                 restored += 1
     return restored

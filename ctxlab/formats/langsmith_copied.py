@@ -25,7 +25,7 @@ import json
 from typing import Any
 
 import orjson
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 from ctxlab.errors import TraceFormatError
 from ctxlab.formats import langsmith
@@ -43,6 +43,11 @@ _RECORD_KEYS = ("id", "run_id", "run_type", "trace_id", "dotted_order", "parent_
 COPIED_NOTE = (
     "One run copied from the LangSmith UI: no run tree, run ids or timestamps; the trace id is "
     "a hash of the copied content."
+)
+
+CALL_NOTE = (
+    "The copied run is one model call: the history is that call's input and output, and no "
+    "earlier call's usage is recorded."
 )
 
 
@@ -81,7 +86,9 @@ def content_id(item: dict[str, Any]) -> str:
     return f"copied-{digest.hexdigest()}"
 
 
-def _object(item: dict[str, Any], key: str, where: str, source: str, line: int | None) -> dict:
+def _object(
+    item: dict[str, Any], key: str, where: str, source: str, line: int | None
+) -> dict[str, Any]:
     """A field that must be a JSON object when present (null counts as empty)."""
     value = item.get(key)
     if value is None:
@@ -171,9 +178,11 @@ def _chain_trace(
     history: list[BaseMessage] = []
     inserted: list[BaseMessage] = []
     turns: list[Turn] = []
+    after_summary = False
     for msg in conversation:
         if langsmith.looks_like_summary(msg):
             inserted.append(msg)
+            after_summary = True
             continue
         if isinstance(msg, AIMessage):
             usage = msg.usage_metadata or {}
@@ -192,14 +201,24 @@ def _chain_trace(
                     output_tokens=usage.get("output_tokens"),
                     cache_read_tokens=details.get("cache_read"),
                     cache_write_tokens=details.get("cache_creation"),
+                    compacted=after_summary,
                 )
             )
+            after_summary = False
         history.append(msg)
     langsmith.check_pairs(history, source, trace_id)
     notes = [
         "The copied run is a chain run (graph state): the per-call model input is not "
         "recorded, so each model call is taken to have seen every message before it."
     ]
+    stand_ins = sum(
+        1 for m in history if isinstance(m, ToolMessage) and langsmith.is_replacement(m.content)
+    )
+    if stand_ins:
+        notes.append(
+            f"{stand_ins} tool results in the copied state are the harness's stand-ins for "
+            "longer originals (offloaded or clipped); a copy has no tool runs to restore them."
+        )
     if inserted:
         notes.append(
             "The copied state holds a summary a recorded compaction inserted; it is kept apart "
@@ -223,12 +242,6 @@ def _chain_trace(
         )
     trace.notes.extend(langsmith.missing_notes(trace))
     return trace
-
-
-CALL_NOTE = (
-    "The copied run is one model call: the history is that call's input and output, and no "
-    "earlier call's usage is recorded."
-)
 
 
 def _trace(item: Any, where: str, source: str, line: int | None, memo: Memo) -> Trace:
