@@ -146,17 +146,24 @@ def _output_state(outputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _conversation(inputs: list[BaseMessage], outputs: list[BaseMessage]) -> list[BaseMessage]:
-    """The input state then the output's new messages (a full output state repeats the input)."""
+    """The input state then the output's new messages (a full output state repeats the input).
+
+    Only the output's first messages are compared with the input (by identity first: the
+    file's memo decodes an unchanged message once), so a long repeated state is not hashed."""
+    if not outputs:
+        return list(inputs)
+    head = outputs[: len(inputs)]
+    if len(head) == len(inputs) and all(a is b for a, b in zip(inputs, head, strict=True)):
+        return list(outputs)
     in_prints = [langsmith.fingerprint(m) for m in inputs]
-    out_prints = [langsmith.fingerprint(m) for m in outputs]
-    if out_prints[: len(in_prints)] == in_prints:
-        return list(outputs) if outputs else list(inputs)
+    if len(head) == len(inputs) and [langsmith.fingerprint(m) for m in head] == in_prints:
+        return list(outputs)
     seen_ids = {m.id for m in inputs if m.id}
     seen = set(in_prints)
     new = [
         m
-        for m, printed in zip(outputs, out_prints, strict=True)
-        if not (m.id and m.id in seen_ids) and printed not in seen
+        for m in outputs
+        if not (m.id and m.id in seen_ids) and langsmith.fingerprint(m) not in seen
     ]
     return [*inputs, *new]
 
