@@ -93,11 +93,17 @@ def _time_key(value: Any) -> str:
         return text
 
 
+def _dotted_id(segment: str) -> str | None:
+    """The run id of one `<timestamp>Z<uuid>` segment of a dotted order."""
+    if "Z" not in segment:
+        return None
+    return segment[segment.find("Z") + 1 :] or None
+
+
 def _parent_from_dotted(dotted: str | None) -> str | None:
     if not dotted or "." not in dotted:
         return None
-    segment = dotted.split(".")[-2]
-    return segment[segment.find("Z") + 1 :] if "Z" in segment else None
+    return _dotted_id(dotted.split(".")[-2])
 
 
 def normalise(record: dict[str, Any], source: str, line: int | None) -> Run:
@@ -210,12 +216,21 @@ def _root_of(run: Run, runs: dict[str, Run]) -> str:
     return current.id
 
 
+def _top_of(run: Run, runs: dict[str, Run]) -> str:
+    """The root a run descends from; when the export left the root out, the dotted order's
+    first segment still names it, so its children stay one trace."""
+    top = runs[_root_of(run, runs)]
+    if top.parent_id and top.dotted_order:
+        return _dotted_id(top.dotted_order.split(".", 1)[0]) or top.id
+    return top.id
+
+
 def group_traces(runs: dict[str, Run]) -> dict[str, list[Run]]:
-    """Runs by trace: `trace_id` when exports carry it, else the root reached via parents."""
+    """Runs by trace: `trace_id` when exports carry it, else the root reached via parents
+    (parent ids or dotted orders)."""
     groups: dict[str, list[Run]] = defaultdict(list)
     for run in runs.values():
-        root = _root_of(run, runs)
-        groups[run.trace_id or root].append(run)
+        groups[run.trace_id or _top_of(run, runs)].append(run)
     for members in groups.values():
         members.sort(key=lambda r: r.sort_key)
     return dict(groups)
@@ -582,7 +597,7 @@ REPLACEMENT_MARKERS = (
 )
 
 
-def _is_replacement(content: str | list[Any]) -> bool:
+def is_replacement(content: str | list[Any]) -> bool:
     """Whether an as-sent tool result is a harness's stand-in for a longer original."""
     text = content if isinstance(content, str) else str(content)
     return text.startswith(REPLACEMENT_MARKERS[0]) or REPLACEMENT_MARKERS[1] in text
@@ -606,13 +621,13 @@ def _restore_tool_results(history: list[BaseMessage], tool_runs: list[Run]) -> i
     for i, msg in enumerate(history):
         if isinstance(msg, ToolMessage) and msg.tool_call_id in by_call:
             original = by_call[msg.tool_call_id]
-            if original != msg.content and _is_replacement(msg.content):
+            if original != msg.content and is_replacement(msg.content):
                 history[i] = msg.model_copy(update={"content": original})
                 restored += 1
     return restored
 
 
-def _check_pairs(history: list[BaseMessage], source: str, run_id: str | None) -> None:
+def check_pairs(history: list[BaseMessage], source: str, run_id: str | None) -> None:
     called: set[str] = set()
     for msg in history:
         if isinstance(msg, AIMessage):
@@ -626,6 +641,25 @@ def _check_pairs(history: list[BaseMessage], source: str, run_id: str | None) ->
             )
 
 
+def root_run_id(run: Run, runs: dict[str, Run], scope: str | None) -> str:
+    """The run a scope's calls descend from: the trace's root run for the top level, the
+    outermost run inside the spawning tool run for a subagent.
+
+    When the export left the root run out, the first segment of a dotted order still names
+    it, and so does `trace_id` (the root's id, by LangSmith's definition).
+    """
+    current = run
+    while current.parent_id and current.parent_id in runs and current.parent_id != scope:
+        current = runs[current.parent_id]
+    if scope is not None or current.parent_id is None:
+        return current.id
+    if current.dotted_order:
+        first = _dotted_id(current.dotted_order.split(".", 1)[0])
+        if first:
+            return first
+    return current.trace_id or current.id
+
+
 def _scope_of(run: Run, runs: dict[str, Run]) -> str | None:
     """Id of the nearest enclosing tool run (a subagent's spawn), or None for the top level."""
     current = run
@@ -634,6 +668,23 @@ def _scope_of(run: Run, runs: dict[str, Run]) -> str | None:
         if current.run_type == "tool":
             return current.id
     return None
+
+
+def missing_notes(trace: Trace) -> list[str]:
+    """One sentence for each thing a trace's runs do not carry (`Trace.notes`).
+
+    A model call's recorded input is exact, so a missing system prompt there means the agent
+    had none; only a copied graph state can lack one the model was sent."""
+    notes = []
+    if not trace.tools:
+        notes.append("No tool schemas are recorded: counted as zero tokens.")
+    if not any(t.input_tokens for t in trace.turns):
+        notes.append("No recorded token usage: input tokens are counted, not read.")
+    if trace.model is None:
+        notes.append(
+            "No model name is recorded (metadata.ls_model_name or the output's response_metadata)."
+        )
+    return notes
 
 
 def build_trace(
@@ -672,7 +723,7 @@ def build_trace(
     history, turns, inserted = _chain(main)
     tool_runs = [r for r in members if r.run_type == "tool" and _scope_of(r, runs) == scope]
     restored = _restore_tool_results(history, tool_runs)
-    _check_pairs(history, source, trace_id)
+    check_pairs(history, source, trace_id)
     harness = [c for k, calls in streams.items() if k != main_key for c in calls]
     harness.sort(key=lambda c: c.run.sort_key)
     model = next((t.model for t in turns if t.model), None)
@@ -691,8 +742,12 @@ def build_trace(
         parent_tool_call_id=parent_call,
         harness_calls=[_turn(call, i, -1) for i, call in enumerate(harness)],
         inserted=inserted,
-        metadata={"restored_tool_results": restored, "root_run_id": main[0].run.id},
+        metadata={
+            "restored_tool_results": restored,
+            "root_run_id": root_run_id(main[0].run, runs, scope),
+        },
     )
+    trace.notes.extend(missing_notes(trace))
     spawned = [
         r
         for r in members

@@ -31,6 +31,8 @@ from ctxlab.formats import (
     codex,
     inspect_ai,
     inspect_eval_zip,
+    langsmith_copied,
+    langsmith_parquet,
     openhands,
     swe_agent,
 )
@@ -46,11 +48,13 @@ FORMATS: tuple[ModuleType, ...] = (
     inspect_ai,
     swe_agent,
     anthropic_sessions,
+    langsmith_copied,
 )
 """Readers tried in order; the first whose `sniff` accepts a file reads it."""
 
 CONTAINERS: tuple[tuple[bytes, Callable[[bytes, str], Values]], ...] = (
     (inspect_eval_zip.MAGIC, inspect_eval_zip.open_eval),
+    (langsmith_parquet.MAGIC, langsmith_parquet.open_parquet),
 )
 """Magic bytes of a binary container and the function that opens it into JSON values."""
 
