@@ -194,12 +194,10 @@ def check(trace: Trace, replay: Replay) -> Check:
         e for e in replay.event_list if e.turn is not None and e.kind not in NOT_COMPACTIONS
     ]
     pairs = sorted(
-        (
-            (r.trigger == "manual", abs(e.turn - r.turn), r.turn, e.turn, i, j)
-            for i, r in enumerate(recorded)
-            for j, e in enumerate(replayed)
-            if e.turn is not None and family(e.kind) == family(r.kind)
-        ),
+        (r.trigger == "manual", abs(e.turn - r.turn), r.turn, e.turn, i, j)
+        for i, r in enumerate(recorded)
+        for j, e in enumerate(replayed)
+        if e.turn is not None and family(e.kind) == family(r.kind)
     )
     match: dict[int, int] = {}
     taken: set[int] = set()
