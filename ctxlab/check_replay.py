@@ -1,10 +1,11 @@
 """Recorded vs replayed: does a policy reproduce the compactions the recorded harness made?
 
 A trace whose harness compacted its own context (a deep agent traced to LangSmith, Claude
-Code, Codex, OpenHands condensation) is the test a policy model must pass: replayed under the
-preset of that harness, each recorded compaction should have a replayed one at the same call,
-and the replay should count about the tokens the harness counted before compacting. This
-module pairs the two lists; `ctxlab check-replay` prints the pairs.
+Code, Codex, OpenHands condensation, SWE-agent's observation masking) is the test a policy
+model must pass: replayed under the preset of that harness, each recorded compaction should
+have a replayed one at the same call, and the replay should count about the tokens the
+harness counted before compacting. This module pairs the two lists; `ctxlab check-replay`
+prints the pairs.
 
 * `preset_for(trace)`: the preset modelling the trace's harness.
 * `check(trace, replay)`: one `Paired` per recorded compaction (`ctxlab.recorded`), the
@@ -39,12 +40,15 @@ NOT_COMPACTIONS = frozenset({"offload_tool_result", "offload_human_message", "ov
 
 AGREE_WITHIN = 1
 """Calls apart at which a replayed compaction still agrees with the recorded one."""
+TOKEN_GOAL = 0.05
+"""Median relative error of the pre-compaction tokens above which a note says why."""
 
 FALLBACK = "deepagents"
 HARNESS_PRESETS = (
     ("claude-code", "claude-code"),
     ("codex", "codex"),
     ("openhands", "openhands-llm-summarizing"),
+    ("swe-agent", "swe-agent-masking"),
 )
 """Format name prefix -> the preset modelling that harness's own compaction."""
 
@@ -57,8 +61,8 @@ def preset_for(trace: Trace) -> tuple[str, str | None]:
     """The preset modelling `trace`'s harness, and a warning when it is a guess.
 
     LangSmith traces of a deep agent (its filesystem tools, or its summary wording among the
-    inserted messages) get `deepagents`; Claude Code, Codex and OpenHands files their own
-    presets; anything else `deepagents`, with a warning saying so."""
+    inserted messages) get `deepagents`; Claude Code, Codex, OpenHands and SWE-agent files
+    their own presets; anything else `deepagents`, with a warning saying so."""
     for prefix, preset in HARNESS_PRESETS:
         if trace.format.startswith(prefix):
             return preset, None
@@ -213,13 +217,32 @@ def check(trace: Trace, replay: Replay) -> Check:
         before = context[r.turn - 1] if 0 < r.turn <= len(context) else None
         paired = Paired(r, event, before)
         events.append(dataclasses.replace(paired, note=_note(paired, lowest)))
-    return Check(
+    result = Check(
         trace_id=trace.trace_id,
         policy=replay.policy,
         params=replay.params,
         events=events,
         unpaired=[e for j, e in enumerate(replayed) if j not in taken],
     )
+    median = result.token_error_median
+    if median is not None and median > TOKEN_GOAL:
+        result.notes.append(_count_gap(trace, replay, median))
+    return result
+
+
+def _count_gap(trace: Trace, replay: Replay, median: float) -> str:
+    """Why the counts differ: the first call shows what the replay cannot see (a system
+    prompt or tool schemas the file does not carry), and the file's notes say what it lacks."""
+    text = f"pre-compaction tokens differ by a median {median:.0%} (goal {TOKEN_GOAL:.0%})"
+    first = trace.turns[0].input_tokens if trace.turns else None
+    if first is not None and replay.calls:
+        text += (
+            f"; at the first call the replay counts {replay.calls[0].context_tokens:,} tokens "
+            f"where the recording says {first:,}"
+        )
+    if trace.notes:
+        text += ". The file's notes: " + " ".join(trace.notes)
+    return text
 
 
 def _lowest_threshold(replay: Replay, trace: Trace) -> int | None:

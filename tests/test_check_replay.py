@@ -79,6 +79,7 @@ def test_deepagents_sample_replays_its_recorded_compactions(long_trace, long_rep
     summaries = [p.replayed.summary for p in result.events]
     assert summaries[0] and summaries[2] and summaries[1] is None
     assert all(p.note is None for p in result.events)
+    assert result.notes == []  # within the 5% goal: nothing to explain
 
 
 def test_an_unknown_window_misses_and_says_why(long_trace) -> None:
@@ -138,9 +139,31 @@ def test_agreement_on_a_synthetic_claude_code_trace() -> None:
     assert result.token_error_median == pytest.approx(sum(errors) / 2)
 
 
+def test_a_count_gap_says_what_the_file_lacks() -> None:
+    base = make_trace(60, fmt="anthropic", model="claude-sonnet-4-5", provider="anthropic")
+    replay = ctxlab.replay(base, get("claude-code", window=60000))
+    doubled = 2 * replay.calls[11].context_tokens
+    lacking = "The system prompt is not in the file and is counted as zero tokens."
+    trace = dataclasses.replace(
+        base,
+        format="claude-code",
+        compactions=[RecordedCompaction(turn=12, trigger="auto", pre_tokens=doubled)],
+        notes=[lacking],
+    )
+    result = check(trace, replay)
+    assert result.token_error_median == pytest.approx(0.5)
+    (note,) = result.notes
+    assert note.startswith("pre-compaction tokens differ by a median 50% (goal 5%)")
+    assert note.endswith(lacking)
+
+
 def test_presets_by_harness() -> None:
     trace = make_trace(4)
-    for fmt, preset in (("codex", "codex"), ("openhands", "openhands-llm-summarizing")):
+    for fmt, preset in (
+        ("codex", "codex"),
+        ("openhands", "openhands-llm-summarizing"),
+        ("swe-agent", "swe-agent-masking"),
+    ):
         assert preset_for(dataclasses.replace(trace, format=fmt)) == (preset, None)
     name, warning = preset_for(dataclasses.replace(trace, format="langsmith-runs"))
     assert name == "deepagents" and "choose one with --policy" in warning
