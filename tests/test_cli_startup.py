@@ -32,7 +32,10 @@ HEAVY = {
     "orjson",
     "tqdm",
 }
-COMMANDS = sorted(m.name for m in pkgutil.iter_modules(ctxlab.commands.__path__))
+COMMANDS = sorted(
+    m.name.replace("_", "-")  # the module check_replay is the command check-replay
+    for m in pkgutil.iter_modules(ctxlab.commands.__path__)
+)
 
 
 def imported_after(code: str) -> list[str]:

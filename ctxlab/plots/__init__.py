@@ -26,6 +26,7 @@ from ctxlab.plots.figures import (
     style,
     sweep_heatmap,
 )
+from ctxlab.plots.recorded import recorded_traces
 
 __all__ = [
     "EVENT_STYLE",
@@ -47,6 +48,7 @@ __all__ = [
     "event_markers",
     "events_timeline",
     "export",
+    "recorded_traces",
     "style",
     "sweep_heatmap",
     "thresholds",

@@ -31,9 +31,11 @@ from ctxlab.palette import (
     SERIES_DASHES,
 )
 from ctxlab.plots.annotations import default_labels
+from ctxlab.plots.recorded import recorded_traces
 
 if TYPE_CHECKING:
     from ctxlab.replay import Replay
+    from ctxlab.trace import Trace
 
 
 def style(
@@ -120,6 +122,7 @@ def context_traces(
     lines: Mapping[str, int] | None = None,
     baseline: bool = True,
     events: bool = True,
+    recorded: Trace | None = None,
 ) -> list[go.Scatter]:
     """The traces of `context_tokens`, without layout: what a live widget swaps in place."""
     turns = replay.turns
@@ -154,6 +157,9 @@ def context_traces(
         )
     if events:
         out.extend(event_markers(replay))
+    if recorded is not None:
+        top = max(turns["context_tokens"].max() or 0, turns["baseline_tokens"].max() or 0)
+        out.extend(recorded_traces(recorded, top=top))
     return out
 
 
@@ -163,6 +169,7 @@ def context_tokens(
     lines: Mapping[str, int] | None = None,
     baseline: bool = True,
     events: bool = True,
+    recorded: Trace | None = None,
     title: str | None = None,
     width: int = 900,
     height: int = 560,
@@ -171,9 +178,13 @@ def context_tokens(
 
     `lines` maps labels to token levels drawn as horizontal lines (use `thresholds(policy,
     trace)` for window / trigger / budget). A marker per event sits on the turn it happened.
-    Trace order is fixed (kinds, baseline, lines, events) so widgets can update in place.
+    `recorded` (the replayed trace) adds what the recording says: its per-call input tokens
+    and its own compactions (`ctxlab.plots.recorded`). Trace order is fixed (kinds, baseline,
+    lines, events, recorded) so widgets can update in place.
     """
-    fig = go.Figure(context_traces(replay, lines=lines, baseline=baseline, events=events))
+    fig = go.Figure(
+        context_traces(replay, lines=lines, baseline=baseline, events=events, recorded=recorded)
+    )
     fig.update_xaxes(title_text="turn (model call)")
     fig.update_yaxes(title_text="context tokens", tickformat="~s", rangemode="tozero")
     return style(
@@ -261,11 +272,13 @@ def comparison(
     metric: str = "context_tokens",
     cumulative: bool = False,
     baseline: bool = True,
+    recorded: Trace | None = None,
     title: str | None = None,
     width: int = 900,
     height: int = 480,
 ) -> go.Figure:
-    """Several replays' curves overlaid (one colour and dash each), with the first's baseline."""
+    """Several replays' curves overlaid (one colour and dash each), with the first's baseline;
+    `recorded` (the trace they replay) adds its recorded input tokens and compactions."""
     labels = list(labels) if labels is not None else default_labels(replays)
     fig = go.Figure()
     for i, (r, label) in enumerate(zip(replays, labels, strict=True)):
@@ -300,6 +313,9 @@ def comparison(
                 hovertemplate="baseline: %{y:,}<extra>turn %{x}</extra>",
             )
         )
+    if recorded is not None:
+        top = max((max((v for v in t.y if v is not None), default=0) for t in fig.data), default=0)
+        fig.add_traces(recorded_traces(recorded, cumulative=cumulative, top=top))
     fig.update_xaxes(title_text="turn (model call)")
     what = "cumulative input tokens" if cumulative else metric.replace("_", " ")
     fig.update_yaxes(title_text=what, tickformat="~s", rangemode="tozero")

@@ -55,7 +55,10 @@ def metrics_table_html(
 
 
 class Compare(W.VBox):
-    """Overlaid curves of `replays` (same trace, different policies) and a metrics table."""
+    """Overlaid curves of `replays` (same trace, different policies) and a metrics table.
+
+    The chart also draws what the recording says (`trace`, else the first replay's): its
+    per-call input tokens and its own compactions, when it has them."""
 
     def __init__(
         self,
@@ -87,7 +90,10 @@ class Compare(W.VBox):
 
     def _figure(self) -> Any:
         return plots.comparison(
-            self.replays, labels=self.labels, cumulative=self.metric.value == "cumulative"
+            self.replays,
+            labels=self.labels,
+            cumulative=self.metric.value == "cumulative",
+            recorded=self.trace if self.trace is not None else self.replays[0].trace,
         )
 
     def redraw(self) -> None:

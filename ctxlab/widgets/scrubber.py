@@ -1,8 +1,9 @@
 """`Scrubber(replay, trace)`: walk through a replay turn by turn.
 
 A turn slider with a play button drives three views that update in place: the context-tokens
-chart (a FigureWidget: stacked kinds, baseline, window/trigger lines, a marker per event and a
-cursor on the current turn), the context strip (one block per message, sized by tokens,
+chart (a FigureWidget: stacked kinds, baseline, window/trigger lines, a marker per event, the
+recording's own input tokens and compactions when the trace has them, and a cursor on the
+current turn), the context strip (one block per message, sized by tokens,
 coloured by status, hover for before/after; pick a block for its full text) and the list of
 events so far. Clicking a point on the chart jumps to that turn.
 """
@@ -145,7 +146,7 @@ class Scrubber(W.VBox):
         self.add_class("ctx-scrubber")
 
     def _figure(self, turn: int) -> go.Figure:
-        fig = plots.context_tokens(self.replay, lines=self.lines)
+        fig = plots.context_tokens(self.replay, lines=self.lines, recorded=self.trace)
         fig.add_trace(cursor_trace(self.replay, turn))
         fig.update_layout(title_text=title_at(self.replay, turn), shapes=[cursor_shape(turn)])
         return fig

@@ -1,0 +1,157 @@
+"""`ctxlab check-replay TRACE [--policy NAME] [--json]`: recorded compactions vs replayed ones.
+
+Mirrors `ctxlab.check_replay.check(trace, ctxlab.replay(trace, policy))` for every trace in
+TRACE (subagents included). Without `--policy`, each trace is replayed under the preset of its
+harness (`ctxlab.check_replay.preset_for`); a guess prints a warning line. `--window`,
+`--trigger`, `--keep`, `--stress` and `--set` override the policy's parameters as in `ctxlab
+replay` (the recorded harness's window is often not in the file). The table shows, per
+recorded compaction, the recorded and replayed call, the tokens before it on both sides and
+both summaries; `--json` prints `{"traces": [{"trace_id", "policy", "events": [...],
+"turn_agreement", "token_error_median", ...}]}`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from ctxlab.output import report_errors, table
+
+if TYPE_CHECKING:
+    from ctxlab.check_replay import Check
+    from ctxlab.policies.base import Policy
+
+SUMMARY_CHARS = 160
+"""How much of each summary the table shows (the JSON has them whole)."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "check-replay",
+        help="compare a trace's recorded compactions with a replay's",
+        description="Replay each trace under the preset of its harness (or --policy) and "
+        "pair every compaction the recording made with the nearest replayed one: calls apart, "
+        "tokens before it on both sides, both summaries; then the share within one call "
+        "(manual compactions excluded) and the median token error.",
+    )
+    parser.add_argument("path", metavar="TRACE", help="trace file, .gz file or directory")
+    parser.add_argument(
+        "--policy",
+        metavar="NAME",
+        help="a policy `ctxlab policies` lists (default: the preset matching the harness)",
+    )
+    parser.add_argument("--window", help="max input tokens; 'none' = no profile")
+    parser.add_argument("--trigger", help="the policy's `trigger`, a SPEC such as tokens:27200")
+    parser.add_argument("--keep", help="the policy's `keep`, a SPEC such as fraction:0.1")
+    parser.add_argument("--stress", type=float, metavar="FRACTION", help="deepagents' stress")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="any policy parameter, e.g. --set chars_per_token=4 --set use_usage_metadata=true",
+    )
+    parser.add_argument(
+        "--summary-text-file",
+        metavar="F",
+        help="use this file's text as every summary (default: offline extractive summaries)",
+    )
+    parser.add_argument("--json", action="store_true", help='print {"traces": [...]} as JSON')
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ctxlab.check_replay import check, preset_for
+    from ctxlab.commands.replay import build_policy
+    from ctxlab.load import load_all
+    from ctxlab.replay import replay
+    from ctxlab.summarizers import Extractive, Fixed
+
+    policies: dict[str, Policy] = {}
+
+    def policy_named(name: str) -> Policy:
+        if name not in policies:
+            policies[name] = build_policy(argparse.Namespace(**{**vars(args), "policy": name}))
+        return policies[name]
+
+    try:
+        if args.policy:
+            policy_named(args.policy)
+    except (TypeError, ValueError) as exc:
+        print(f"ctxlab: error: {exc}", file=sys.stderr)
+        return 2
+    summarizer = Fixed.from_file(args.summary_text_file) if args.summary_text_file else Extractive()
+    loaded = load_all([args.path])
+    checks = []
+    for trace in (t for top in loaded for t in top.walk()):
+        name, warning = (args.policy, None) if args.policy else preset_for(trace)
+        if warning is not None:
+            print(f"ctxlab: warning: {warning}", file=sys.stderr)
+        try:
+            result = check(trace, replay(trace, policy_named(name), summarizer=summarizer))
+        except (TypeError, ValueError) as exc:
+            print(f"ctxlab: error: {trace.trace_id}: {exc}", file=sys.stderr)
+            return 2
+        if warning is not None:
+            result.notes.append(warning)
+        checks.append(result)
+    if args.json:
+        print(json.dumps({"traces": [c.as_dict() for c in checks]}, indent=2))
+    else:
+        for c in checks:
+            _print(c)
+    report_errors(loaded.errors)
+    return 2 if loaded.errors else 0
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _clip(text: str | None) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= SUMMARY_CHARS else flat[: SUMMARY_CHARS - 1] + "…"
+
+
+def _print(c: Check) -> None:
+    counted = [p for p in c.events if p.counted]
+    head = f"{c.trace_id}: policy {c.policy}, {len(c.events)} recorded compactions"
+    if counted:
+        head += (
+            f", turn agreement {_percent(c.turn_agreement)} "
+            f"({sum(p.agrees for p in counted)}/{len(counted)} within one call)"
+        )
+    head += f", token error median {_percent(c.token_error_median)}"
+    if c.unpaired:
+        head += f", {len(c.unpaired)} replayed compactions without a recorded one"
+    print(head)
+    for note in c.notes:
+        print(f"note: {note}")
+    if c.events:
+        rows = [
+            [
+                p.recorded.turn,
+                p.replayed.turn if p.replayed is not None else None,
+                f"{p.calls_apart:+d}" if p.calls_apart is not None else None,
+                p.recorded.kind,
+                p.recorded.trigger,
+                p.recorded.pre_tokens,
+                p.replayed_tokens,
+                _percent(p.token_error),
+            ]
+            for p in c.events
+        ]
+        columns = ("recorded", "replayed", "apart", "kind", "trigger", "recorded tokens",
+                   "replayed tokens", "error")  # fmt: skip
+        print(table(columns, rows))
+    for p in c.events:
+        if p.note:
+            print(f"note: turn {p.recorded.turn}: {p.note}")
+        if p.recorded.summary or (p.replayed is not None and p.replayed.summary):
+            print(f"summary at turn {p.recorded.turn}:")
+            print(f"  recorded: {_clip(p.recorded.summary) or '-'}")
+            replayed = p.replayed.summary if p.replayed is not None else None
+            print(f"  replayed: {_clip(replayed) or '-'}")
+    print()
