@@ -24,10 +24,12 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from ctxlab.formats import otel
+
 Values = list[tuple[Any, int | None]]
 """A file's JSON values, each with its 1-based line number (None for a whole-file document)."""
 
-FORMATS: tuple[ModuleType, ...] = ()
+FORMATS: tuple[ModuleType, ...] = (otel,)
 """Readers tried in order; the first whose `sniff` accepts a file reads it."""
 
 CONTAINERS: tuple[tuple[bytes, Callable[[bytes, str], Values]], ...] = ()
