@@ -41,8 +41,10 @@ def _claims(value: Any) -> bool:
     if isinstance(value, dict) and isinstance(value.get("data"), list):
         value = value["data"]
     if isinstance(value, list):
-        return bool(value) and looks_like_span(value[0]) or (
-            bool(value) and looks_like_attribute_map(value[0])
+        return (
+            bool(value)
+            and looks_like_span(value[0])
+            or (bool(value) and looks_like_attribute_map(value[0]))
         )
     return looks_like_span(value) or looks_like_attribute_map(value)
 
@@ -153,7 +155,9 @@ def _innermost(spans: list[Span]) -> tuple[list[Span], int]:
     return [s for s in calls if s.span_id not in outer], len(outer)
 
 
-def _notes(calls: list[Call], history: list[BaseMessage], tools: list[Any], dropped: int) -> list[str]:
+def _notes(
+    calls: list[Call], history: list[BaseMessage], tools: list[Any], dropped: int
+) -> list[str]:
     notes = []
     missing = sum(1 for c in calls if c.inputs is None)
     if missing:

@@ -74,10 +74,20 @@ CACHE_WRITE_TOKENS = (
     "llm.token_count.prompt_details.cache_write",
     "ai.usage.inputTokenDetails.cacheWriteTokens",
 )
-MODEL_KEYS = ("gen_ai.response.model", "llm.model_name", "ai.response.model",
-              "gen_ai.request.model", "ai.model.id")
-PROVIDER_KEYS = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system",
-                 "ai.model.provider")
+MODEL_KEYS = (
+    "gen_ai.response.model",
+    "llm.model_name",
+    "ai.response.model",
+    "gen_ai.request.model",
+    "ai.model.id",
+)
+PROVIDER_KEYS = (
+    "gen_ai.provider.name",
+    "gen_ai.system",
+    "llm.provider",
+    "llm.system",
+    "ai.model.provider",
+)
 
 Memo = dict[bytes, list[BaseMessage]]
 
@@ -345,7 +355,9 @@ def _event_body(reader: _Reader, event: Event) -> dict[str, Any]:
         try:
             raw = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            raise reader.fail(f"event {event.name} gen_ai.event.content", f"invalid JSON ({exc})")
+            raise reader.fail(
+                f"event {event.name} gen_ai.event.content", f"invalid JSON ({exc})"
+            ) from None
     if raw is None:
         raw = event.body if event.body is not None else event.attributes
     if isinstance(raw, str):
@@ -405,7 +417,7 @@ def _indexed_messages(
     """Role dicts from indexed attributes (`gen_ai.prompt.N.*`, `llm.input_messages.N.*`)."""
     out = []
     for fields in _indexed(reader.attrs, prefix):
-        get = {k[len(inner):]: v for k, v in fields.items() if k.startswith(inner)}
+        get = {k[len(inner) :]: v for k, v in fields.items() if k.startswith(inner)}
         msg: dict[str, Any] = {"role": get.get("role") or "user"}
         content = get.get("content")
         if content is None:
@@ -421,7 +433,7 @@ def _indexed_messages(
         msg["content"] = content
         calls = []
         for tc in _sub_indexed(get, "tool_calls."):
-            tc = {k[len(call):]: v for k, v in tc.items() if k.startswith(call)}
+            tc = {k[len(call) :]: v for k, v in tc.items() if k.startswith(call)}
             calls.append(
                 {
                     "id": tc.get("id"),
@@ -529,7 +541,9 @@ def _vercel_message(raw: Any) -> list[BaseMessage]:
     body = _content(blocks)
     if role == "assistant":
         results = [
-            _vercel_result(p) for p in parts if isinstance(p, dict) and p.get("type") == "tool-result"
+            _vercel_result(p)
+            for p in parts
+            if isinstance(p, dict) and p.get("type") == "tool-result"
         ]
         return [AIMessage(content=body, tool_calls=calls), *results]
     if role == "user":
@@ -555,7 +569,9 @@ def _vercel(reader: _Reader) -> tuple[list[BaseMessage] | None, AIMessage | None
     calls = []
     for item in calls_doc or []:
         if not isinstance(item, dict):
-            raise reader.fail("ai.response.toolCalls", f"a tool call must be an object: {item!r:.80}")
+            raise reader.fail(
+                "ai.response.toolCalls", f"a tool call must be an object: {item!r:.80}"
+            )
         try:
             calls.append(_vercel_call(item))
         except MessageDecodeError as exc:

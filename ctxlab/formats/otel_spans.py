@@ -139,7 +139,9 @@ def otlp_attributes(items: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items:
         if not isinstance(item, dict) or not isinstance(item.get("key"), str):
-            raise SpanError(f"attribute entry must be an object with a string 'key', got {item!r:.80}")
+            raise SpanError(
+                f"attribute entry must be an object with a string 'key', got {item!r:.80}"
+            )
         out[item["key"]] = _otlp_value(item.get("value", {}), item["key"])
     return out
 
@@ -191,7 +193,9 @@ def _time_ns(value: Any) -> int | None:
         try:
             stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
-            raise SpanError(f"start time {value!r} is neither unix nanoseconds nor ISO 8601") from None
+            raise SpanError(
+                f"start time {value!r} is neither unix nanoseconds nor ISO 8601"
+            ) from None
         if stamp.tzinfo is None:
             stamp = stamp.replace(tzinfo=UTC)
         return int(stamp.timestamp()) * 1_000_000_000 + stamp.microsecond * 1000
@@ -274,16 +278,23 @@ def span_from(obj: dict[str, Any], *, default_trace: str, line: int | None, orde
         "parent span id",
     )
     name = obj.get("name")
+    span_id = span_id or f"#{order}"
+    try:
+        start = _time_ns(
+            _first(obj, "startTimeUnixNano", "start_time_unix_nano", "startTime", "start_time")
+        )
+        flat = flat_attributes(attributes)
+        events = _events(obj.get("events"))
+    except SpanError as exc:
+        raise SpanError(f"span {span_id}: {exc}") from None
     return Span(
         trace_id=trace_id or default_trace,
-        span_id=span_id or f"#{order}",
+        span_id=span_id,
         parent_id=parent_id,
         name=str(name) if name is not None else "",
-        start=_time_ns(
-            _first(obj, "startTimeUnixNano", "start_time_unix_nano", "startTime", "start_time")
-        ),
-        attributes=flat_attributes(attributes),
-        events=_events(obj.get("events")),
+        start=start,
+        attributes=flat,
+        events=events,
         line=line,
         order=order,
     )
@@ -327,9 +338,7 @@ def otlp_spans(batches: list[Any], *, line: int | None, start_order: int) -> lis
     for batch in batches:
         if not isinstance(batch, dict):
             raise SpanError(f"a resourceSpans entry must be an object, got {_kind(batch)}")
-        scopes = _first(
-            batch, "scopeSpans", "scope_spans", "instrumentationLibrarySpans"
-        ) or []
+        scopes = _first(batch, "scopeSpans", "scope_spans", "instrumentationLibrarySpans") or []
         if not isinstance(scopes, list):
             raise SpanError(f"'scopeSpans' must be a list, got {_kind(scopes)}")
         for scope in scopes:
@@ -343,9 +352,7 @@ def otlp_spans(batches: list[Any], *, line: int | None, start_order: int) -> lis
                 if trace_id is None:
                     raise SpanError(f"span {raw.get('spanId')!r} has no traceId")
                 out.append(
-                    span_from(
-                        raw, default_trace=trace_id, line=line, order=start_order + len(out)
-                    )
+                    span_from(raw, default_trace=trace_id, line=line, order=start_order + len(out))
                 )
     return out
 
