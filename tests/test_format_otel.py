@@ -310,6 +310,7 @@ def vercel_spans() -> list[dict[str, Any]]:
     call = {"type": "tool-call", "toolCallId": "call_1", "toolName": "weather"}
     result = {"type": "tool-result", "toolCallId": "call_1", "toolName": "weather"}
     tool = {"type": "function", "name": "weather", "inputSchema": {"type": "object"}}
+    temp = {"type": "json", "value": {"temp": 12}}
 
     def span(span_id: str, start: list[int], attrs: dict[str, Any], **extra: Any) -> dict:
         return {
@@ -355,7 +356,7 @@ def vercel_spans() -> list[dict[str, Any]]:
                         system,
                         user,
                         {"role": "assistant", "content": [{**call, "input": {"city": "Paris"}}]},
-                        {"role": "tool", "content": [{**result, "output": {"type": "json", "value": {"temp": 12}}}]},  # noqa: E501
+                        {"role": "tool", "content": [{**result, "output": temp}]},
                     ]
                 ),
                 "ai.response.text": "12 degrees",
@@ -400,7 +401,9 @@ def test_phoenix_nested_attributes_and_a_doubly_instrumented_call(tmp_path: Path
     }
 
     def span(span_id: str, parent: str | None, kind: str, start: str) -> dict[str, Any]:
-        attrs = {"openinference": {"span": {"kind": kind}}, **({"llm": llm} if kind == "LLM" else {})}
+        attrs: dict[str, Any] = {"openinference": {"span": {"kind": kind}}}
+        if kind == "LLM":
+            attrs["llm"] = llm
         return {
             "name": kind.lower(),
             "context": {"trace_id": "p1", "span_id": span_id},
@@ -446,49 +449,54 @@ def write(tmp_path: Path, value: Any) -> Path:
     return path
 
 
+def bad_span(span_id: str, **attrs: Any) -> dict[str, Any]:
+    """An OTLP file of one chat span whose attributes are overridden by `attrs`."""
+    return otlp([otlp_span("d" * 32, span_id, 1, {**chat([USER], []), **attrs})])
+
+
+WRONG_INT = [{"key": "gen_ai.usage.input_tokens", "value": {"intValue": "12x"}}]
+NO_PART_TYPE = json.dumps([{"role": "user", "parts": [{"content": 1}]}])
+FLAT_WRONG_USAGE = {
+    "gen_ai.operation.name": "chat",
+    "gen_ai.usage.input_tokens": "many",
+    "gen_ai.input.messages": json.dumps([USER]),
+}
+BAD_TIME = {"spanContext": {"traceId": "x", "spanId": "s2"}, "startTime": "yesterday"}
+
+
 @pytest.mark.parametrize(
     ("value", "needles"),
     [
         (
-            otlp([otlp_span("d" * 32, "s9", 1, {**chat([USER], []), "gen_ai.input.messages": "[{"})]),
+            bad_span("s9", **{"gen_ai.input.messages": "[{"}),
             ["span s9", "'gen_ai.input.messages'", "invalid JSON"],
         ),
         (
-            otlp([otlp_span("d" * 32, "s8", 1, {**chat([USER], []), "gen_ai.input.messages": '{"a": 1}'})]),  # noqa: E501
+            bad_span("s8", **{"gen_ai.input.messages": '{"a": 1}'}),
             ["span s8", "'gen_ai.input.messages'", "expected a JSON array"],
         ),
+        (FLAT_WRONG_USAGE, ["'gen_ai.usage.input_tokens'", "token count"]),
         (
-            {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": "many",
-             "gen_ai.input.messages": json.dumps([USER])},
-            ["'gen_ai.usage.input_tokens'", "token count"],
-        ),  # fmt: skip
-        (
-            otlp([{**otlp_span("d" * 32, "s7", 1, chat([USER], [])),
-                   "attributes": [{"key": "gen_ai.usage.input_tokens",
-                                   "value": {"intValue": "12x"}}]}]),
+            otlp([{**otlp_span("d" * 32, "s7", 1, {}), "attributes": WRONG_INT}]),
             ["span s7", "'gen_ai.usage.input_tokens'", "not an integer"],
-        ),  # fmt: skip
+        ),
         (
             otlp([{**otlp_span("d" * 32, "s6", 1, {}), "attributes": "oops"}]),
             ["span s6", "'attributes' must be an object or a list"],
         ),
         (
-            otlp([otlp_span("d" * 32, "s5", 1, chat([{"role": "user", "parts": [{"content": 1}]}], []))]),  # noqa: E501
+            bad_span("s5", **{"gen_ai.input.messages": NO_PART_TYPE}),
             ["span s5", "gen_ai.input.messages message 0", "'type'"],
         ),
         (
-            otlp([otlp_span("d" * 32, "s4", 1, chat([USER, RESULT], []))]),
+            bad_span("s4", **{"gen_ai.input.messages": json.dumps([USER, RESULT])}),
             ["tool result for call 'c1'"],
         ),
         (
             otlp([otlp_span("d" * 32, "s3", 1, {"gen_ai.operation.name": "embeddings"})]),
             ["no model-call spans among 1 spans"],
         ),
-        (
-            [{"spanContext": {"traceId": "x", "spanId": "s2"}, "startTime": "yesterday",
-              "attributes": {}}],
-            ["span s2", "start time 'yesterday'"],
-        ),  # fmt: skip
+        ([BAD_TIME], ["span s2", "start time 'yesterday'"]),
     ],
 )
 def test_bad_files_give_located_errors(tmp_path: Path, value: Any, needles: list[str]) -> None:
