@@ -237,7 +237,7 @@ def read(values: list[tuple[Any, int | None]], source: str) -> list[Trace]:
     groups: dict[str, list[Span]] = {}
     for span in spans:
         groups.setdefault(span.trace_id, []).append(span)
-    memo: Memo = {}
+    memo = Memo()
     traces = [t for tid, members in groups.items() if (t := _trace(tid, members, source, memo))]
     if not traces:
         raise TraceFormatError(

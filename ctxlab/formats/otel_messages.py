@@ -89,7 +89,19 @@ PROVIDER_KEYS = (
     "ai.model.provider",
 )
 
-Memo = dict[bytes, list[BaseMessage]]
+
+@dataclass(slots=True)
+class Memo:
+    """Decoding shared by the spans of one file, because every call repeats the history.
+
+    `messages` maps a raw message's JSON bytes to its decoded messages, so each distinct
+    message becomes LangChain objects once. `last` keeps, per message-list attribute, the
+    previous span's text, decoded messages and item count: a list that extends it is parsed
+    only past the shared prefix, which keeps loading linear in the file's new content.
+    """
+
+    messages: dict[bytes, list[BaseMessage]] = field(default_factory=dict)
+    last: dict[str, tuple[str, list[BaseMessage], int]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -165,26 +177,72 @@ class _Reader:
         out: list[BaseMessage] = []
         for index, item in enumerate(raw):
             memo_key = orjson.dumps(item, option=orjson.OPT_SORT_KEYS) if item else b""
-            hit = self.memo.get(memo_key)
+            hit = self.memo.messages.get(memo_key)
             if hit is None:
                 try:
                     hit = decode_messages([item])
                 except (MessageDecodeError, TypeError) as exc:
                     raise self.fail(f"{key} message {index}", str(exc)) from None
-                self.memo[memo_key] = hit
+                self.memo.messages[memo_key] = hit
             out.extend(hit)
         return out
 
     def cached(self, raw: Any, build: Any, key: str, index: int) -> list[BaseMessage]:
         memo_key = orjson.dumps(raw, option=orjson.OPT_SORT_KEYS)
-        hit = self.memo.get(memo_key)
+        hit = self.memo.messages.get(memo_key)
         if hit is None:
             try:
                 hit = build(raw)
             except (MessageDecodeError, TypeError, ValueError) as exc:
                 raise self.fail(f"{key} message {index}", str(exc)) from None
-            self.memo[memo_key] = hit
+            self.memo.messages[memo_key] = hit
         return hit
+
+    def message_list(self, key: str, build: Any) -> list[BaseMessage] | None:
+        """A message-list attribute (a JSON array), each item decoded by `build`; a list
+        extending the one the previous span held is parsed only past the shared prefix."""
+        value = self.attrs.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            if not isinstance(value, list):
+                raise self.fail(key, f"expected a JSON array of messages, got {_kind(value)}")
+            return self._items(value, key, 0, build)
+        text = value.rstrip()
+        last = self.memo.last.get(key)
+        if last is not None and text == last[0]:
+            return list(last[1])
+        size = len(last[0]) if last is not None else 0
+        if (
+            last is not None
+            and len(text) > size
+            and text[size - 1] == ","
+            and text.startswith(last[0][:-1])
+        ):
+            tail = self._parse(key, "[" + text[size:])
+            messages = [*last[1], *self._items(tail, key, last[2], build)]
+            count = last[2] + len(tail)
+        else:
+            doc = self._parse(key, text)
+            if not isinstance(doc, list):
+                raise self.fail(key, f"expected a JSON array of messages, got {_kind(doc)}")
+            messages, count = self._items(doc, key, 0, build), len(doc)
+        self.memo.last[key] = (text, messages, count)
+        return list(messages)
+
+    def _parse(self, key: str, text: str) -> Any:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            raise self.fail(
+                key, f"invalid JSON ({exc}); expected a JSON array of messages"
+            ) from None
+
+    def _items(self, doc: list[Any], key: str, offset: int, build: Any) -> list[BaseMessage]:
+        out: list[BaseMessage] = []
+        for index, item in enumerate(doc, start=offset):
+            out.extend(self.cached(item, build, key, index))
+        return out
 
 
 def _kind(value: Any) -> str:
@@ -275,6 +333,13 @@ def _content(blocks: list[Any]) -> str | list[Any]:
     return blocks
 
 
+def _any_message(raw: Any) -> list[BaseMessage]:
+    """A semconv parts message, or a role dict in a shape the shared decoders know."""
+    if isinstance(raw, dict) and "parts" in raw:
+        return _parts_message(raw)
+    return decode_messages([raw])
+
+
 def _system_instructions(doc: Any) -> SystemMessage | None:
     if doc is None:
         return None
@@ -325,12 +390,7 @@ def _document_output(reader: _Reader, key: str, doc: Any) -> AIMessage | None:
 
 
 def _genai_json(reader: _Reader) -> tuple[list[BaseMessage] | None, AIMessage | None]:
-    doc = reader.document("gen_ai.input.messages", "a JSON array of messages with 'parts'")
-    inputs = None
-    if doc is not None:
-        if not isinstance(doc, list):
-            raise reader.fail("gen_ai.input.messages", f"expected a JSON array, got {_kind(doc)}")
-        inputs = _document_messages(reader, "gen_ai.input.messages", doc) or []
+    inputs = reader.message_list("gen_ai.input.messages", _any_message)
     system = reader.document("gen_ai.system_instructions", "a JSON array of parts")
     if system is not None:
         try:
@@ -552,14 +612,7 @@ def _vercel_message(raw: Any) -> list[BaseMessage]:
 
 
 def _vercel(reader: _Reader) -> tuple[list[BaseMessage] | None, AIMessage | None]:
-    doc = reader.document("ai.prompt.messages", "a JSON array of messages")
-    inputs = None
-    if doc is not None:
-        if not isinstance(doc, list):
-            raise reader.fail("ai.prompt.messages", f"expected a JSON array, got {_kind(doc)}")
-        inputs = []
-        for index, item in enumerate(doc):
-            inputs.extend(reader.cached(item, _vercel_message, "ai.prompt.messages", index))
+    inputs = reader.message_list("ai.prompt.messages", _vercel_message)
     text = reader.text("ai.response.text")
     if text is None:
         text = reader.text("ai.response.object")
