@@ -516,3 +516,71 @@ def test_bad_line_of_a_jsonl_export_is_named(tmp_path: Path) -> None:
     path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
     with pytest.raises(TraceFormatError, match=r"line 2: span g2, attribute 'gen_ai.output"):
         ctxlab.load(path)
+
+
+def test_tool_calls_without_ids_are_paired(tmp_path: Path) -> None:
+    """Gemini records function calls without ids: each call gets one that is the same in every
+    span repeating it, and the result after it answers it."""
+    call = parts("assistant", {"type": "tool_call", "name": "ls", "arguments": {}})
+    answer = parts("tool", {"type": "tool_call_response", "response": "a.py"})
+    spans = [
+        otlp_span("g" * 32, "g1", 1, chat([USER], [call])),
+        otlp_span("g" * 32, "g2", 2, chat([USER, call, answer], [parts("assistant", text("ok"))])),
+    ]
+    path = tmp_path / "gemini.json"
+    path.write_text(json.dumps(otlp(spans)))
+    (trace,) = ctxlab.load(path)
+    assert [m.type for m in trace.messages] == ["system", "human", "ai", "tool", "ai"]
+    assert not any(t.compacted for t in trace.turns)
+    assert trace.messages[2].tool_calls[0]["id"] == "call_2_0"
+    assert trace.messages[3].tool_call_id == "call_2_0"
+
+
+def test_python_to_json_spans_with_content_events(tmp_path: Path) -> None:
+    """`span.to_json()` dumps (0x-prefixed ids, ISO times, flat attributes) with the
+    `gen_ai.content.prompt` / `gen_ai.content.completion` events of semconv 1.26."""
+    prompt = json.dumps([{"role": "user", "content": "2+2?"}])
+    completion = json.dumps([{"role": "assistant", "content": "4"}])
+    span = {
+        "name": "chat gpt-4o",
+        "context": {"trace_id": "0x" + "1" * 32, "span_id": "0x" + "2" * 16},
+        "kind": "SpanKind.CLIENT",
+        "parent_id": None,
+        "start_time": "2025-03-01T10:00:00.000000Z",
+        "attributes": {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 9},
+        "events": [
+            {"name": "gen_ai.content.prompt", "timestamp": "2025-03-01T10:00:00Z",
+             "attributes": {"gen_ai.prompt": prompt}},
+            {"name": "gen_ai.content.completion", "timestamp": "2025-03-01T10:00:01Z",
+             "attributes": {"gen_ai.completion": completion}},
+        ],
+    }  # fmt: skip
+    path = tmp_path / "spans.jsonl"
+    path.write_text(json.dumps(span) + "\n")
+    (trace,) = ctxlab.load(path)
+    assert trace.trace_id == "1" * 32
+    assert [m.content for m in trace.messages] == ["2+2?", "4"]
+    assert trace.turns[0].run_id == "2" * 16 and trace.recorded_input_tokens == 9
+
+
+def test_langfuse_observations_with_otel_attributes(tmp_path: Path) -> None:
+    """Langfuse keeps an OTel-ingested span's attributes under `metadata.attributes`."""
+    attrs = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.input.messages": json.dumps([USER]),
+        "gen_ai.output.messages": json.dumps([parts("assistant", text("3 files"))]),
+        "gen_ai.usage.input_tokens": 11,
+    }
+    observations = [
+        {"id": "o1", "traceId": "lf1", "type": "SPAN", "name": "agent",
+         "startTime": "2025-05-01T00:00:00Z", "metadata": {"attributes": {}}},
+        {"id": "o2", "traceId": "lf1", "type": "GENERATION", "name": "chat",
+         "parentObservationId": "o1", "startTime": "2025-05-01T00:00:01Z",
+         "metadata": {"attributes": attrs}},
+    ]  # fmt: skip
+    path = tmp_path / "langfuse.json"
+    path.write_text(json.dumps(observations))
+    (trace,) = ctxlab.load(path)
+    assert trace.trace_id == "lf1" and trace.metadata["root_span_id"] == "o1"
+    assert [m.type for m in trace.messages] == ["human", "ai"]
+    assert trace.turns[0].run_id == "o2" and trace.recorded_input_tokens == 11

@@ -104,6 +104,45 @@ def _chain(calls: list[Call]) -> tuple[list[BaseMessage], list[Turn], list[BaseM
     return history, turns, inserted
 
 
+def _fill_call_ids(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """Ids for tool calls recorded without one (Gemini has none): `call_<message>_<k>`, the
+    same in every call that repeats the message; a tool result without an id answers the
+    oldest unanswered call before it, so call/result pairs survive."""
+    if not any(
+        (isinstance(m, AIMessage) and any(not c.get("id") for c in m.tool_calls))
+        or (isinstance(m, ToolMessage) and not m.tool_call_id)
+        for m in messages
+    ):
+        return messages
+    out: list[BaseMessage] = []
+    pending: list[str] = []
+    for index, msg in enumerate(messages):
+        if isinstance(msg, AIMessage) and msg.tool_calls:
+            if any(not c.get("id") for c in msg.tool_calls):
+                calls = [
+                    {**c, "id": c.get("id") or f"call_{index}_{k}"}
+                    for k, c in enumerate(msg.tool_calls)
+                ]
+                msg = msg.model_copy(update={"tool_calls": calls})
+            pending = [str(c["id"]) for c in msg.tool_calls]
+        elif isinstance(msg, ToolMessage):
+            if not msg.tool_call_id and pending:
+                msg = msg.model_copy(update={"tool_call_id": pending[0]})
+            if msg.tool_call_id in pending:
+                pending.remove(msg.tool_call_id)
+        out.append(msg)
+    return out
+
+
+def _with_call_ids(call: Call) -> Call:
+    if call.inputs is not None:
+        call.inputs = _fill_call_ids(call.inputs)
+    if call.output is not None and any(not c.get("id") for c in call.output.tool_calls):
+        filled = _fill_call_ids([*(call.inputs or []), call.output])[-1]
+        call.output = filled if isinstance(filled, AIMessage) else call.output
+    return call
+
+
 def _turn(
     call: Call, index: int, position: int, inputs: list[BaseMessage], compacted: bool
 ) -> Turn:
@@ -195,7 +234,7 @@ def _trace(trace_id: str, spans: list[Span], source: str, memo: Memo) -> Trace |
     calls = []
     for span in model_spans:
         try:
-            calls.append(read_call(span, memo))
+            calls.append(_with_call_ids(read_call(span, memo)))
         except SpanError as exc:
             raise TraceFormatError(str(exc), source=source, line=span.line) from exc
     if all(c.inputs is None and c.output is None for c in calls):

@@ -267,10 +267,6 @@ def _indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     return [groups[i] for i in sorted(groups)]
 
 
-def _sub_indexed(fields: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
-    return _indexed(fields, prefix)
-
-
 # ----------------------------------------------------------------------------- parts (1.37+)
 
 
@@ -441,6 +437,7 @@ def _events(reader: _Reader) -> tuple[list[BaseMessage] | None, AIMessage | None
     raw: list[dict[str, Any]] = []
     output = None
     found = False
+    prompt: list[BaseMessage] | None = None  # semconv 1.26: the whole prompt in one event
     for event in reader.span.events:
         role = EVENT_ROLES.get(event.name)
         if role is not None:
@@ -462,10 +459,11 @@ def _events(reader: _Reader) -> tuple[list[BaseMessage] | None, AIMessage | None
             )
             doc = sub.document(key, "a JSON message list")
             if key == "gen_ai.prompt":
-                found = True
-                raw_msgs = _document_messages(sub, key, doc) or []
-                return raw_msgs, output  # the whole prompt in one event
-            output = _document_output(sub, key, doc)
+                prompt = _document_messages(sub, key, doc) or []
+            elif output is None:
+                output = _document_output(sub, key, doc)
+    if prompt is not None:
+        return prompt, output
     if not found:
         return None, output
     return reader.decode(raw, "span events"), output
@@ -482,7 +480,7 @@ def _indexed_messages(
         content = get.get("content")
         if content is None:
             blocks = []
-            for part in _sub_indexed(get, "contents."):
+            for part in _indexed(get, "contents."):
                 text = part.get("message_content.text")
                 if text is not None:
                     blocks.append({"type": "text", "text": _as_text(text)})
@@ -492,7 +490,7 @@ def _indexed_messages(
             content = _content(blocks) if blocks else ""
         msg["content"] = content
         calls = []
-        for tc in _sub_indexed(get, "tool_calls."):
+        for tc in _indexed(get, "tool_calls."):
             tc = {k[len(call) :]: v for k, v in tc.items() if k.startswith(call)}
             calls.append(
                 {
