@@ -173,19 +173,8 @@ class _Reader:
             raise self.fail(key, f"invalid JSON ({exc}); expected {expected}") from None
 
     def decode(self, raw: list[Any], key: str) -> list[BaseMessage]:
-        """Role dicts (OpenAI / Anthropic / LangChain shapes) through the shared decoders."""
-        out: list[BaseMessage] = []
-        for index, item in enumerate(raw):
-            memo_key = orjson.dumps(item, option=orjson.OPT_SORT_KEYS) if item else b""
-            hit = self.memo.messages.get(memo_key)
-            if hit is None:
-                try:
-                    hit = decode_messages([item])
-                except (MessageDecodeError, TypeError) as exc:
-                    raise self.fail(f"{key} message {index}", str(exc)) from None
-                self.memo.messages[memo_key] = hit
-            out.extend(hit)
-        return out
+        """Role dicts (OpenAI / Anthropic / LangChain shapes) or parts messages, each once."""
+        return self._items(raw, key, 0, _any_message)
 
     def cached(self, raw: Any, build: Any, key: str, index: int) -> list[BaseMessage]:
         memo_key = orjson.dumps(raw, option=orjson.OPT_SORT_KEYS)
@@ -310,16 +299,16 @@ def _parts_message(raw: Any) -> list[BaseMessage]:
             blocks.append({"type": "reasoning", "reasoning": _as_text(part.get("content", ""))})
         else:
             blocks.append(part)  # blob, file, uri, server tool calls: kept as they are
+    if role is not None and not isinstance(role, str):
+        raise MessageDecodeError(f"'role' must be a string, got {_kind(role)}")
     content = _content(blocks)
     if role == "tool" or (results and not blocks and not calls):
         return list(results)
-    if role == "assistant":
+    if role in ("assistant", "model"):  # Gemini calls the assistant "model"
         return [AIMessage(content=content, tool_calls=calls)]
-    if role == "system":
+    if role in ("system", "developer"):
         return [SystemMessage(content=content)]
-    if role in ("user", "human", None) or isinstance(role, str):
-        return [*results, HumanMessage(content=content)] if blocks else list(results)
-    raise MessageDecodeError(f"unknown role {role!r}")
+    return [*results, HumanMessage(content=content)]  # user, or a role of the user's own
 
 
 def _content(blocks: list[Any]) -> str | list[Any]:
