@@ -299,6 +299,10 @@ def test_span_events_in_a_collector_jsonl(tmp_path: Path) -> None:
     assert trace.messages[2].tool_calls[0]["args"] == {"q": 1}
     assert trace.metadata["conventions"] == ["gen_ai span events"]
     assert trace.model == "gpt-4o-mini"
+    as_array = tmp_path / "batches.json"
+    as_array.write_text(json.dumps([otlp([first]), otlp([second])]))
+    (same,) = ctxlab.load(as_array)
+    assert same.messages == trace.messages and len(same.turns) == 2
 
 
 def vercel_spans() -> list[dict[str, Any]]:

@@ -41,11 +41,11 @@ def _claims(value: Any) -> bool:
     if isinstance(value, dict) and isinstance(value.get("data"), list):
         value = value["data"]
     if isinstance(value, list):
-        return (
-            bool(value)
-            and looks_like_span(value[0])
-            or (bool(value) and looks_like_attribute_map(value[0]))
-        )
+        if not value:
+            return False
+        value = value[0]
+        if otlp_batches(value) is not None:
+            return True
     return looks_like_span(value) or looks_like_attribute_map(value)
 
 

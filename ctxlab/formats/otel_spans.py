@@ -371,7 +371,10 @@ def spans_of(values: list[tuple[Any, int | None]], source: str, stem: str) -> li
             items = value if isinstance(value, list) else [value]
             default = stem if line is None else f"{stem}:{line}"
             for index, item in enumerate(items):
-                if looks_like_span(item):
+                item_batches = otlp_batches(item)
+                if item_batches is not None:  # a list of OTLP exports
+                    spans.extend(otlp_spans(item_batches, line=line, start_order=len(spans)))
+                elif looks_like_span(item):
                     spans.append(
                         span_from(item, default_trace=default, line=line, order=len(spans))
                     )
