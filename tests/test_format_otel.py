@@ -588,3 +588,30 @@ def test_langfuse_observations_with_otel_attributes(tmp_path: Path) -> None:
     assert trace.trace_id == "lf1" and trace.metadata["root_span_id"] == "o1"
     assert [m.type for m in trace.messages] == ["human", "ai"]
     assert trace.turns[0].run_id == "o2" and trace.recorded_input_tokens == 11
+
+
+def test_openllmetry_anthropic_content_blocks(tmp_path: Path) -> None:
+    """OpenLLMetry writes Anthropic content as a JSON string of blocks: tool_use and
+    tool_result blocks become a tool call and its result."""
+    use = [{"type": "tool_use", "id": "tu1", "name": "grep", "input": {"p": "x"}}]
+    result = [{"type": "tool_result", "tool_use_id": "tu1", "content": "3 hits"}]
+    attrs = {
+        "llm.request.type": "chat",
+        "gen_ai.system": "Anthropic",
+        "gen_ai.prompt.0.role": "user",
+        "gen_ai.prompt.0.content": "Find x",
+        "gen_ai.prompt.1.role": "assistant",
+        "gen_ai.prompt.1.content": json.dumps(use),
+        "gen_ai.prompt.2.role": "user",
+        "gen_ai.prompt.2.content": json.dumps(result),
+        "gen_ai.completion.0.content": "x appears 3 times",
+        "gen_ai.usage.prompt_tokens": 300,
+        "gen_ai.usage.cache_creation_input_tokens": 200,
+    }
+    path = tmp_path / "anthropic.json"
+    path.write_text(json.dumps(attrs))
+    (trace,) = ctxlab.load(path)
+    assert [m.type for m in trace.messages] == ["human", "ai", "tool", "ai"]
+    assert trace.messages[1].tool_calls[0]["id"] == "tu1"
+    assert trace.messages[2].tool_call_id == "tu1"
+    assert (trace.turns[0].input_tokens, trace.turns[0].cache_write_tokens) == (300, 200)

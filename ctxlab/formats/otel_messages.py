@@ -458,6 +458,20 @@ def _events(reader: _Reader) -> tuple[list[BaseMessage] | None, AIMessage | None
     return reader.decode(raw, "span events"), output
 
 
+def _blocks_text(content: Any) -> Any:
+    """Content OpenLLMetry stored as a JSON string of content blocks (Anthropic `tool_use`,
+    `tool_result`, `text`) as those blocks, so tool calls and results pair; other text as is."""
+    if not (isinstance(content, str) and content.startswith("[{")):
+        return content
+    try:
+        blocks = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return content
+    if isinstance(blocks, list) and all(isinstance(b, dict) and "type" in b for b in blocks):
+        return blocks
+    return content
+
+
 def _indexed_messages(
     reader: _Reader, prefix: str, *, inner: str = "", call: str = "", fn: str = ""
 ) -> list[dict[str, Any]]:
@@ -466,7 +480,7 @@ def _indexed_messages(
     for fields in _indexed(reader.attrs, prefix):
         get = {k[len(inner) :]: v for k, v in fields.items() if k.startswith(inner)}
         msg: dict[str, Any] = {"role": get.get("role") or "user"}
-        content = get.get("content")
+        content = _blocks_text(get.get("content"))
         if content is None:
             blocks = []
             for part in _indexed(get, "contents."):
