@@ -315,6 +315,10 @@ def vercel_spans() -> list[dict[str, Any]]:
     result = {"type": "tool-result", "toolCallId": "call_1", "toolName": "weather"}
     tool = {"type": "function", "name": "weather", "inputSchema": {"type": "object"}}
     temp = {"type": "json", "value": {"temp": 12}}
+    args = {"city": "Paris"}
+    options = {"providerOptions": {"openai": {"itemId": "r1"}}}
+    thought = {"type": "reasoning", "text": "Weather needs the tool.", **options}
+    said = {"type": "text", "text": "Let me check.", **options}
 
     def span(span_id: str, start: list[int], attrs: dict[str, Any], **extra: Any) -> dict:
         return {
@@ -342,6 +346,8 @@ def vercel_spans() -> list[dict[str, Any]]:
                 "ai.response.toolCalls": json.dumps(
                     [{**call, "input": json.dumps({"city": "Paris"})}]
                 ),
+                "ai.response.reasoning": "Weather needs the tool.",
+                "ai.response.text": "Let me check.",
                 "ai.usage.inputTokens": 30,
                 "ai.usage.outputTokens": 8,
                 "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
@@ -359,7 +365,7 @@ def vercel_spans() -> list[dict[str, Any]]:
                     [
                         system,
                         user,
-                        {"role": "assistant", "content": [{**call, "input": {"city": "Paris"}}]},
+                        {"role": "assistant", "content": [thought, said, {**call, "input": args}]},
                         {"role": "tool", "content": [{**result, "output": temp}]},
                     ]
                 ),
@@ -384,6 +390,7 @@ def test_vercel_ai_sdk_span_dump(tmp_path: Path) -> None:
     assert trace.turns[1].cache_read_tokens == 16
     assert trace.messages[3].content == '{"temp":12}'
     assert trace.messages[2].tool_calls[0]["args"] == {"city": "Paris"}
+    assert [b["type"] for b in trace.messages[2].content] == ["reasoning", "text"]
     assert trace.turns[0].started_at == "1970-01-01T00:01:40Z"
     assert [t["name"] for t in trace.tools] == ["weather"]
     assert trace.model == "gpt-4o-mini-2024-07-18" and trace.provider == "openai.chat"

@@ -205,9 +205,7 @@ def _notes(
             "capture is opt-in); their input was rebuilt from the previous call's input and "
             "output."
         )
-    if not any(isinstance(m, SystemMessage) for m in history) and not any(
-        isinstance(m, SystemMessage) for c in calls for m in (c.inputs or [])
-    ):
+    if not any(isinstance(m, SystemMessage) for m in history):
         notes.append("No system prompt is recorded in the spans; it is counted as zero.")
     if not tools:
         notes.append(

@@ -549,8 +549,12 @@ def _openinference(reader: _Reader) -> tuple[list[BaseMessage] | None, AIMessage
 
 
 def _vercel_part(part: Any) -> Any:
+    """A prompt content part as a LangChain block, without provider options, so a message
+    repeated in the next call's prompt equals the output it was built from."""
     if isinstance(part, dict) and part.get("type") == "reasoning":
         return {"type": "reasoning", "reasoning": _as_text(part.get("text", ""))}
+    if isinstance(part, dict) and part.get("type") == "text":
+        return {"type": "text", "text": _as_text(part.get("text", ""))}
     return part
 
 
