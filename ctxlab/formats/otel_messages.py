@@ -22,6 +22,7 @@ repeats the history) is decoded once through a memo keyed by its JSON bytes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +90,18 @@ PROVIDER_KEYS = (
     "ai.model.provider",
 )
 
+INDEXED_FAMILIES = (
+    "gen_ai.prompt",
+    "gen_ai.completion",
+    "llm.input_messages",
+    "llm.output_messages",
+    "llm.tools",
+    "llm.request.functions",
+)
+_FAMILY_KEY = re.compile(
+    "^(" + "|".join(re.escape(f) for f in INDEXED_FAMILIES) + r")\.(\d+)\.(.+)$", re.DOTALL
+)
+
 
 @dataclass(slots=True)
 class Memo:
@@ -129,6 +142,20 @@ class _Reader:
         self.span = span
         self.attrs = span.attributes
         self.memo = memo
+        self._families: dict[str, list[dict[str, Any]]] | None = None
+
+    def indexed(self, family: str) -> list[dict[str, Any]]:
+        """The `family.N.field` attributes as `{field: value}` dicts in index order; one
+        pass over the span's attributes serves every family (a span can hold thousands)."""
+        if self._families is None:
+            groups: dict[str, dict[int, dict[str, Any]]] = {f: {} for f in INDEXED_FAMILIES}
+            for key, value in self.attrs.items():
+                found = _FAMILY_KEY.match(key)
+                if found is not None:
+                    name, index, rest = found.groups()
+                    groups[name].setdefault(int(index), {})[rest] = value
+            self._families = {f: [g[i] for i in sorted(g)] for f, g in groups.items()}
+        return self._families[family]
 
     def fail(self, key: str, what: str) -> SpanError:
         return SpanError(f"{self.span.where}, attribute {key!r}: {what}")
@@ -473,11 +500,11 @@ def _blocks_text(content: Any) -> Any:
 
 
 def _indexed_messages(
-    reader: _Reader, prefix: str, *, inner: str = "", call: str = "", fn: str = ""
+    reader: _Reader, family: str, *, inner: str = "", call: str = "", fn: str = ""
 ) -> list[dict[str, Any]]:
     """Role dicts from indexed attributes (`gen_ai.prompt.N.*`, `llm.input_messages.N.*`)."""
     out = []
-    for fields in _indexed(reader.attrs, prefix):
+    for fields in reader.indexed(family):
         get = {k[len(inner) :]: v for k, v in fields.items() if k.startswith(inner)}
         msg: dict[str, Any] = {"role": get.get("role") or "user"}
         content = _blocks_text(get.get("content"))
@@ -516,8 +543,8 @@ def _indexed_messages(
 
 
 def _traceloop(reader: _Reader) -> tuple[list[BaseMessage] | None, AIMessage | None]:
-    prompt = _indexed_messages(reader, "gen_ai.prompt.")
-    completion = _indexed_messages(reader, "gen_ai.completion.")
+    prompt = _indexed_messages(reader, "gen_ai.prompt")
+    completion = _indexed_messages(reader, "gen_ai.completion")
     inputs = reader.decode(prompt, "gen_ai.prompt") if prompt else None
     output = None
     if completion:
@@ -537,8 +564,8 @@ def _traceloop(reader: _Reader) -> tuple[list[BaseMessage] | None, AIMessage | N
 
 def _openinference(reader: _Reader) -> tuple[list[BaseMessage] | None, AIMessage | None]:
     kw = {"inner": "message.", "call": "tool_call.", "fn": "function."}
-    prompt = _indexed_messages(reader, "llm.input_messages.", **kw)
-    completion = _indexed_messages(reader, "llm.output_messages.", **kw)
+    prompt = _indexed_messages(reader, "llm.input_messages", **kw)
+    completion = _indexed_messages(reader, "llm.output_messages", **kw)
     inputs = reader.decode(prompt, "llm.input_messages") if prompt else None
     output = None
     if completion:
@@ -652,7 +679,7 @@ def _tools(reader: _Reader) -> list[dict[str, Any]]:
     if isinstance(doc, list) and doc:
         return [t for t in doc if isinstance(t, dict)]
     tools = []
-    for entry in _indexed(reader.attrs, "llm.tools."):
+    for entry in reader.indexed("llm.tools"):
         schema = entry.get("tool.json_schema")
         if isinstance(schema, str):
             try:
@@ -663,7 +690,7 @@ def _tools(reader: _Reader) -> list[dict[str, Any]]:
             tools.append(schema)
     if tools:
         return tools
-    for entry in _indexed(reader.attrs, "llm.request.functions."):
+    for entry in reader.indexed("llm.request.functions"):
         tools.append({k: v for k, v in entry.items() if k in ("name", "description", "parameters")})
     if tools:
         return tools
