@@ -98,6 +98,7 @@ INDEXED_FAMILIES = (
     "llm.tools",
     "llm.request.functions",
 )
+INPUT_FAMILIES = ("gen_ai.prompt", "llm.input_messages")
 _FAMILY_KEY = re.compile(
     "^(" + "|".join(re.escape(f) for f in INDEXED_FAMILIES) + r")\.(\d+)\.(.+)$", re.DOTALL
 )
@@ -111,10 +112,16 @@ class Memo:
     message becomes LangChain objects once. `last` keeps, per message-list attribute, the
     previous span's text, decoded messages and item count: a list that extends it is parsed
     only past the shared prefix, which keeps loading linear in the file's new content.
+    Indexed attributes get the same treatment: `inputs` holds the previous span's input-message
+    attributes and their grouping, so a span that repeats them (checked at C speed, as a
+    subset of its attribute items) only groups its new keys, and `by_object` maps a raw
+    message object (kept alive with it) to what was built from it.
     """
 
     messages: dict[bytes, list[BaseMessage]] = field(default_factory=dict)
     last: dict[str, tuple[str, list[BaseMessage], int]] = field(default_factory=dict)
+    by_object: dict[int, tuple[Any, Any]] = field(default_factory=dict)
+    inputs: tuple[dict[str, Any], dict[str, dict[int, dict[str, Any]]]] | None = None
 
 
 @dataclass(slots=True)
@@ -146,16 +153,42 @@ class _Reader:
 
     def indexed(self, family: str) -> list[dict[str, Any]]:
         """The `family.N.field` attributes as `{field: value}` dicts in index order; one
-        pass over the span's attributes serves every family (a span can hold thousands)."""
+        pass over the span's new attributes serves every family (a span can hold thousands,
+        most repeated from the previous span, see `Memo.inputs`)."""
         if self._families is None:
-            groups: dict[str, dict[int, dict[str, Any]]] = {f: {} for f in INDEXED_FAMILIES}
-            for key, value in self.attrs.items():
-                found = _FAMILY_KEY.match(key)
-                if found is not None:
-                    name, index, rest = found.groups()
-                    groups[name].setdefault(int(index), {})[rest] = value
-            self._families = {f: [g[i] for i in sorted(g)] for f, g in groups.items()}
+            self._families = self._group()
         return self._families[family]
+
+    def _group(self) -> dict[str, list[dict[str, Any]]]:
+        groups: dict[str, dict[int, dict[str, Any]]] = {f: {} for f in INDEXED_FAMILIES}
+        previous = self.memo.inputs
+        shared: set[tuple[str, int]] = set()
+        if previous is not None and previous[0].items() <= self.attrs.items():
+            flat = dict(previous[0])
+            for name, grouped in previous[1].items():
+                groups[name] = dict(grouped)
+                shared.update((name, index) for index in grouped)
+            keys: Any = self.attrs.keys() - flat.keys()
+        else:
+            flat, keys = {}, self.attrs.keys()
+        for key in keys:
+            found = _FAMILY_KEY.match(key)
+            if found is None:
+                continue
+            name, digits, rest = found.groups()
+            index, value = int(digits), self.attrs[key]
+            fields = groups[name].get(index)
+            if fields is None:
+                groups[name][index] = {rest: value}
+            else:
+                if (name, index) in shared:  # copy on write: the previous span keeps its own
+                    fields = groups[name][index] = dict(fields)
+                    shared.discard((name, index))
+                fields[rest] = value
+            if name in INPUT_FAMILIES:
+                flat[key] = value
+        self.memo.inputs = (flat, {f: groups[f] for f in INPUT_FAMILIES})
+        return {f: [g[i] for i in sorted(g)] for f, g in groups.items()}
 
     def fail(self, key: str, what: str) -> SpanError:
         return SpanError(f"{self.span.where}, attribute {key!r}: {what}")
@@ -204,6 +237,9 @@ class _Reader:
         return self._items(raw, key, 0, _any_message)
 
     def cached(self, raw: Any, build: Any, key: str, index: int) -> list[BaseMessage]:
+        seen = self.memo.by_object.get(id(raw))
+        if seen is not None and seen[0] is raw:
+            return seen[1]
         memo_key = orjson.dumps(raw, option=orjson.OPT_SORT_KEYS)
         hit = self.memo.messages.get(memo_key)
         if hit is None:
@@ -212,6 +248,7 @@ class _Reader:
             except (MessageDecodeError, TypeError, ValueError) as exc:
                 raise self.fail(f"{key} message {index}", str(exc)) from None
             self.memo.messages[memo_key] = hit
+        self.memo.by_object[id(raw)] = (raw, hit)
         return hit
 
     def message_list(self, key: str, build: Any) -> list[BaseMessage] | None:
@@ -505,41 +542,52 @@ def _indexed_messages(
     """Role dicts from indexed attributes (`gen_ai.prompt.N.*`, `llm.input_messages.N.*`)."""
     out = []
     for fields in reader.indexed(family):
-        get = {k[len(inner) :]: v for k, v in fields.items() if k.startswith(inner)}
-        msg: dict[str, Any] = {"role": get.get("role") or "user"}
-        content = _blocks_text(get.get("content"))
-        if content is None:
-            blocks = []
-            for part in _indexed(get, "contents."):
-                text = part.get("message_content.text")
-                if text is not None:
-                    blocks.append({"type": "text", "text": _as_text(text)})
-                elif part.get("message_content.image.image.url") is not None:
-                    url = part["message_content.image.image.url"]
-                    blocks.append({"type": "image_url", "image_url": {"url": url}})
-            content = _content(blocks) if blocks else ""
-        msg["content"] = content
-        calls = []
-        for tc in _indexed(get, "tool_calls."):
-            tc = {k[len(call) :]: v for k, v in tc.items() if k.startswith(call)}
-            calls.append(
-                {
-                    "id": tc.get("id"),
-                    "type": "function",
-                    "function": {
-                        "name": tc.get(f"{fn}name") or "",
-                        "arguments": tc.get(f"{fn}arguments"),
-                    },
-                }
-            )
-        if calls:
-            msg["tool_calls"] = calls
-        if get.get("tool_call_id") is not None:
-            msg["tool_call_id"] = get["tool_call_id"]
-        if get.get("name") is not None and msg["role"] != "tool":
-            msg["name"] = get["name"]
+        seen = reader.memo.by_object.get(id(fields))
+        if seen is not None and seen[0] is fields:
+            out.append(seen[1])
+            continue
+        msg = _indexed_message(fields, inner, call, fn)
+        reader.memo.by_object[id(fields)] = (fields, msg)
         out.append(msg)
     return out
+
+
+def _indexed_message(fields: dict[str, Any], inner: str, call: str, fn: str) -> dict[str, Any]:
+    """One message's indexed fields as a role dict the shared decoders read."""
+    get = {k[len(inner) :]: v for k, v in fields.items() if k.startswith(inner)}
+    msg: dict[str, Any] = {"role": get.get("role") or "user"}
+    content = _blocks_text(get.get("content"))
+    if content is None:
+        blocks = []
+        for part in _indexed(get, "contents."):
+            text = part.get("message_content.text")
+            if text is not None:
+                blocks.append({"type": "text", "text": _as_text(text)})
+            elif part.get("message_content.image.image.url") is not None:
+                url = part["message_content.image.image.url"]
+                blocks.append({"type": "image_url", "image_url": {"url": url}})
+        content = _content(blocks) if blocks else ""
+    msg["content"] = content
+    calls = []
+    for tc in _indexed(get, "tool_calls."):
+        tc = {k[len(call) :]: v for k, v in tc.items() if k.startswith(call)}
+        calls.append(
+            {
+                "id": tc.get("id"),
+                "type": "function",
+                "function": {
+                    "name": tc.get(f"{fn}name") or "",
+                    "arguments": tc.get(f"{fn}arguments"),
+                },
+            }
+        )
+    if calls:
+        msg["tool_calls"] = calls
+    if get.get("tool_call_id") is not None:
+        msg["tool_call_id"] = get["tool_call_id"]
+    if get.get("name") is not None and msg["role"] != "tool":
+        msg["name"] = get["name"]
+    return msg
 
 
 def _traceloop(reader: _Reader) -> tuple[list[BaseMessage] | None, AIMessage | None]:
@@ -691,7 +739,7 @@ def _tools(reader: _Reader) -> list[dict[str, Any]]:
     if tools:
         return tools
     for entry in reader.indexed("llm.request.functions"):
-        tools.append({k: v for k, v in entry.items() if k in ("name", "description", "parameters")})
+        tools.append({k: entry[k] for k in ("name", "description", "parameters") if k in entry})
     if tools:
         return tools
     listed = reader.attrs.get("ai.prompt.tools")
