@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from ctxlab.errors import TraceFormatError
 from ctxlab.formats.langsmith import fingerprint, looks_like_summary
-from ctxlab.formats.otel_messages import Call, Memo, is_model_call, read_call
+from ctxlab.formats.otel_messages import Call, Memo, is_model_call, lacks_ids, read_call
 from ctxlab.formats.otel_spans import (
     Span,
     SpanError,
@@ -108,17 +108,11 @@ def _fill_call_ids(messages: list[BaseMessage]) -> list[BaseMessage]:
     """Ids for tool calls recorded without one (Gemini has none): `call_<message>_<k>`, the
     same in every call that repeats the message; a tool result without an id answers the
     oldest unanswered call before it, so call/result pairs survive."""
-    if not any(
-        (isinstance(m, AIMessage) and any(not c.get("id") for c in m.tool_calls))
-        or (isinstance(m, ToolMessage) and not m.tool_call_id)
-        for m in messages
-    ):
-        return messages
     out: list[BaseMessage] = []
     pending: list[str] = []
     for index, msg in enumerate(messages):
         if isinstance(msg, AIMessage) and msg.tool_calls:
-            if any(not c.get("id") for c in msg.tool_calls):
+            if lacks_ids(msg):
                 calls = [
                     {**c, "id": c.get("id") or f"call_{index}_{k}"}
                     for k, c in enumerate(msg.tool_calls)
@@ -134,10 +128,11 @@ def _fill_call_ids(messages: list[BaseMessage]) -> list[BaseMessage]:
     return out
 
 
-def _with_call_ids(call: Call) -> Call:
-    if call.inputs is not None:
+def _with_call_ids(call: Call, memo: Memo) -> Call:
+    """The call with ids filled in where its messages lack them (rare: one set check)."""
+    if call.inputs is not None and not memo.missing_ids.isdisjoint(map(id, call.inputs)):
         call.inputs = _fill_call_ids(call.inputs)
-    if call.output is not None and any(not c.get("id") for c in call.output.tool_calls):
+    if call.output is not None and lacks_ids(call.output):
         filled = _fill_call_ids([*(call.inputs or []), call.output])[-1]
         call.output = filled if isinstance(filled, AIMessage) else call.output
     return call
@@ -232,7 +227,7 @@ def _trace(trace_id: str, spans: list[Span], source: str, memo: Memo) -> Trace |
     calls = []
     for span in model_spans:
         try:
-            calls.append(_with_call_ids(read_call(span, memo)))
+            calls.append(_with_call_ids(read_call(span, memo), memo))
         except SpanError as exc:
             raise TraceFormatError(str(exc), source=source, line=span.line) from exc
     if all(c.inputs is None and c.output is None for c in calls):

@@ -115,13 +115,16 @@ class Memo:
     Indexed attributes get the same treatment: `inputs` holds the previous span's input-message
     attributes and their grouping, so a span that repeats them (checked at C speed, as a
     subset of its attribute items) only groups its new keys, and `by_object` maps a raw
-    message object (kept alive with it) to what was built from it.
+    message object (kept alive with it) to what was built from it. `missing_ids` holds the
+    decoded messages with a tool call or result lacking its id, so the common case is checked
+    with one set operation per call.
     """
 
     messages: dict[bytes, list[BaseMessage]] = field(default_factory=dict)
     last: dict[str, tuple[str, list[BaseMessage], int]] = field(default_factory=dict)
     by_object: dict[int, tuple[Any, Any]] = field(default_factory=dict)
     inputs: tuple[dict[str, Any], dict[str, dict[int, dict[str, Any]]]] | None = None
+    missing_ids: set[int] = field(default_factory=set)
 
 
 @dataclass(slots=True)
@@ -248,6 +251,7 @@ class _Reader:
             except (MessageDecodeError, TypeError, ValueError) as exc:
                 raise self.fail(f"{key} message {index}", str(exc)) from None
             self.memo.messages[memo_key] = hit
+            self.memo.missing_ids.update(id(m) for m in hit if lacks_ids(m))
         self.memo.by_object[id(raw)] = (raw, hit)
         return hit
 
@@ -296,6 +300,13 @@ class _Reader:
         for index, item in enumerate(doc, start=offset):
             out.extend(self.cached(item, build, key, index))
         return out
+
+
+def lacks_ids(message: BaseMessage) -> bool:
+    """Whether a tool call or tool result was recorded without its id (Gemini records none)."""
+    if isinstance(message, AIMessage):
+        return any(not call.get("id") for call in message.tool_calls)
+    return isinstance(message, ToolMessage) and not message.tool_call_id
 
 
 def _kind(value: Any) -> str:
