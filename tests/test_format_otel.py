@@ -622,3 +622,34 @@ def test_openllmetry_anthropic_content_blocks(tmp_path: Path) -> None:
     assert trace.messages[1].tool_calls[0]["id"] == "tu1"
     assert trace.messages[2].tool_call_id == "tu1"
     assert (trace.turns[0].input_tokens, trace.turns[0].cache_write_tokens) == (300, 200)
+
+
+def test_openinference_spans_repeating_and_rewriting_history(tmp_path: Path) -> None:
+    """Three OpenInference calls: the second repeats the first's input and output, the third
+    rewrites the first message (a compaction), so its attributes are grouped afresh."""
+
+    def attrs(messages: list[tuple[str, str]], answer: str) -> dict[str, Any]:
+        out: dict[str, Any] = {"openinference.span.kind": "LLM", "llm.model_name": "m"}
+        for index, (role, content) in enumerate(messages):
+            out[f"llm.input_messages.{index}.message.role"] = role
+            out[f"llm.input_messages.{index}.message.content"] = content
+        out["llm.output_messages.0.message.role"] = "assistant"
+        out["llm.output_messages.0.message.content"] = answer
+        return out
+
+    first = [("system", "S"), ("user", "one")]
+    second = [*first, ("assistant", "1"), ("user", "two")]
+    third = [("system", "S"), ("user", "summary of one and two"), ("user", "three")]
+    spans = [
+        {"spanContext": {"traceId": "oi", "spanId": f"s{i}"}, "startTime": [i, 0],
+         "attributes": attrs(messages, answer)}
+        for i, (messages, answer) in enumerate([(first, "1"), (second, "2"), (third, "3")])
+    ]  # fmt: skip
+    path = tmp_path / "oi.json"
+    path.write_text(json.dumps(spans))
+    (trace,) = ctxlab.load(path)
+    assert [m.content for m in trace.messages] == [
+        "S", "one", "1", "two", "2", "summary of one and two", "three", "3"
+    ]  # fmt: skip
+    assert [t.compacted for t in trace.turns] == [False, False, True]
+    assert [len(t.inputs) for t in trace.turns] == [2, 4, 3]

@@ -165,12 +165,10 @@ class _Reader:
     def _group(self) -> dict[str, list[dict[str, Any]]]:
         groups: dict[str, dict[int, dict[str, Any]]] = {f: {} for f in INDEXED_FAMILIES}
         previous = self.memo.inputs
-        shared: set[tuple[str, int]] = set()
+        before: dict[str, dict[int, dict[str, Any]]] = {}
         if previous is not None and previous[0].items() <= self.attrs.items():
-            flat = dict(previous[0])
-            for name, grouped in previous[1].items():
-                groups[name] = dict(grouped)
-                shared.update((name, index) for index in grouped)
+            flat, before = dict(previous[0]), previous[1]
+            groups.update((name, dict(grouped)) for name, grouped in before.items())
             keys: Any = self.attrs.keys() - flat.keys()
         else:
             flat, keys = {}, self.attrs.keys()
@@ -184,9 +182,8 @@ class _Reader:
             if fields is None:
                 groups[name][index] = {rest: value}
             else:
-                if (name, index) in shared:  # copy on write: the previous span keeps its own
+                if fields is before.get(name, {}).get(index):  # the previous span keeps its own
                     fields = groups[name][index] = dict(fields)
-                    shared.discard((name, index))
                 fields[rest] = value
             if name in INPUT_FAMILIES:
                 flat[key] = value
