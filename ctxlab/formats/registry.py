@@ -34,6 +34,7 @@ from ctxlab.formats import (
     langsmith_copied,
     langsmith_parquet,
     openhands,
+    otel,
     swe_agent,
 )
 
@@ -47,6 +48,7 @@ FORMATS: tuple[ModuleType, ...] = (
     atif,
     inspect_ai,
     swe_agent,
+    otel,
     anthropic_sessions,
     langsmith_copied,
 )
