@@ -8,6 +8,9 @@ harness counted before compacting. This module pairs the two lists; `ctxlab chec
 prints the pairs.
 
 * `preset_for(trace)`: the preset modelling the trace's harness.
+* `recorded_settings(trace, policy)`: the parameters the recording itself fixes (the window of
+  the model profile the harness ran with, its token counter, its use of recorded usage), so
+  the preset runs as the recorded harness was configured, not at public defaults.
 * `check(trace, replay)`: one `Paired` per recorded compaction (`ctxlab.recorded`), the
   replayed events no recorded one claimed, `turn_agreement` and `token_error_median`.
 
@@ -57,15 +60,59 @@ DEEPAGENTS_FILE_TOOLS = frozenset({"ls", "read_file", "write_file", "edit_file",
 DEEPAGENTS_SUMMARY = "You are in the middle of a conversation that has been summarized."
 
 
+INSPECT_PRESETS = {
+    "summarize": "inspect-summary",
+    "clear_tool_uses": "inspect-edit",
+    "trim": "inspect-trim",
+}
+"""Inspect records which compaction strategy ran; each has its own preset."""
+
+
+def recorded_settings(trace: Trace, policy: str) -> dict[str, tuple[str, str]]:
+    """Parameters of `policy` the recording fixes: name -> (value as `--set` spells it, where
+    it came from). Only `deepagents` reads them today, from what LangSmith keeps of the chat
+    model (`Trace.metadata`, see `ctxlab.formats.langsmith.recorded_model_settings`):
+
+    * `window`: the recorded model profile's `max_input_tokens` (a harness run with its own
+      profile computes its fractions from it, not from the public model data);
+    * `chars_per_token`: LangChain's counter for the recorded model type, 3.3 for
+      `anthropic-chat` and 4 for every other (a wrapper or a test model named like Claude still
+      counts 4);
+    * `use_usage_metadata`: the middleware scales its count by the last recorded usage, so a
+      check of its decisions does too when the trace recorded usage.
+    """
+    if policy != "deepagents":
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    profile = trace.metadata.get("model_profile")
+    window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    if isinstance(window, int) and window > 0:
+        out["window"] = (str(window), "the recorded model profile's max_input_tokens")
+    llm_type = trace.metadata.get("llm_type")
+    if isinstance(llm_type, str):
+        cpt = "3.3" if llm_type == "anthropic-chat" else "4.0"
+        out["chars_per_token"] = (
+            cpt,
+            f"LangChain's counter for the recorded model type {llm_type!r}",
+        )
+    if any(t.input_tokens is not None for t in trace.turns):
+        out["use_usage_metadata"] = ("true", "the middleware scales its count by recorded usage")
+    return out
+
+
 def preset_for(trace: Trace) -> tuple[str, str | None]:
     """The preset modelling `trace`'s harness, and a warning when it is a guess.
 
     LangSmith traces of a deep agent (its filesystem tools, or its summary wording among the
     inserted messages) get `deepagents`; Claude Code, Codex, OpenHands and SWE-agent files
-    their own presets; anything else `deepagents`, with a warning saying so."""
+    their own presets; Inspect logs the preset of the compaction strategy they recorded
+    (`inspect-summary` when none); anything else `deepagents`, with a warning saying so."""
     for prefix, preset in HARNESS_PRESETS:
         if trace.format.startswith(prefix):
             return preset, None
+    if trace.format == "inspect-ai":
+        kinds = [c.kind for c in trace.compactions if c.kind in INSPECT_PRESETS]
+        return INSPECT_PRESETS[kinds[0] if kinds else "summarize"], None
     if trace.format.startswith("langsmith") and _is_deep_agent(trace):
         return FALLBACK, None
     return FALLBACK, (
@@ -290,4 +337,5 @@ __all__ = [
     "check",
     "family",
     "preset_for",
+    "recorded_settings",
 ]

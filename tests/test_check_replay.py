@@ -2,10 +2,11 @@
 overlay on the widgets' charts.
 
 The deepagents sample was recorded through the real `create_deep_agent` with a model whose
-profile says `max_input_tokens=32000` (traces/README.md); the file does not carry that window,
-and the scripted model is not ChatAnthropic, so LangChain counted at 4 characters per token and
-scaled by the recorded usage. Given those three settings the replay must find the recorded
-compactions at the recorded calls.
+profile says `max_input_tokens=32000` (traces/README.md, and the model's `serialized` repr in
+the file), and the scripted model is not ChatAnthropic (its recorded `_type` is
+`scripted-anthropic-chat`), so LangChain counted at 4 characters per token and scaled by the
+recorded usage. `check-replay` reads those three settings from the recording; given them the
+replay must find the recorded compactions at the recorded calls.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import ctxlab
-from ctxlab.check_replay import check, family, preset_for
+from ctxlab.check_replay import check, family, preset_for, recorded_settings
 from ctxlab.cli import main
 from ctxlab.plots import comparison, context_tokens
 from ctxlab.plots.recorded import RECORDED_LINE, RECORDED_POINTS
@@ -80,6 +81,29 @@ def test_deepagents_sample_replays_its_recorded_compactions(long_trace, long_rep
     assert summaries[0] and summaries[2] and summaries[1] is None
     assert all(p.note is None for p in result.events)
     assert result.notes == []  # within the 5% goal: nothing to explain
+
+
+def test_the_recording_fixes_window_counter_and_usage(long_trace) -> None:
+    """The settings check-replay applies are read from the file, not assumed."""
+    found = recorded_settings(long_trace, "deepagents")
+    values = {k: v for k, (v, _) in found.items()}
+    assert values == {"window": "32000", "chars_per_token": "4.0", "use_usage_metadata": "true"}
+    assert long_trace.metadata["llm_type"] == "scripted-anthropic-chat"
+    assert long_trace.metadata["model_profile"]["max_input_tokens"] == 32000
+    assert recorded_settings(long_trace, "claude-code") == {}
+
+
+def test_cli_defaults_take_the_recorded_settings(capsys) -> None:
+    """Without flags, check-replay replays under the recording's own settings and says so;
+    a flag the user gives wins over the recorded value."""
+    assert main(["check-replay", str(LONG), "--json"]) == 0
+    (top, _sub) = json.loads(capsys.readouterr().out)["traces"]
+    assert top["turn_agreement"] == 1.0
+    assert [e["replayed_turn"] for e in top["events"]] == [105, 124, 125]
+    assert top["recorded_settings"]["window"]["value"] == "32000"
+    assert main(["check-replay", str(LONG), "--json", "--window", "200000"]) == 0
+    top = json.loads(capsys.readouterr().out)["traces"][0]
+    assert "window" not in top["recorded_settings"] and top["turn_agreement"] == 0.0
 
 
 def test_an_unknown_window_misses_and_says_why(long_trace) -> None:

@@ -63,42 +63,60 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ctxlab.check_replay import check, preset_for
+    from ctxlab.check_replay import check, preset_for, recorded_settings
     from ctxlab.commands.replay import build_policy
     from ctxlab.load import load_all
     from ctxlab.replay import replay
     from ctxlab.summarizers import Extractive, Fixed
 
-    policies: dict[str, Policy] = {}
+    policies: dict[tuple[str, tuple[str, ...]], Policy] = {}
+    given = {name for name in ("window", "trigger", "keep", "stress") if getattr(args, name)}
+    given |= {a.split("=", 1)[0].strip() for a in args.set}
 
-    def policy_named(name: str) -> Policy:
-        if name not in policies:
-            policies[name] = build_policy(argparse.Namespace(**{**vars(args), "policy": name}))
-        return policies[name]
+    def policy_named(name: str, recorded: dict[str, tuple[str, str]]) -> Policy:
+        sets = tuple(f"{k}={v}" for k, (v, _) in recorded.items() if k not in given)
+        if (name, sets) not in policies:
+            spelled = {**vars(args), "policy": name, "set": [*sets, *args.set]}
+            policies[name, sets] = build_policy(argparse.Namespace(**spelled))
+        return policies[name, sets]
 
     try:
         if args.policy:
-            policy_named(args.policy)
+            policy_named(args.policy, {})
     except (TypeError, ValueError) as exc:
         print(f"ctxlab: error: {exc}", file=sys.stderr)
         return 2
     summarizer = Fixed.from_file(args.summary_text_file) if args.summary_text_file else Extractive()
     loaded = load_all([args.path])
     checks = []
+    settings: list[dict[str, dict[str, str]]] = []
     for trace in (t for top in loaded for t in top.walk()):
         name, warning = (args.policy, None) if args.policy else preset_for(trace)
         if warning is not None:
             print(f"ctxlab: warning: {warning}", file=sys.stderr)
+        recorded = {k: v for k, v in recorded_settings(trace, name).items() if k not in given}
         try:
-            result = check(trace, replay(trace, policy_named(name), summarizer=summarizer))
+            policy = policy_named(name, recorded)
+            result = check(trace, replay(trace, policy, summarizer=summarizer))
         except (TypeError, ValueError) as exc:
             print(f"ctxlab: error: {trace.trace_id}: {exc}", file=sys.stderr)
             return 2
+        if recorded:
+            result.notes.insert(
+                0,
+                "settings from the recording: "
+                + "; ".join(f"{k}={v} ({why})" for k, (v, why) in recorded.items()),
+            )
         if warning is not None:
             result.notes.append(warning)
         checks.append(result)
+        settings.append({k: {"value": v, "source": why} for k, (v, why) in recorded.items()})
     if args.json:
-        print(json.dumps({"traces": [c.as_dict() for c in checks]}, indent=2))
+        rows = [
+            {**c.as_dict(), "recorded_settings": kept}
+            for c, kept in zip(checks, settings, strict=True)
+        ]
+        print(json.dumps({"traces": rows}, indent=2))
     else:
         for c in checks:
             _print(c)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 
 from ctxlab.output import report_errors, table
 
@@ -24,8 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "inspect",
         help="list the traces in files or directories",
         description="Per trace: id, detected format, model, messages, turns, subagents, "
-        "recorded compaction points and recorded input tokens; then what each trace's format "
-        "does not record (its notes).",
+        "recorded compaction points and recorded input tokens; the number of traces per format; "
+        "then what each trace's format does not record (its notes).",
     )
     parser.add_argument(
         "paths", nargs="+", metavar="PATH", help="trace file, .gz file or directory"
@@ -39,10 +40,13 @@ def run(args: argparse.Namespace) -> int:
 
     result = load_all(args.paths)
     summaries = [t.summary() for t in result]
+    formats = dict(sorted(Counter(s["format"] for s in summaries).items()))
     if args.json:
-        print(json.dumps({"traces": summaries}, indent=2))
+        print(json.dumps({"traces": summaries, "formats": formats}, indent=2))
     elif summaries:
         print(table(COLUMNS, [[s[c] for c in COLUMNS] for s in summaries]))
+        counts = ", ".join(f"{n} {name}" for name, n in formats.items())
+        print(f"{len(summaries)} trace{'s' if len(summaries) != 1 else ''} by format: {counts}")
         for s in summaries:
             for note in s["notes"]:
                 print(f"note: {s['trace_id']}: {note}")

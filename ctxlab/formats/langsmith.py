@@ -19,6 +19,7 @@ rebuilt from them (shared/research/trace-formats.md §4.2):
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
 from collections import defaultdict
@@ -106,6 +107,32 @@ def _parent_from_dotted(dotted: str | None) -> str | None:
     return _dotted_id(dotted.split(".")[-2])
 
 
+_PROFILE_REPR = re.compile(r"\bprofile=(\{[^{}]*\})")
+
+
+def serialized_profile(serialized: Any) -> dict[str, Any] | None:
+    """The model profile a chat model run was configured with, from its `serialized` form.
+
+    LangChain records a chat model either as a constructor (`kwargs.profile`) or, for models
+    it cannot serialise, as a `repr` holding `profile={...}`. The profile's `max_input_tokens`
+    is the window the recorded harness used (deepagents computes its fractions from it), so
+    reproducing a recording needs it even when it differs from the public model data.
+    """
+    if not isinstance(serialized, dict):
+        return None
+    kwargs = serialized.get("kwargs")
+    if isinstance(kwargs, dict) and isinstance(kwargs.get("profile"), dict):
+        return kwargs["profile"]
+    found = _PROFILE_REPR.search(str(serialized.get("repr") or ""))
+    if found is None:
+        return None
+    try:
+        value = ast.literal_eval(found.group(1))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def normalise(record: dict[str, Any], source: str, line: int | None) -> Run:
     """One run record from any shape (legacy, REST, v2, CLI, op) as a `Run`."""
     rid = record.get("id") or record.get("run_id")
@@ -124,6 +151,9 @@ def normalise(record: dict[str, Any], source: str, line: int | None) -> Run:
     extra["metadata"] = metadata
     if record.get("inputs_s3_urls"):
         extra["inputs_s3_urls"] = record["inputs_s3_urls"]
+    profile = serialized_profile(record.get("serialized"))
+    if profile is not None:
+        extra["model_profile"] = profile
     usage: dict[str, Any] = {}
     token_usage = record.get("token_usage") or {}
     for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
@@ -687,6 +717,23 @@ def missing_notes(trace: Trace) -> list[str]:
     return notes
 
 
+def recorded_model_settings(calls: list[ModelCall]) -> dict[str, Any]:
+    """What the agent's chat model recorded of its own configuration: `llm_type` (LangChain's
+    `_type` in the invocation parameters, which decides its approximate counter: 3.3 characters
+    per token for `anthropic-chat` only) and `model_profile` (see `serialized_profile`)."""
+    out: dict[str, Any] = {}
+    for call in calls:
+        llm_type = (call.run.extra.get("invocation_params") or {}).get("_type")
+        if isinstance(llm_type, str) and "llm_type" not in out:
+            out["llm_type"] = llm_type
+        profile = call.run.extra.get("model_profile")
+        if isinstance(profile, dict) and "model_profile" not in out:
+            out["model_profile"] = profile
+        if len(out) == 2:
+            break
+    return out
+
+
 def build_trace(
     trace_id: str,
     members: list[Run],
@@ -745,6 +792,7 @@ def build_trace(
         metadata={
             "restored_tool_results": restored,
             "root_run_id": root_run_id(main[0].run, runs, scope),
+            **recorded_model_settings(main),
         },
     )
     trace.notes.extend(missing_notes(trace))
