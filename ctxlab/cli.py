@@ -1,7 +1,9 @@
 """The `ctxlab` command: one subcommand per module in `ctxlab.commands`, mirroring the API.
 
-Exit codes: 0 success, 2 bad input (a file that is not a trace, a bad flag), with one clear
-line per problem on stderr.
+Exit codes: 0 success, 2 bad input (a file that is not a trace, a bad flag value, a store file
+that cannot be used or is busy, a refused query), with one clear line per problem on stderr.
+Every command raises these errors (`ctxlab.output.USER_ERRORS`) and `main` prints them in one
+place, so each has the same line and exit code whichever command meets it.
 """
 
 from __future__ import annotations
@@ -11,14 +13,23 @@ import importlib
 import pkgutil
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 import ctxlab
 import ctxlab.commands
-from ctxlab.errors import TraceFormatError
+from ctxlab.output import USER_ERRORS, fail
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: `ctxlab replay: error: argument --window: ...` and a
+    pointer to `--help`, instead of the usage block above the line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ctxlab",
         description="Replay recorded LLM-agent traces through context-compaction policies.",
     )
@@ -35,11 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.run(args) or 0)
-    except TraceFormatError as exc:
-        print(f"ctxlab: error: {exc}", file=sys.stderr)
-        return 2
     except BrokenPipeError:
         return 0
+    except USER_ERRORS as exc:
+        return fail(exc)
 
 
 if __name__ == "__main__":

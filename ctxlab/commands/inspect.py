@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from ctxlab import flags
 from ctxlab.output import report_errors, table
 
 COLUMNS = (
@@ -38,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from ctxlab.load import load_all
 
     result = load_all(args.paths)
+    flags.require_traces(result, args.paths)
     summaries = [t.summary() for t in result]
     if args.json:
         print(json.dumps({"traces": summaries}, indent=2))
