@@ -266,7 +266,7 @@ class Store:
             raise StoreError(f"{self.path}: no such store file")
         if self.path.is_dir():
             raise StoreError(f"{self.path} is a directory, not a store file")
-        if self.path.exists() and self.path.stat().st_size:
+        if self.path.exists() and (read_only or self.path.stat().st_size):
             # Checked through a read-only connection first: a damaged or foreign file is
             # refused before anything could write to it.
             with self._connect(write=False) as con:
