@@ -1,7 +1,9 @@
 """The `ctxlab` command: one subcommand per module in `ctxlab.commands`, mirroring the API.
 
-Exit codes: 0 success, 2 bad input (a file that is not a trace, a bad flag), with one clear
-line per problem on stderr.
+Exit codes: 0 success, 2 bad input (a file that is not a trace, a bad flag value, a store file
+that cannot be used or is busy, a refused query), with one clear line per problem on stderr.
+Every command raises these errors (`ctxlab.output.USER_ERRORS`) and `main` prints them in one
+place, so each has the same line and exit code whichever command meets it.
 """
 
 from __future__ import annotations
@@ -11,14 +13,23 @@ import importlib
 import pkgutil
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 import ctxlab
 import ctxlab.commands
-from ctxlab.errors import TraceFormatError
+from ctxlab.output import USER_ERRORS, fail
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: `ctxlab replay: error: argument --window: ...` and a
+    pointer to `--help`, instead of the usage block above the line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ctxlab",
         description="Replay recorded LLM-agent traces through context-compaction policies.",
     )
@@ -32,14 +43,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a bad flag (2, its line already printed), --help, --version
+        return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 2
     try:
         return int(args.run(args) or 0)
-    except TraceFormatError as exc:
-        print(f"ctxlab: error: {exc}", file=sys.stderr)
-        return 2
     except BrokenPipeError:
         return 0
+    except USER_ERRORS as exc:
+        return fail(exc)
 
 
 if __name__ == "__main__":

@@ -37,3 +37,29 @@ class TraceFormatError(ValueError):
         if self.source:
             return self
         return TraceFormatError(self.reason, source=source, line=self.line, run_id=self.run_id)
+
+
+class StoreError(RuntimeError):
+    """The store file cannot be used as asked; the message names the file and what to do."""
+
+
+class StoreBusyError(StoreError):
+    """Another process holds the store file for writing longer than the timeout."""
+
+
+class QueryRefusedError(StoreError):
+    """A statement `Store.query` will not run: it would write, attach, copy, export or load."""
+
+
+class SweepError(ValueError):
+    """The sweep request is wrong; raised before any work starts."""
+
+
+class FlagError(ValueError):
+    """A command-line flag with a bad value: the message names the flag, the value and the
+    forms the flag takes, as argparse's own `argument --flag: ...` lines do."""
+
+    def __init__(self, flag: str, value: str, reason: str) -> None:
+        self.flag = flag
+        self.value = value
+        super().__init__(f"argument {flag}: invalid value {value!r}: {reason}")

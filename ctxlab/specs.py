@@ -15,6 +15,7 @@ booleans, `none`, or text. `--grid` values are spelled the same way.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,28 +23,43 @@ SIZE_KINDS = ("fraction", "tokens", "messages")
 SIZE_PARAMS = frozenset({"trigger", "keep"})
 
 
+SIZE_FORMS = (
+    "fraction:F (0 < F <= 1), tokens:N or messages:N (whole N >= 1), or a bare number "
+    "(below 1 a fraction, else tokens)"
+)
+"""The size SPEC spellings, for error messages."""
+
+TRIGGER_FORMS = f"{SIZE_FORMS}; clauses joined by ',' (any) or '&' (all); or none"
+"""The trigger SPEC spellings, for error messages."""
+
+
 def parse_size(text: str) -> tuple[str, float | int]:
-    """One size SPEC as LangChain's `(kind, value)` tuple."""
+    """One size SPEC as LangChain's `(kind, value)` tuple; a bad one is a `ValueError`
+    naming the text and the valid forms (`SIZE_FORMS`)."""
     text = text.strip()
-    if ":" in text:
-        kind, _, raw = text.partition(":")
-        kind = kind.strip().lower()
-        if kind not in SIZE_KINDS:
-            raise ValueError(f"unknown size kind {kind!r} in {text!r}; use {', '.join(SIZE_KINDS)}")
-        value = float(raw)
-        if kind == "fraction":
-            return kind, value
-        if value != int(value):
-            raise ValueError(f"{kind} must be a whole number, got {raw!r}")
-        return kind, int(value)
-    value = float(text)
-    if value <= 0:
-        raise ValueError(f"size must be positive, got {text!r}")
-    if value < 1:
-        return "fraction", value
-    if value != int(value):
-        raise ValueError(f"token counts must be whole numbers, got {text!r}")
-    return "tokens", int(value)
+    kind, sep, raw = text.partition(":")
+    kind = kind.strip().lower() if sep else ""
+    if sep and kind not in SIZE_KINDS:
+        raise _bad_size(text, f"unknown size kind {kind!r}")
+    try:
+        value = float(raw if sep else text)
+    except ValueError:
+        raise _bad_size(text, "not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise _bad_size(text, "not a positive finite number")
+    if not kind:
+        kind = "fraction" if value < 1 else "tokens"
+    if kind == "fraction":
+        if value > 1:
+            raise _bad_size(text, "a fraction is at most 1")
+        return kind, value
+    if not value.is_integer():
+        raise _bad_size(text, f"{kind} must be a whole number")
+    return kind, int(value)
+
+
+def _bad_size(text: str, reason: str) -> ValueError:
+    return ValueError(f"{text!r} is not a size ({reason}); a size is {SIZE_FORMS}")
 
 
 def parse_trigger(text: str) -> Any:

@@ -36,6 +36,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 import ctxlab
 from ctxlab.defaults import DEFAULT_PATH
+from ctxlab.errors import QueryRefusedError, StoreBusyError, StoreError
 from ctxlab.schema import (
     EVENTS,
     FILE_ROWS,
@@ -49,6 +50,7 @@ from ctxlab.schema import (
     TURNS,
     SummaryRow,
 )
+from ctxlab.store_safety import SANDBOX, check_blocks, check_statements, first_line
 from ctxlab.trace import Trace
 
 if TYPE_CHECKING:
@@ -93,14 +95,6 @@ MIGRATIONS: dict[int, str] = {
 
 TURN_COLUMNS = TURNS.names[1:]
 """The columns of `Replay.turns` (the `turns` table without its `replay_key`)."""
-
-
-class StoreError(RuntimeError):
-    """The store file cannot be used as asked; the message says what to do."""
-
-
-class StoreBusyError(StoreError):
-    """Another process holds the store file for writing longer than the timeout."""
 
 
 def _now() -> datetime:
@@ -268,12 +262,17 @@ class Store:
         self.path = Path(path)
         self.read_only = read_only
         self.timeout = timeout
-        if read_only:
-            if not self.path.exists():
-                raise StoreError(f"{self.path}: no such store file")
+        if read_only and not self.path.exists():
+            raise StoreError(f"{self.path}: no such store file")
+        if self.path.is_dir():
+            raise StoreError(f"{self.path} is a directory, not a store file")
+        if self.path.exists() and (read_only or self.path.stat().st_size):
+            # Checked through a read-only connection first: a damaged or foreign file is
+            # refused before anything could write to it.
             with self._connect(write=False) as con:
+                check_blocks(con, self.path)
                 self._check_version(con)
-        else:
+        if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self._connect(write=True) as con:
                 self._ensure_schema(con)
@@ -284,18 +283,26 @@ class Store:
     # ------------------------------------------------------------------ connections
 
     @contextlib.contextmanager
-    def _connect(self, *, write: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+    def _connect(
+        self, *, write: bool, sandbox: bool = False
+    ) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for one operation; `sandbox`: the settings user SQL runs under
+        (`ctxlab.store_safety.SANDBOX`). A damaged block met on the way is a `StoreError`."""
         if write and self.read_only:
             raise StoreError(f"{self.path} was opened read-only; open Store(path) to write")
+        config = SANDBOX if sandbox else {}
         deadline = time.monotonic() + self.timeout
         delay = 0.02
         while True:
             try:
-                con = duckdb.connect(str(self.path), read_only=not write)
+                con = duckdb.connect(str(self.path), read_only=not write, config=config)
                 break
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower():
-                    raise StoreError(f"{self.path}: {exc}") from exc
+                    raise StoreError(
+                        f"{self.path}: not a usable DuckDB store file ({first_line(exc)}); it "
+                        "was left as it is: use another store file"
+                    ) from exc
                 if time.monotonic() >= deadline:
                     raise StoreBusyError(
                         f"{self.path} is in use by another process and stayed locked for "
@@ -305,9 +312,13 @@ class Store:
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
             except duckdb.Error as exc:
-                raise StoreError(f"{self.path}: not a DuckDB store file ({exc})") from exc
+                raise StoreError(
+                    f"{self.path}: not a DuckDB store file ({first_line(exc)})"
+                ) from exc
         try:
             yield con
+        except duckdb.IOException as exc:
+            raise StoreError(f"{self.path}: the store file is damaged ({first_line(exc)})") from exc
         finally:
             con.close()
 
@@ -502,9 +513,21 @@ class Store:
     # ------------------------------------------------------------------ reads
 
     def query(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
-        """Any read-only SQL over the store's tables and views, as a polars frame."""
-        with self._connect(write=False) as con:
-            return pl.from_arrow(con.sql(sql, params=list(params or [])).to_arrow_table())
+        """Read-only SQL over the store's tables and views, as a polars frame.
+
+        Runs in a sandbox (`ctxlab.store_safety`): statements that would write, attach,
+        copy, export or load extensions raise `QueryRefusedError`, and no file but the store
+        can be read; an error in the SQL is a `StoreError` naming the file."""
+        check_statements(sql, self.path)
+        with self._connect(write=False, sandbox=True) as con:
+            try:
+                return pl.from_arrow(con.sql(sql, params=list(params or [])).to_arrow_table())
+            except duckdb.IOException:
+                raise  # a damaged block: `_connect` says so
+            except (duckdb.PermissionException, duckdb.InvalidInputException) as exc:
+                raise QueryRefusedError(f"{self.path}: {first_line(exc)}") from exc
+            except duckdb.Error as exc:
+                raise StoreError(f"{self.path}: {first_line(exc)}") from exc
 
     def traces(self) -> pl.DataFrame:
         return self.query("SELECT * FROM traces ORDER BY loaded_at, trace_id")

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
 import itertools
 import multiprocessing
+import multiprocessing.connection
 import multiprocessing.forkserver
 import os
 import sys
-import tempfile
+import threading
 import time
 import uuid
 from collections import deque
@@ -41,7 +43,7 @@ from typing import Any, TypeVar
 import polars as pl
 
 from ctxlab.defaults import BACKENDS
-from ctxlab.errors import TraceFormatError
+from ctxlab.errors import SweepError, TraceFormatError
 from ctxlab.load import load_all
 from ctxlab.policies import Policy
 from ctxlab.policies.catalog import get
@@ -57,11 +59,8 @@ from ctxlab.store import (
     trace_key,
 )
 from ctxlab.summarizers import Extractive, Summarizer
+from ctxlab.sweep_folders import sweep_folder
 from ctxlab.trace import Trace
-
-
-class SweepError(ValueError):
-    """The sweep request is wrong; raised before any work starts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,30 +99,44 @@ def parse_grid(specs: Iterable[str]) -> dict[str, list[str]]:
     return grid
 
 
-def _grid_points(policy: Policy, grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+def grid_points(policy: Policy, grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the grid's values, each value read against the policy's
+    parameter and checked alone, so that a bad one is named (`grid window=-5: ...`, the
+    policy's error as the cause); the CLI calls it to check `--grid` before anything runs."""
     if not dataclasses.is_dataclass(policy):
         raise SweepError(f"policy {policy!r} is not a parameter dataclass; cannot sweep it")
     known = {f.name for f in dataclasses.fields(policy)}
     for name, values in grid.items():
         if name not in known:
             raise SweepError(
-                f"unknown parameter {name!r} for policy {policy.name!r}; known: "
+                f"grid: unknown parameter {name!r} for policy {policy.name!r}; known: "
                 + ", ".join(sorted(known))
             )
         if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not values:
             raise SweepError(f"grid {name!r} needs a non-empty list of values, got {values!r}")
     names = list(grid)
-    points = []
+    values = [[_grid_value(policy, n, v) for v in grid[n]] for n in names]
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
+
+
+def _grid_value(policy: Policy, name: str, given: Any) -> Any:
+    """One grid value, read from its text (`--set` spellings) and checked on the policy."""
     try:
-        values = [
-            [parse_value(n, v, getattr(policy, n)) if isinstance(v, str) else v for v in grid[n]]
-            for n in names
-        ]
-    except ValueError as exc:
-        raise SweepError(f"grid: {exc}") from exc
-    for combo in itertools.product(*values):
-        points.append(dict(zip(names, combo, strict=True)))
-    return points
+        value = parse_value(name, given, getattr(policy, name)) if isinstance(given, str) else given
+        dataclasses.replace(policy, **{name: value})
+    except (TypeError, ValueError) as exc:
+        raise SweepError(f"grid {name}={given}: {exc}") from exc
+    return value
+
+
+def ray_problem(address: str | None) -> str | None:
+    """Why `backend="ray"` cannot run here (Ray missing, or its client for a `ray://`
+    address), else None. Checked before any work, not when the first cell is due."""
+    if importlib.util.find_spec("ray") is None:
+        return "backend 'ray' needs Ray: pip install 'ctxlab[ray]'"
+    if address and address.startswith("ray://") and importlib.util.find_spec("grpc") is None:
+        return "a ray:// address needs Ray's client: pip install 'ray[client]'"
+    return None
 
 
 def _load(traces: Iterable[Trace | str | Path]) -> list[Trace]:
@@ -155,7 +168,7 @@ def plan_cells(
     those, and starting a run measures every message, which would make planning as slow as
     the sweep itself.
     """
-    points = _grid_points(policy, grid)
+    points = grid_points(policy, grid)
     policies = []
     for point in points:
         try:
@@ -257,9 +270,22 @@ the one trace it holds, by index."""
 
 
 def _start_worker(policy: Policy, summarizer: Summarizer, folder: str) -> None:
-    """Executor initializer: what every cell of this sweep shares arrives once per worker."""
+    """Executor initializer: what every cell of this sweep shares arrives once per worker.
+
+    Also ties the worker's life to the sweep's: a parent killed with SIGKILL cannot stop its
+    workers, and one in the middle of a long cell would run on. multiprocessing gives every
+    child its parent's sentinel (ready when the parent is gone), which a thread waits on."""
     _WORKER.clear()
     _WORKER.update(policy=policy, summarizer=summarizer, folder=folder)
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent.sentinel,), daemon=True).start()
+
+
+def _exit_with(sentinel: int) -> None:
+    """Exit this worker at once when the sweep process is gone (`sentinel` ready)."""
+    multiprocessing.connection.wait([sentinel])
+    os._exit(1)
 
 
 def _replay_part(cell: Cell, trace: Trace | None) -> ReplayPart:
@@ -383,10 +409,8 @@ def _ray(
     address: str | None,
     workers: int | None,
 ) -> Iterator[SavedReplay]:
-    try:
-        import ray
-    except ImportError as exc:
-        raise SweepError("backend='ray' needs Ray: pip install 'ctxlab[ray]'") from exc
+    import ray
+
     started = not ray.is_initialized()
     if started:
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
@@ -394,7 +418,11 @@ def _ray(
             kwargs["address"] = address
         elif workers:
             kwargs["num_cpus"] = workers
-        ray.init(**kwargs)
+        try:
+            ray.init(**kwargs)
+        except Exception as exc:  # Ray raises ConnectionError, ValueError, RuntimeError ...
+            where = f"at {address}" if address else "locally"
+            raise SweepError(f"cannot start or reach Ray {where}: {exc}") from exc
     try:
         remote = ray.remote(run_cell)
         # One object per trace: a task deserialises the trace it replays, not all of them.
@@ -442,6 +470,12 @@ def sweep(
     """
     if backend not in BACKENDS:
         raise SweepError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+    if workers is not None and (
+        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
+    ):
+        raise SweepError(f"workers must be a whole number of processes, 1 or more; got {workers!r}")
+    if backend == "ray" and (problem := ray_problem(ray_address)) is not None:
+        raise SweepError(problem)
     if isinstance(policy, str):
         policy = policy_named(policy)
     grid = dict(grid or {})
@@ -471,8 +505,8 @@ def sweep(
         _drain(results, store.save_many, len(todo), skipped, progress, batch_seconds)
     elif workers > 1:
         # Outlives the workers: the last batch of parts is stored after they stop.
-        with tempfile.TemporaryDirectory(prefix="ctxlab-sweep-") as folder:
-            parts = _local(todo, loaded, policy, summarizer, workers, Path(folder))
+        with sweep_folder() as folder:
+            parts = _local(todo, loaded, policy, summarizer, workers, folder)
             _drain(parts, _attach(store), len(todo), skipped, progress, batch_seconds)
     else:
         results = _serial(todo, loaded, policy, summarizer)

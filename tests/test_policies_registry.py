@@ -186,14 +186,14 @@ def test_sweep_takes_every_size_form_deepagents_accepts(tmp_path) -> None:
 
 def test_sweep_reads_grid_text_against_the_parameter() -> None:
     """`trigger` is a size for Deep Agents but a plain token count for ClearToolUses."""
-    from ctxlab.sweep import _grid_points
+    from ctxlab.sweep import grid_points
 
-    points = _grid_points(get("clear-tool-uses"), {"trigger": ["5000"], "keep": ["2"]})
+    points = grid_points(get("clear-tool-uses"), {"trigger": ["5000"], "keep": ["2"]})
     assert points == [{"trigger": 5000, "keep": 2}]
-    points = _grid_points(get("deepagents"), {"trigger": ["5000"], "keep": ["messages:2"]})
+    points = grid_points(get("deepagents"), {"trigger": ["5000"], "keep": ["messages:2"]})
     assert points == [{"trigger": ("tokens", 5000), "keep": ("messages", 2)}]
     with pytest.raises(SweepError, match="unknown size kind"):
-        _grid_points(get("deepagents"), {"keep": ["furlongs:2"]})
+        grid_points(get("deepagents"), {"keep": ["furlongs:2"]})
 
 
 PLUGIN = """

@@ -199,7 +199,8 @@ def test_cli_sweep_query_and_load(tmp_path: Path, capsys: pytest.CaptureFixture)
         )
         == 2
     )
-    assert "grid point" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "argument --grid: invalid value 'window=big'" in err and len(err.splitlines()) == 1
 
 
 KILLED = """
@@ -345,3 +346,74 @@ def test_a_failing_worker_stops_the_sweep_with_whole_replays_only(
     )
     assert set(counts["turns"].to_list()) <= {50}  # what the parent stored is whole
     assert _sweep_folders(private_tmp) == []
+
+
+@dataclass(frozen=True)
+class SlowInWorkers(Extractive):
+    """`Extractive` that, in a worker process, records its pid and then takes `seconds` per
+    summary: a worker is surely in the middle of a cell when the test kills the parent."""
+
+    folder: str = ""
+    parent: int = 0
+    seconds: float = 60.0
+
+    def summarize(self, messages: Sequence, *, prompt: str = DEFAULT_PROMPT) -> str:
+        if os.getpid() != self.parent:
+            Path(self.folder, str(os.getpid())).touch()
+            time.sleep(self.seconds)
+        return super().summarize(messages, prompt=prompt)
+
+
+KILLED_PARALLEL = """
+import os, sys
+from ctxlab.policies import DeepAgents
+from ctxlab.sweep import sweep
+from tests.synthetic import make_trace
+from tests.test_sweep import SlowInWorkers
+traces = [make_trace(50, seed=s, model="claude-sonnet-4-5", provider="anthropic") for s in (1, 2)]
+slow = SlowInWorkers(folder=sys.argv[2], parent=os.getpid())
+sweep(traces, DeepAgents(window=40_000), {"trigger": ["fraction:0.3", "fraction:0.5"]},
+      store=sys.argv[1], summarizer=slow, workers=2, progress=False)
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie waiting to be reaped counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def test_killed_parallel_sweep_takes_its_workers_along_and_its_folder_is_cleared(
+    tmp_path: Path, traces: list, private_tmp: Path
+) -> None:
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    env = {**os.environ, "TMPDIR": str(private_tmp)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_PARALLEL, str(tmp_path / "k.duckdb"), str(pids)],
+        cwd=REPO,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = [int(p.name) for p in pids.iterdir()]
+        assert len(workers) == 2, "both workers should be summarising"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    deadline = time.monotonic() + 3  # each worker is 60 s from the end of its summary
+    while any(_running(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [w for w in workers if _running(w)], "sweep workers outlived their parent"
+    assert len(_sweep_folders(private_tmp)) == 1  # what SIGKILL leaves behind
+    sweep(traces, DeepAgents(window=40_000), GRID, store=tmp_path / "next.duckdb", workers=2,
+          progress=False)  # fmt: skip
+    assert _sweep_folders(private_tmp) == []  # the next sweep cleared the dead one's folder

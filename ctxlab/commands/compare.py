@@ -15,6 +15,8 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ctxlab import flags
+from ctxlab.errors import FlagError
 from ctxlab.output import report_errors, table
 
 if TYPE_CHECKING:
@@ -48,7 +50,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="a policy `ctxlab policies` lists (repeat for each; `a+b` is a pipeline)",
     )
-    parser.add_argument("--window", type=int, help="max input tokens for every policy")
+    parser.add_argument(
+        "--window",
+        type=flags.positive_int(flags.WINDOW_FORMS),
+        help="max input tokens for every policy",
+    )
     parser.add_argument("--model", help="model for prices and profile (default: the trace's)")
     parser.add_argument(
         "--price",
@@ -61,7 +67,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "rule), e.g. --price gpt-5-pro=15,120; IN,OUT without MODEL= prices every model; "
         "repeat for several models. Overrides genai-prices and prices models it does not know",
     )
-    parser.add_argument("--summary-text-file", metavar="F", help="use this text as every summary")
+    parser.add_argument(
+        "--summary-text-file",
+        type=flags.text_file,
+        metavar="F",
+        help="use this text as every summary",
+    )
     parser.add_argument("--json", action="store_true", help='print {"replays": [...]} as JSON')
     parser.set_defaults(run=run)
 
@@ -107,13 +118,15 @@ def run(args: argparse.Namespace) -> int:
     from ctxlab.replay import replay
     from ctxlab.summarizers import Extractive, Fixed
 
-    try:
-        policies = [_policy(name, args.window, args.model) for name in args.policy]
-    except (TypeError, ValueError) as exc:
-        print(f"ctxlab: error: {exc}", file=sys.stderr)
-        return 2
+    policies = []
+    for name in args.policy:
+        try:
+            policies.append(_policy(name, args.window, args.model))
+        except (TypeError, ValueError) as exc:
+            raise FlagError("--policy", name, str(exc)) from None
     summarizer = Fixed.from_file(args.summary_text_file) if args.summary_text_file else Extractive()
     loaded = load_all([args.path])
+    flags.require_traces(loaded, [args.path])
     rows: list[dict[str, Any]] = []
     for trace in (t for top in loaded for t in top.walk()):
         for name, policy in zip(args.policy, policies, strict=True):

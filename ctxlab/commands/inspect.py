@@ -6,6 +6,7 @@ import argparse
 import json
 from collections import Counter
 
+from ctxlab import flags
 from ctxlab.output import report_errors, table
 
 COLUMNS = (
@@ -39,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from ctxlab.load import load_all
 
     result = load_all(args.paths)
+    flags.require_traces(result, args.paths)
     summaries = [t.summary() for t in result]
     formats = dict(sorted(Counter(s["format"] for s in summaries).items()))
     if args.json:

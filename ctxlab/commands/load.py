@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ctxlab import flags
 from ctxlab.defaults import DEFAULT_PATH
 from ctxlab.output import report_errors
 
@@ -27,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from ctxlab.store import Store
 
     result = load_all(args.paths)
+    flags.require_traces(result, args.paths)
     store = Store(args.db)
     before = store.query("SELECT count(*) AS n FROM traces")["n"][0]
     store.add(result)

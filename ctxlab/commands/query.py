@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import TYPE_CHECKING
 
+from ctxlab import flags
 from ctxlab.defaults import DEFAULT_PATH
 from ctxlab.output import table
 
@@ -21,7 +21,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Tables: traces, messages, recorded_turns, replays, turns, events, files, "
         "summaries; views: replay_summary, events_by_kind, trace_policy.",
     )
-    parser.add_argument("sql", metavar="SQL")
+    parser.add_argument(
+        "sql",
+        metavar="SQL",
+        type=flags.sql_text,
+        help="read-only SQL (SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN, PRAGMA); "
+        "statements that write, attach, copy, export or load extensions are refused",
+    )
     parser.add_argument("--db", default=str(DEFAULT_PATH), help="store file (default: %(default)s)")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
     parser.set_defaults(run=run)
@@ -37,14 +43,7 @@ def render(frame: pl.DataFrame, fmt: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import duckdb
+    from ctxlab.store import Store
 
-    from ctxlab.store import Store, StoreError
-
-    try:
-        frame = Store(args.db, read_only=True).query(args.sql)
-    except (StoreError, duckdb.Error) as exc:
-        print(f"ctxlab: error: {exc}".splitlines()[0], file=sys.stderr)
-        return 2
-    print(render(frame, args.format))
+    print(render(Store(args.db, read_only=True).query(args.sql), args.format))
     return 0

@@ -18,6 +18,8 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ctxlab import flags
+from ctxlab.errors import FlagError
 from ctxlab.output import report_errors, table
 from ctxlab.specs import split_assignment
 
@@ -41,17 +43,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a policy `ctxlab policies` lists, or `a+b` for a pipeline (default: %(default)s)",
     )
     parser.add_argument(
-        "--window", help="max input tokens (default: the model profile); 'none' = no profile"
+        "--window",
+        type=flags.window_text,
+        help="max input tokens (default: the model profile); 'none' = no profile",
     )
     parser.add_argument(
-        "--trigger", help="the policy's `trigger`: a SPEC such as fraction:0.85, or a count"
+        "--trigger",
+        type=flags.trigger_text,
+        help="the policy's `trigger`: a SPEC such as fraction:0.85, or a count",
     )
     parser.add_argument(
-        "--keep", help="the policy's `keep`: a SPEC such as messages:6 or fraction:0.1, or a count"
+        "--keep",
+        type=flags.size_text,
+        help="the policy's `keep`: a SPEC such as messages:6 or fraction:0.1, or a count",
     )
     parser.add_argument(
         "--stress",
-        type=float,
+        type=flags.fraction,
         metavar="FRACTION",
         help="deepagents' stress mode: trigger at this fraction of the window (0.10-0.25 "
         "multiplies events)",
@@ -65,6 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--summary-text-file",
+        type=flags.text_file,
         metavar="F",
         help="use this file's text as every summary (default: offline extractive summaries)",
     )
@@ -74,14 +83,53 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def build_policy(args: argparse.Namespace) -> Policy:
     """The policy the flags describe (flags win over `--set` of the same name), each value
-    read against the parameter it sets."""
+    read against the parameter it sets. A value the policy refuses is a `FlagError` naming
+    its flag: each flag is tried alone first, so the message points at the one to fix."""
     from ctxlab.policies.catalog import get_spelled
 
-    texts = dict(split_assignment(a) for a in args.set)
+    try:
+        get_spelled(args.policy, {})
+    except (TypeError, ValueError) as exc:
+        raise FlagError("--policy", args.policy, str(exc)) from None
+    given: list[tuple[str, str, str, str]] = []  # (flag, as typed, name, value text)
+    for text in args.set:
+        try:
+            name, value = split_assignment(text)
+        except ValueError as exc:
+            raise FlagError("--set", text, str(exc)) from None
+        given.append(("--set", text, name, value))
     for name in ("window", "trigger", "keep", "stress"):
         if getattr(args, name) is not None:
-            texts[name] = str(getattr(args, name))
-    return get_spelled(args.policy, texts)
+            value = str(getattr(args, name))
+            given.append((f"--{name}", value, name, value))
+    for flag, typed, name, value in given:
+        try:
+            get_spelled(args.policy, {name: value})
+        except TypeError as exc:
+            raise FlagError(flag, typed, _unknown(args.policy, name) or str(exc)) from None
+        except ValueError as exc:
+            raise FlagError(flag, typed, str(exc)) from None
+    texts = {name: value for _, _, name, value in given}
+    try:
+        return get_spelled(args.policy, texts)
+    except (TypeError, ValueError) as exc:
+        flags_given = " ".join(typed for _, typed, _, _ in given)
+        raise FlagError("--set", flags_given, str(exc)) from None
+
+
+def _unknown(policy: str, name: str) -> str | None:
+    """`policy has no parameter 'name'; its parameters: ...` when that is the problem."""
+    import dataclasses
+
+    from ctxlab.policies.catalog import get
+
+    default = get(policy)
+    if not dataclasses.is_dataclass(default):
+        return None
+    known = [f.name for f in dataclasses.fields(default)]
+    if name in known:
+        return None
+    return f"{policy} has no parameter {name!r}; its parameters: {', '.join(known)}"
 
 
 def turn_records(result: Replay) -> list[dict[str, Any]]:
@@ -100,13 +148,10 @@ def run(args: argparse.Namespace) -> int:
     from ctxlab.replay import replay
     from ctxlab.summarizers import Extractive, Fixed
 
-    try:
-        policy = build_policy(args)
-    except (TypeError, ValueError) as exc:
-        print(f"ctxlab: error: {exc}", file=sys.stderr)
-        return 2
+    policy = build_policy(args)
     summarizer = Fixed.from_file(args.summary_text_file) if args.summary_text_file else Extractive()
     loaded = load_all([args.path])
+    flags.require_traces(loaded, [args.path])
     results = []
     for trace in (t for top in loaded for t in top.walk()):
         try:

@@ -6,9 +6,10 @@ parameters of its own: it is one cell per trace)."""
 from __future__ import annotations
 
 import argparse
-import sys
 
+from ctxlab import flags
 from ctxlab.defaults import BACKENDS, DEFAULT_PATH
+from ctxlab.errors import FlagError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,11 +30,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="a policy `ctxlab policies` lists, or `a+b` for a pipeline",
     )
-    parser.add_argument("--window", type=int, help="max input tokens (default: model profile)")
+    parser.add_argument(
+        "--window",
+        type=flags.positive_int(flags.WINDOW_FORMS),
+        help="max input tokens (default: model profile)",
+    )
     parser.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...")
-    parser.add_argument("--summary-text-file", metavar="F", help="use this text as every summary")
+    parser.add_argument(
+        "--summary-text-file",
+        type=flags.text_file,
+        metavar="F",
+        help="use this text as every summary",
+    )
     parser.add_argument("--backend", choices=BACKENDS, default="local")
-    parser.add_argument("--workers", type=int, help="processes (default: one per core)")
+    parser.add_argument(
+        "--workers",
+        type=flags.positive_int("a whole number of processes, 1 or more"),
+        help="processes (default: one per core)",
+    )
     parser.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
     parser.add_argument(
         "--files",
@@ -48,28 +62,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ctxlab.commands.query import render
-    from ctxlab.store import StoreError
     from ctxlab.summarizers import Fixed
-    from ctxlab.sweep import SweepError, parse_grid, policy_named, sweep
+    from ctxlab.sweep import SweepError, grid_points, parse_grid, policy_named, ray_problem, sweep
 
-    try:
-        grid = parse_grid(args.grid)
-        params = {"window": args.window} if args.window is not None else {}
-        summarizer = Fixed.from_file(args.summary_text_file) if args.summary_text_file else None
-        result = sweep(
-            args.paths,
-            policy_named(args.policy, **params),
-            grid,
-            store=args.db,
-            summarizer=summarizer,
-            backend=args.backend,
-            workers=args.workers,
-            ray_address=args.ray_address,
-            files=args.files,
+    if args.backend == "ray" and (problem := ray_problem(args.ray_address)) is not None:
+        raise FlagError(
+            "--ray-address" if args.ray_address else "--backend",
+            args.ray_address or args.backend,
+            problem,
         )
-    except (SweepError, StoreError, OSError) as exc:
-        print(f"ctxlab: error: {exc}", file=sys.stderr)
-        return 2
+    try:
+        policy = policy_named(args.policy)
+    except SweepError as exc:
+        raise FlagError("--policy", args.policy, str(exc)) from None
+    if args.window is not None:
+        policy = policy_named(args.policy, window=args.window)
+    for spec in args.grid:  # each --grid alone, so the message names the one to fix
+        try:
+            grid_points(policy, parse_grid([spec]))
+        except SweepError as exc:
+            raise FlagError("--grid", spec, str(exc.__cause__ or exc)) from None
+    grid = parse_grid(args.grid)
+    summarizer = Fixed.from_file(args.summary_text_file) if args.summary_text_file else None
+    result = sweep(
+        args.paths,
+        policy,
+        grid,
+        store=args.db,
+        summarizer=summarizer,
+        backend=args.backend,
+        workers=args.workers,
+        ray_address=args.ray_address,
+        files=args.files,
+    )
     cols = [c for c in result.columns if c not in ("replay_key", "params", "summarizer")]
     print(render(result.select(cols), args.format))
     return 0

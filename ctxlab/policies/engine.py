@@ -65,11 +65,13 @@ from ctxlab.message_facts import AUTO, chars_per_token, kind_of, message_text, s
 from ctxlab.policies._engine_counts import Sums, TokenCache, appended
 from ctxlab.policies._engine_request import Meta, RequestTotals
 from ctxlab.policies.base import Call, Event, Files, Request
+from ctxlab.policies.checks import check_shared
 from ctxlab.profiles import profile as lookup_profile
 
 if TYPE_CHECKING:
     from ctxlab.summarizers import Summarizer
     from ctxlab.trace import Trace, Turn
+
 
 class Item(NamedTuple):
     """One message of a request: its full-history position (None for inserted ones, like a
@@ -309,6 +311,10 @@ class StagePolicy:
 
     name: ClassVar[str] = "stage-policy"
     source: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        """Refuse out-of-range shared parameters (`ctxlab.policies.checks`)."""
+        check_shared(self)
 
     def params(self) -> dict[str, Any]:
         """Parameters as given (dataclass fields), JSON-able."""

@@ -16,6 +16,7 @@ from langchain_core.messages import SystemMessage
 
 from ctxlab import tokens as tk
 from ctxlab.message_facts import AUTO, chars_per_token
+from ctxlab.policies.checks import check_shared
 from ctxlab.policies.deepagents.filesystem import NUM_CHARS_PER_TOKEN
 from ctxlab.policies.deepagents.run import DeepAgentsRun
 from ctxlab.policies.deepagents.texts import DEEPAGENTS_DEFAULT_SUMMARY_PROMPT
@@ -100,6 +101,17 @@ class DeepAgents:
     use_usage_metadata: bool = False
     model: str | None = None
     provider: str | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse out-of-range values here, not as a wrong replay or a raw error later."""
+        check_shared(self)
+        _tools_form(self.tools)
+        if self.stress is not None and not (
+            isinstance(self.stress, int | float) and 0 < self.stress <= 1
+        ):
+            raise ValueError(
+                f"stress must be a fraction above 0 and at most 1; got {self.stress!r}"
+            )
 
     def params(self) -> dict[str, Any]:
         """Parameters as given, for the store (the summary prompt only if changed)."""
@@ -218,9 +230,27 @@ def _system_message(system_prompt: str | None, trace: Trace) -> SystemMessage:
     return SystemMessage(system_prompt or "")
 
 
+TOOLS_NAMES = ("trace", "deepagents", "deepagents+trace")
+
+
+def _tools_form(tools: Any) -> None:
+    """`tools` is one of `TOOLS_NAMES`, a token count (0 or more) or a list of schemas."""
+    if isinstance(tools, str):
+        ok = tools in TOOLS_NAMES
+    elif isinstance(tools, bool):
+        ok = False
+    elif isinstance(tools, int):
+        ok = tools >= 0
+    else:
+        ok = isinstance(tools, list | tuple) and not any(isinstance(t, str) for t in tools)
+    if not ok:
+        raise ValueError(
+            f"tools must be {', '.join(repr(n) for n in TOOLS_NAMES)}, a list of tool schemas "
+            f"or a token count (0 or more); got {tools!r}"
+        )
+
+
 def _tools_tokens(tools: Any, trace: Trace, cpt: float) -> int:
-    if isinstance(tools, bool):
-        raise TypeError("tools must be 'trace', 'deepagents', a list of schemas or a token count")
     if isinstance(tools, int):
         return tools
     if tools == "trace":
