@@ -226,7 +226,7 @@ def test_cli_table_and_errors(capsys, tmp_path) -> None:
     assert "summary at turn 104:" in out and "  recorded: You are in the middle" in out
     assert main(["check-replay", str(SHORT), "--policy", "no-such-policy"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("ctxlab: error: unknown policy 'no-such-policy'")
+    assert err.startswith("ctxlab: error: argument --policy: invalid value 'no-such-policy'")
     assert err.count("\n") == 1
     assert main(["check-replay", str(tmp_path / "missing.jsonl")]) == 2
     assert capsys.readouterr().err.count("\n") == 1

@@ -17,6 +17,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from ctxlab import flags
 from ctxlab.output import report_errors, table
 
 if TYPE_CHECKING:
@@ -42,10 +43,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="a policy `ctxlab policies` lists (default: the preset matching the harness)",
     )
-    parser.add_argument("--window", help="max input tokens; 'none' = no profile")
-    parser.add_argument("--trigger", help="the policy's `trigger`, a SPEC such as tokens:27200")
-    parser.add_argument("--keep", help="the policy's `keep`, a SPEC such as fraction:0.1")
-    parser.add_argument("--stress", type=float, metavar="FRACTION", help="deepagents' stress")
+    parser.add_argument(
+        "--window",
+        type=flags.window_text,
+        help="max input tokens (default: the recorded model profile, else the public one); "
+        "'none' = no profile",
+    )
+    parser.add_argument(
+        "--trigger",
+        type=flags.trigger_text,
+        help="the policy's `trigger`, a SPEC such as tokens:27200 (default: the preset's)",
+    )
+    parser.add_argument(
+        "--keep",
+        type=flags.size_text,
+        help="the policy's `keep`, a SPEC such as fraction:0.1 (default: the preset's)",
+    )
+    parser.add_argument(
+        "--stress",
+        type=flags.fraction,
+        metavar="FRACTION",
+        help="deepagents' stress mode: trigger at this fraction of the window",
+    )
     parser.add_argument(
         "--set",
         action="append",
@@ -55,6 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--summary-text-file",
+        type=flags.text_file,
         metavar="F",
         help="use this file's text as every summary (default: offline extractive summaries)",
     )
@@ -80,14 +100,11 @@ def run(args: argparse.Namespace) -> int:
             policies[name, sets] = build_policy(argparse.Namespace(**spelled))
         return policies[name, sets]
 
-    try:
-        if args.policy:
-            policy_named(args.policy, {})
-    except (TypeError, ValueError) as exc:
-        print(f"ctxlab: error: {exc}", file=sys.stderr)
-        return 2
+    if args.policy:
+        policy_named(args.policy, {})
     summarizer = Fixed.from_file(args.summary_text_file) if args.summary_text_file else Extractive()
     loaded = load_all([args.path])
+    flags.require_traces(loaded, [args.path])
     checks = []
     settings: list[dict[str, dict[str, str]]] = []
     for trace in (t for top in loaded for t in top.walk()):
@@ -95,10 +112,10 @@ def run(args: argparse.Namespace) -> int:
         if warning is not None:
             print(f"ctxlab: warning: {warning}", file=sys.stderr)
         recorded = {k: v for k, v in recorded_settings(trace, name).items() if k not in given}
+        policy = policy_named(name, recorded)
         try:
-            policy = policy_named(name, recorded)
             result = check(trace, replay(trace, policy, summarizer=summarizer))
-        except (TypeError, ValueError) as exc:
+        except ValueError as exc:  # the policy cannot run on this trace (as in `replay`)
             print(f"ctxlab: error: {trace.trace_id}: {exc}", file=sys.stderr)
             return 2
         if recorded:
