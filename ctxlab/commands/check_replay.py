@@ -18,6 +18,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ctxlab import flags
+from ctxlab.commands.replay import add_policy_flags, build_policy
 from ctxlab.output import report_errors, table
 
 if TYPE_CHECKING:
@@ -43,48 +44,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="a policy `ctxlab policies` lists (default: the preset matching the harness)",
     )
-    parser.add_argument(
-        "--window",
-        type=flags.window_text,
-        help="max input tokens (default: the recorded model profile, else the public one); "
-        "'none' = no profile",
-    )
-    parser.add_argument(
-        "--trigger",
-        type=flags.trigger_text,
-        help="the policy's `trigger`, a SPEC such as tokens:27200 (default: the preset's)",
-    )
-    parser.add_argument(
-        "--keep",
-        type=flags.size_text,
-        help="the policy's `keep`, a SPEC such as fraction:0.1 (default: the preset's)",
-    )
-    parser.add_argument(
-        "--stress",
-        type=flags.fraction,
-        metavar="FRACTION",
-        help="deepagents' stress mode: trigger at this fraction of the window",
-    )
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="any policy parameter, e.g. --set chars_per_token=4 --set use_usage_metadata=true",
-    )
-    parser.add_argument(
-        "--summary-text-file",
-        type=flags.text_file,
-        metavar="F",
-        help="use this file's text as every summary (default: offline extractive summaries)",
-    )
+    add_policy_flags(parser, "the recorded model profile, else the public one")
     parser.add_argument("--json", action="store_true", help='print {"traces": [...]} as JSON')
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ctxlab.check_replay import check, preset_for, recorded_settings
-    from ctxlab.commands.replay import build_policy
     from ctxlab.load import load_all
     from ctxlab.replay import replay
     from ctxlab.summarizers import Extractive, Fixed

@@ -42,10 +42,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="a policy `ctxlab policies` lists, or `a+b` for a pipeline (default: %(default)s)",
     )
+    add_policy_flags(parser)
+    parser.add_argument("--format", choices=("table", "jsonl", "csv"), default="table")
+    parser.set_defaults(run=run)
+
+
+def add_policy_flags(
+    parser: argparse.ArgumentParser, window_default: str = "the model profile"
+) -> None:
+    """The flags that set a policy's parameters and summariser (`replay`, `check-replay`), read
+    by `build_policy`."""
     parser.add_argument(
         "--window",
         type=flags.window_text,
-        help="max input tokens (default: the model profile); 'none' = no profile",
+        help=f"max input tokens (default: {window_default}); 'none' = no profile",
     )
     parser.add_argument(
         "--trigger",
@@ -77,8 +87,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="F",
         help="use this file's text as every summary (default: offline extractive summaries)",
     )
-    parser.add_argument("--format", choices=("table", "jsonl", "csv"), default="table")
-    parser.set_defaults(run=run)
 
 
 def build_policy(args: argparse.Namespace) -> Policy:
