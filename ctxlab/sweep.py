@@ -47,6 +47,7 @@ from ctxlab.errors import SweepError, TraceFormatError
 from ctxlab.load import load_all
 from ctxlab.policies import Policy
 from ctxlab.policies.catalog import get
+from ctxlab.policy_check import check_policy
 from ctxlab.replay import replay
 from ctxlab.specs import SIZE_PARAMS, format_size, parse_value
 from ctxlab.store import (
@@ -206,22 +207,13 @@ def plan_cells(
         for i, (point, cell_policy) in enumerate(zip(points, policies, strict=True)):
             if (kind, i) not in checked:
                 try:
-                    _check(cell_policy, trace, summarizer)
+                    check_policy(cell_policy, trace, summarizer)
                 except (TypeError, ValueError) as exc:
                     raise SweepError(f"trace {trace.trace_id}, grid point {point}: {exc}") from exc
                 checked.add((kind, i))
             key = replay_key(tkey, cell_policy.name, cell_policy.params(), name)
             cells.append(Cell(index, tuple(point.items()), key, tkey))
     return cells, policies
-
-
-def _check(policy: Policy, trace: Trace, summarizer: Summarizer) -> None:
-    """Raise what the policy would raise on this trace, as cheaply as the policy allows."""
-    resolve = getattr(policy, "resolve", None)
-    if callable(resolve):
-        resolve(trace)
-    else:
-        policy.start(trace, summarizer)
 
 
 # ----------------------------------------------------------------------------- workers
