@@ -177,21 +177,36 @@ applies to the explorer's trace (the policy's own check, `ctxlab.policy_check`).
 
 
 def _bounds(
-    policy: Any, name: str, value: Any, lows: tuple[Any, ...], hi: Any, fits: Fits | None
+    policy: Any, name: str, value: Any, first: Any, step: Any, hi: Any, fits: Fits | None
 ) -> tuple[Any, Any]:
-    """A slider's range: the first of `lows` the policy accepts (else the current value) up to
-    `hi` if accepted (else the current value), so that no position offers a refused value."""
+    """A slider's range with no position the policy refuses: from the lowest multiple of
+    `step` from `first` up to `value` that the policy accepts (found by bisection, taking
+    acceptance to hold from some value up), to `hi` if accepted, else to the current value."""
     if fits is None:
-        return lows[0], hi
-    lo = next((v for v in lows if v <= value and fits(policy, name, v)), value)
-    return lo, hi if fits(policy, name, hi) else value
+        return first, hi
+
+    def at(k: int) -> Any:
+        return type(value)(round(first + k * step, 10))
+
+    top = int((value - first) // step)
+    if top < 0 or not fits(policy, name, at(top)):
+        low = value
+    elif fits(policy, name, at(0)):
+        low = at(0)
+    else:
+        refused, accepted = 0, top
+        while accepted - refused > 1:
+            mid = (refused + accepted) // 2
+            refused, accepted = (refused, mid) if fits(policy, name, at(mid)) else (mid, accepted)
+        low = at(accepted)
+    return low, hi if fits(policy, name, hi) else value
 
 
 def generic_controls(policy: Any, fits: Fits | None = None) -> list[Control]:
     """Sliders for any other policy: every int/float parameter, and `(kind, number)` pairs.
 
-    With `fits`, each slider starts at the lowest of 0, then 1 (or one step) that the policy
-    accepts, and ends at the top of its range only if the policy accepts that too."""
+    With `fits`, each slider starts at the lowest value the policy accepts (0 or more) and ends
+    at the top of its range only if the policy accepts that too."""
     controls: list[Control] = []
     if not dataclasses.is_dataclass(policy):
         return controls
@@ -204,7 +219,7 @@ def generic_controls(policy: Any, fits: Fits | None = None) -> list[Control]:
             fraction = cls is W.FloatSlider and 0 < value <= 1  # fractions of a window
             hi = 1.0 if fraction else (max(value * 4, 1) if value else 1)
             step = 1 if cls is W.IntSlider else (0.01 if fraction else max(hi / 200, 0.001))
-            lo, hi = _bounds(policy, f.name, value, (0, step), hi, fits)
+            lo, hi = _bounds(policy, f.name, value, 0, step, hi, fits)
             widget = _slider(cls, f.name.replace("_", " "), value, lo, hi, step)
 
             def put(p: dict[str, Any], v: Any, name: str = f.name) -> None:
@@ -227,7 +242,8 @@ def generic_controls(policy: Any, fits: Fits | None = None) -> list[Control]:
                 policy,
                 f.name,
                 number,
-                (0.01 if frac else 1,),
+                0.01 if frac else 1,
+                step,
                 1.0 if frac else max(number * 4, 1),
                 pair,
             )
