@@ -8,8 +8,9 @@ bare `ctxlab` finds the same one on PATH). A block the suite must not run (a set
 installs things, a placeholder) carries `<!-- example: skip (why) -->` on the line before its
 fence and is reported as skipped with that reason.
 
-The files run concurrently (each in its own folder; commands within a file in order, since later
-ones read what earlier ones stored) so that the module takes well under a minute.
+Each file's script and each shell block run concurrently, each in a folder of its own (a
+shell block's commands in order: later ones read what earlier ones stored); a block that
+sweeps sweeps the short sample only. The module takes well under a minute.
 """
 
 from __future__ import annotations
@@ -94,11 +95,20 @@ class Ran:
         assert "Traceback" not in self.stderr, f"{self.what}\n{self.stderr[-3000:]}"
 
 
-def _folder(root: Path, doc: Path) -> Path:
-    """A fresh folder laid out like the repository root, as the examples assume."""
-    folder = root / doc.stem
+SMALL = "deepagents_short_session.jsonl.xz"
+"""The sample a block that sweeps gets as its whole `traces/` folder (the suite stays fast)."""
+
+
+def _folder(root: Path, block: Block) -> Path:
+    """A fresh folder laid out like the repository root, as the examples assume; a shell
+    block that runs `ctxlab sweep` finds only the short sample in `traces/`."""
+    folder = root / block.name.replace("/", "-").replace(":", "-")
     (folder / "data").mkdir(parents=True)
-    (folder / "traces").symlink_to(REPO / "traces")
+    if block.lang in SHELLS and re.search(r"\bctxlab sweep\b", block.body):
+        (folder / "traces").mkdir()
+        (folder / "traces" / SMALL).symlink_to(REPO / "traces" / SMALL)
+    else:
+        (folder / "traces").symlink_to(REPO / "traces")
     (folder / ".venv").symlink_to(REPO / ".venv")
     return folder
 
@@ -120,40 +130,39 @@ def _run(argv: list[str], what: str, folder: Path) -> Ran:
     return Ran(what, done.returncode, done.stdout, done.stderr)
 
 
-def run_doc(doc: Path, root: Path) -> tuple[Path, dict[Block, Ran | list[Ran]]]:
-    """Run every block of `doc` that is not skipped, in order, in one folder: the Python
-    blocks as one script (run where the first one is), each shell block command by command.
-    Returns the folder and what each block did."""
-    folder = _folder(root, doc)
-    todo = [b for b in blocks(doc) if b.skip is None]
-    python = [b for b in todo if b.lang == "python"]
-    results: dict[Block, Ran | list[Ran]] = {}
-    script = folder / "examples.py"
-    script.write_text("\n".join(b.body for b in python))
-    for block in todo:
-        if block.lang == "python":
-            if block is python[0]:
-                # run as a notebook runs it, from no file: a script file would also be imported
-                # by the sweep's worker processes (multiprocessing's rule for `spawn` and
-                # `forkserver`), which the README's code, unguarded, is not written for
-                run_script = f"exec(compile(open({str(script)!r}).read(), {block.name!r}, 'exec'))"
-                results[block] = _run([sys.executable, "-c", run_script], block.name, folder)
-            continue
-        ran = []
-        for command in commands(block):
-            ran.append(_run(["bash", "-e", "-o", "pipefail", "-c", command], command, folder))
-            if ran[-1].returncode != 0:
-                break
-        results[block] = ran
-    return folder, results
+def run_block(block: Block, root: Path) -> tuple[Path, Ran | list[Ran]]:
+    """Run `block` in a folder of its own: for the first Python block of a file, every Python
+    block of the file in order as one script; for a shell block, its commands in order until
+    one fails. Returns the folder and what ran."""
+    folder = _folder(root, block)
+    if block.lang == "python":
+        script = folder / "examples.py"
+        script.write_text(_script(block.doc))
+        # run as a notebook runs it, from no file: a script file would also be imported by
+        # the sweep's worker processes (multiprocessing's rule for `spawn` and `forkserver`),
+        # which the README's code, unguarded, is not written for
+        run_script = f"exec(compile(open({str(script)!r}).read(), {block.name!r}, 'exec'))"
+        return folder, _run([sys.executable, "-c", run_script], block.name, folder)
+    ran = []
+    for command in commands(block):
+        ran.append(_run(["bash", "-e", "-o", "pipefail", "-c", command], command, folder))
+        if ran[-1].returncode != 0:
+            break
+    return folder, ran
+
+
+def _script(doc: Path) -> str:
+    """Every Python block of `doc` that is not skipped, in order, as one script."""
+    return "\n".join(b.body for b in blocks(doc) if b.lang == "python" and b.skip is None)
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[Path, Future]]:
-    """Every doc's examples, started at once on a small pool; tests wait on their doc."""
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[Block, Future]]:
+    """Every case's run, started at once on a small pool; each test waits on its own."""
     root = tmp_path_factory.mktemp("docs")
+    todo = [p.values[0] for p in _cases() if not p.marks]
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        yield {doc: pool.submit(run_doc, doc, root) for doc in DOCS}
+        yield {block: pool.submit(run_block, block, root) for block in todo}
 
 
 def _cases() -> list:
@@ -175,12 +184,10 @@ def _chromium() -> bool:
 
 
 @pytest.mark.parametrize("block", _cases())
-def test_example_runs_as_printed(block: Block, runs: dict[Path, Future]) -> None:
-    script = "\n".join(b.body for b in blocks(block.doc) if b.lang == "python" and not b.skip)
-    if block.lang == "python" and "plots.export(" in script and not _chromium():
+def test_example_runs_as_printed(block: Block, runs: dict[Block, Future]) -> None:
+    if block.lang == "python" and "plots.export(" in _script(block.doc) and not _chromium():
         pytest.skip("the example exports a figure, which needs chromium (apt-get install chromium)")
-    folder, results = runs[block.doc].result()
-    result = results[block]
+    folder, result = runs[block].result()
     if isinstance(result, list):
         assert result, f"{block.name}: a shell block with no command to run"
         for ran in result:
