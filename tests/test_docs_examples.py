@@ -1,12 +1,13 @@
 """Every Python and shell example in README.md and docs/*.md runs as printed.
 
-The fenced ```python blocks of one file run in order as one script; the ```console blocks'
-`$ ` lines and the ```bash / ```sh blocks run in bash. Each file runs in a fresh folder that
-holds what the examples assume of the repository root: `traces/` (the bundled samples), an empty
-`data/` (the default store lands there) and `.venv` (the examples call `.venv/bin/ctxlab`; a
-bare `ctxlab` finds the same one on PATH). A block the suite must not run (a set-up command that
-installs things, a placeholder) carries `<!-- example: skip (why) -->` on the line before its
-fence and is reported as skipped with that reason.
+The fenced ```python blocks of one file run in order as one script (from no file, as a
+notebook runs them); the ```console blocks' `$ ` lines and the ```bash / ```sh blocks run in
+bash. Each runs in a fresh folder that holds what the examples assume of the repository
+root: `traces/` (the bundled samples), an empty `data/` (the default store lands there) and
+`.venv` (the examples call `.venv/bin/ctxlab`; a bare `ctxlab` finds the same one on PATH).
+A block the suite must not run (a set-up command that installs things, a placeholder)
+carries `<!-- example: skip (why) -->` on the line before its fence and is reported as
+skipped with that reason.
 
 Each file's script and each shell block run concurrently, each in a folder of its own (a
 shell block's commands in order: later ones read what earlier ones stored); a block that
