@@ -166,3 +166,11 @@ def test_a_policy_that_cannot_run_on_the_trace(trace) -> None:
         assert control.widget.min <= control.widget.value <= control.widget.max
     with pytest.raises(ValueError, match="window must be a positive"):
         DeepAgents(window=0)  # refused when built, before any widget sees it
+
+
+def test_prompt_diff_names_a_policy_that_cannot_run(trace) -> None:
+    no_model = make_trace(20, seed=3)
+    with pytest.raises(ValueError, match="PromptDiff: policy 'codex' cannot replay trace"):
+        PromptDiff(no_model, "## Goal", policy="codex")
+    by_name = PromptDiff(trace, "## Goal", policy="langchain-summarization")
+    assert by_name.points and by_name.sides is not None
