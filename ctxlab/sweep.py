@@ -47,6 +47,7 @@ from ctxlab.errors import SweepError, TraceFormatError
 from ctxlab.load import load_all
 from ctxlab.policies import Policy
 from ctxlab.policies.catalog import get
+from ctxlab.policy_check import check_policy
 from ctxlab.replay import replay
 from ctxlab.specs import SIZE_PARAMS, format_size, parse_value
 from ctxlab.store import (
@@ -139,11 +140,33 @@ def ray_problem(address: str | None) -> str | None:
     return None
 
 
-def _load(traces: Iterable[Trace | str | Path]) -> list[Trace]:
+def _inputs(traces: Trace | str | os.PathLike[str] | Iterable[Any]) -> list[Any]:
+    """The items `sweep` was given: one path or `Trace` stands alone, as `ctxlab.load` takes
+    it; anything else is a collection of them. A string is a path, never a list of letters."""
+    if isinstance(traces, Trace | str | os.PathLike):
+        return [traces]
+    if isinstance(traces, bytes) or not isinstance(traces, Iterable):
+        raise SweepError(
+            "traces must be a path, a Trace, or a list of paths or traces; "
+            f"got {type(traces).__name__}"
+        )
+    items = list(traces)
+    for item in items:
+        if not isinstance(item, Trace | str | os.PathLike):
+            raise SweepError(
+                f"traces: each item must be a path or a Trace; got {type(item).__name__}"
+            )
+    return items
+
+
+def _load(traces: Trace | str | os.PathLike[str] | Iterable[Any]) -> list[Trace]:
     loaded: list[Trace] = []
     paths: list[str | Path] = []
-    for item in traces:
-        (loaded.append if isinstance(item, Trace) else paths.append)(item)
+    for item in _inputs(traces):
+        if isinstance(item, Trace):
+            loaded.append(item)
+        else:
+            paths.append(Path(item))
     if paths:
         result = load_all(paths)
         if result.errors:
@@ -184,22 +207,13 @@ def plan_cells(
         for i, (point, cell_policy) in enumerate(zip(points, policies, strict=True)):
             if (kind, i) not in checked:
                 try:
-                    _check(cell_policy, trace, summarizer)
+                    check_policy(cell_policy, trace, summarizer)
                 except (TypeError, ValueError) as exc:
                     raise SweepError(f"trace {trace.trace_id}, grid point {point}: {exc}") from exc
                 checked.add((kind, i))
             key = replay_key(tkey, cell_policy.name, cell_policy.params(), name)
             cells.append(Cell(index, tuple(point.items()), key, tkey))
     return cells, policies
-
-
-def _check(policy: Policy, trace: Trace, summarizer: Summarizer) -> None:
-    """Raise what the policy would raise on this trace, as cheaply as the policy allows."""
-    resolve = getattr(policy, "resolve", None)
-    if callable(resolve):
-        resolve(trace)
-    else:
-        policy.start(trace, summarizer)
 
 
 # ----------------------------------------------------------------------------- workers
@@ -443,7 +457,7 @@ def _ray(
 
 
 def sweep(
-    traces: Iterable[Trace | str | Path],
+    traces: Trace | str | os.PathLike[str] | Iterable[Trace | str | os.PathLike[str]],
     policy: Policy | str,
     grid: Mapping[str, Sequence[Any]] | None = None,
     *,
@@ -458,8 +472,9 @@ def sweep(
 ) -> pl.DataFrame:
     """Replay every trace under every grid point of `policy`, storing each replay.
 
-    `traces` are `Trace`s or paths; `grid` maps policy parameters to value lists (strings use
-    the CLI spellings, e.g. `"fraction:0.5"`). Results stream into `store` (default
+    `traces` is what `ctxlab.load` takes (a file or directory path, as `str` or `Path`), a
+    `Trace`, or a list of paths and traces; `grid` maps policy parameters to value lists
+    (strings use the CLI spellings, e.g. `"fraction:0.5"`). Results stream into `store` (default
     `data/ctxlab.duckdb`) in one transaction per batch; cells already there are skipped.
     `backend="ray"` runs cells as Ray tasks (`ray_address` for a cluster, else a local Ray).
     `files="offloaded"` stores offloaded contents but only the path, size and hash of

@@ -417,3 +417,34 @@ def test_killed_parallel_sweep_takes_its_workers_along_and_its_folder_is_cleared
     sweep(traces, DeepAgents(window=40_000), GRID, store=tmp_path / "next.duckdb", workers=2,
           progress=False)  # fmt: skip
     assert _sweep_folders(private_tmp) == []  # the next sweep cleared the dead one's folder
+
+
+SHORT = Path(__file__).resolve().parents[1] / "traces" / "deepagents_short_session.jsonl.xz"
+
+
+@pytest.mark.parametrize(
+    "given",
+    [str(SHORT), SHORT, [str(SHORT)], [SHORT], "trace", ["trace"]],
+    ids=["str", "Path", "list-of-str", "list-of-Path", "Trace", "list-of-Trace"],
+)
+def test_sweep_takes_what_load_takes(tmp_path: Path, given) -> None:
+    trace = ctxlab.load(SHORT)[0]
+    given = trace if given == "trace" else [trace] if given == ["trace"] else given
+    out = sweep(
+        given,
+        "deepagents",
+        {"window": [20_000]},
+        store=tmp_path / "s.duckdb",
+        workers=1,
+        progress=False,
+    )
+    assert out["trace_id"].to_list() == [trace.trace_id]
+
+
+def test_sweep_refuses_what_is_not_a_path_or_trace(tmp_path: Path) -> None:
+    with pytest.raises(SweepError, match="got int"):
+        sweep(5, "deepagents", {}, store=tmp_path / "s.duckdb", progress=False)
+    with pytest.raises(SweepError, match="each item must be a path or a Trace; got dict"):
+        sweep([{}], "deepagents", {}, store=tmp_path / "s.duckdb", progress=False)
+    with pytest.raises(SweepError, match="nowhere.*no such file"):
+        sweep("nowhere", "deepagents", {}, store=tmp_path / "s.duckdb", progress=False)

@@ -1,6 +1,7 @@
 """Figures of replays and sweeps (`ctxlab.plots.figures`), written to files for write-ups
 (`ctxlab.plots.exporter`), with a policy's threshold lines and legend labels
-(`ctxlab.plots.annotations`). Everything is importable from `ctxlab.plots` directly.
+(`ctxlab.plots.annotations`), and what they refuse to draw (`ctxlab.plots.checks`).
+Everything is importable from `ctxlab.plots` directly.
 """
 
 from ctxlab.escape import esc
@@ -15,6 +16,7 @@ from ctxlab.palette import (
     STATUS_COLORS,
 )
 from ctxlab.plots.annotations import default_labels, thresholds
+from ctxlab.plots.checks import same_trace
 from ctxlab.plots.exporter import FORMATS, KALEIDO, export
 from ctxlab.plots.figures import (
     comparison,
@@ -49,6 +51,7 @@ __all__ = [
     "events_timeline",
     "export",
     "recorded_traces",
+    "same_trace",
     "style",
     "sweep_heatmap",
     "thresholds",

@@ -31,6 +31,7 @@ from ctxlab.palette import (
     SERIES_DASHES,
 )
 from ctxlab.plots.annotations import default_labels
+from ctxlab.plots.checks import same_trace
 from ctxlab.plots.recorded import recorded_traces
 
 if TYPE_CHECKING:
@@ -124,7 +125,9 @@ def context_traces(
     events: bool = True,
     recorded: Trace | None = None,
 ) -> list[go.Scatter]:
-    """The traces of `context_tokens`, without layout: what a live widget swaps in place."""
+    """The traces of `context_tokens`, without layout: what a live widget swaps in place.
+    A `recorded` trace that is not the replay's raises `ValueError`."""
+    same_trace([replay], recorded, "context_tokens")
     turns = replay.turns
     x = turns["turn"].to_numpy()
     out: list[go.Scatter] = _kind_areas(turns, "context", "%{y:,}")
@@ -278,8 +281,12 @@ def comparison(
     height: int = 480,
 ) -> go.Figure:
     """Several replays' curves overlaid (one colour and dash each), with the first's baseline;
-    `recorded` (the trace they replay) adds its recorded input tokens and compactions."""
+    `recorded` (the trace they replay) adds its recorded input tokens and compactions.
+    Replays of different traces, or a `recorded` trace they do not replay, raise `ValueError`."""
+    same_trace(replays, recorded, "comparison")
     labels = list(labels) if labels is not None else default_labels(replays)
+    if len(labels) != len(replays):
+        raise ValueError(f"comparison: {len(labels)} labels for {len(replays)} replays")
     fig = go.Figure()
     for i, (r, label) in enumerate(zip(replays, labels, strict=True)):
         y = r.turns[metric]

@@ -56,6 +56,7 @@ def metrics_table_html(
 
 class Compare(W.VBox):
     """Overlaid curves of `replays` (same trace, different policies) and a metrics table.
+    Replays of different traces, or a `trace` they do not replay, raise `ValueError`.
 
     The chart also draws what the recording says (`trace`, else the first replay's): its
     per-call input tokens and its own compactions, when it has them."""
@@ -70,8 +71,11 @@ class Compare(W.VBox):
             replays = tuple(replays[0])
         if not replays:
             raise ValueError("Compare needs at least one replay")
+        plots.same_trace(replays, trace, "Compare")
         self.replays = list(replays)
         self.labels = list(labels) if labels is not None else plots.default_labels(self.replays)
+        if len(self.labels) != len(self.replays):
+            raise ValueError(f"Compare: {len(self.labels)} labels for {len(self.replays)} replays")
         if len(set(self.labels)) < len(self.labels):
             self.labels = [f"{i}: {label}" for i, label in enumerate(self.labels)]
         self.trace = trace

@@ -26,6 +26,7 @@ from ctxlab import plots
 from ctxlab.plots import esc
 from ctxlab.policies import DeepAgents
 from ctxlab.policies.catalog import Pipeline, defaults, get
+from ctxlab.policy_check import check_policy
 from ctxlab.replay import Replay, replay
 from ctxlab.summarizers import CachedExtractive, Summarizer
 from ctxlab.trace import Trace
@@ -123,7 +124,14 @@ def deepagents_controls(policy: DeepAgents, trace: Trace) -> list[Control]:
     return [
         Control(
             "window",
-            _slider(W.IntSlider, "window (tokens)", window, 4_000, max(400_000, window), 1_000),
+            _slider(
+                W.IntSlider,
+                "window (tokens)",
+                window,
+                min(4_000, window),
+                max(400_000, window),
+                1_000,
+            ),
             set_window,
         ),
         Control(
@@ -142,7 +150,7 @@ def deepagents_controls(policy: DeepAgents, trace: Trace) -> list[Control]:
                 W.IntSlider,
                 "tool-result limit (tokens)",
                 tool_limit,
-                500,
+                min(500, tool_limit),
                 max(50_000, tool_limit),
                 500,
             ),
@@ -150,14 +158,55 @@ def deepagents_controls(policy: DeepAgents, trace: Trace) -> list[Control]:
         ),
         Control(
             "max_arg_length",
-            _slider(W.IntSlider, "arg max length (chars)", max_len, 50, max(20_000, max_len), 50),
+            _slider(
+                W.IntSlider,
+                "arg max length (chars)",
+                max_len,
+                min(50, max_len),
+                max(20_000, max_len),
+                50,
+            ),
             set_args,
         ),
     ]
 
 
-def generic_controls(policy: Any) -> list[Control]:
-    """Sliders for any other policy: every int/float parameter, and `(kind, number)` pairs."""
+Fits = Callable[[Any, str, Any], bool]
+"""`fits(policy, name, value)`: whether `policy` with parameter `name` set to `value` still
+applies to the explorer's trace (the policy's own check, `ctxlab.policy_check`)."""
+
+
+def _bounds(
+    policy: Any, name: str, value: Any, first: Any, step: Any, hi: Any, fits: Fits | None
+) -> tuple[Any, Any]:
+    """A slider's range with no position the policy refuses: from the lowest multiple of
+    `step` from `first` up to `value` that the policy accepts (found by bisection, taking
+    acceptance to hold from some value up), to `hi` if accepted, else to the current value."""
+    if fits is None:
+        return first, hi
+
+    def at(k: int) -> Any:
+        return type(value)(round(first + k * step, 10))
+
+    top = int((value - first) // step)
+    if top < 0 or not fits(policy, name, at(top)):
+        low = value
+    elif fits(policy, name, at(0)):
+        low = at(0)
+    else:
+        refused, accepted = 0, top
+        while accepted - refused > 1:
+            mid = (refused + accepted) // 2
+            refused, accepted = (refused, mid) if fits(policy, name, at(mid)) else (mid, accepted)
+        low = at(accepted)
+    return low, hi if fits(policy, name, hi) else value
+
+
+def generic_controls(policy: Any, fits: Fits | None = None) -> list[Control]:
+    """Sliders for any other policy: every int/float parameter, and `(kind, number)` pairs.
+
+    With `fits`, each slider starts at the lowest value the policy accepts (0 or more) and ends
+    at the top of its range only if the policy accepts that too."""
     controls: list[Control] = []
     if not dataclasses.is_dataclass(policy):
         return controls
@@ -170,7 +219,8 @@ def generic_controls(policy: Any) -> list[Control]:
             fraction = cls is W.FloatSlider and 0 < value <= 1  # fractions of a window
             hi = 1.0 if fraction else (max(value * 4, 1) if value else 1)
             step = 1 if cls is W.IntSlider else (0.01 if fraction else max(hi / 200, 0.001))
-            widget = _slider(cls, f.name.replace("_", " "), value, 0, hi, step)
+            lo, hi = _bounds(policy, f.name, value, 0, step, hi, fits)
+            widget = _slider(cls, f.name.replace("_", " "), value, lo, hi, step)
 
             def put(p: dict[str, Any], v: Any, name: str = f.name) -> None:
                 p[name] = v
@@ -186,15 +236,18 @@ def generic_controls(policy: Any) -> list[Control]:
             kind, number = value
             frac = kind == "fraction"
             cls = W.FloatSlider if frac or isinstance(number, float) else W.IntSlider
-            hi = 1.0 if frac else max(number * 4, 1)
-            widget = _slider(
-                cls,
-                f"{f.name.replace('_', ' ')} ({kind})",
+            step = 0.01 if frac else max(1, int(max(number * 4, 1) // 200))
+            pair = _PairFits(kind, fits) if fits is not None else None
+            lo, hi = _bounds(
+                policy,
+                f.name,
                 number,
                 0.01 if frac else 1,
-                hi,
-                0.01 if frac else max(1, int(hi // 200)),
+                step,
+                1.0 if frac else max(number * 4, 1),
+                pair,
             )
+            widget = _slider(cls, f"{f.name.replace('_', ' ')} ({kind})", number, lo, hi, step)
 
             def put_pair(p: dict[str, Any], v: Any, name: str = f.name, k: str = kind) -> None:
                 p[name] = (k, v)
@@ -203,11 +256,22 @@ def generic_controls(policy: Any) -> list[Control]:
     return controls
 
 
-def pipeline_controls(policy: Pipeline) -> list[Control]:
+@dataclass(frozen=True)
+class _PairFits:
+    """`fits` for the number of a `(kind, number)` parameter: asks with the pair."""
+
+    kind: str
+    fits: Fits
+
+    def __call__(self, policy: Any, name: str, number: Any) -> bool:
+        return self.fits(policy, name, (self.kind, number))
+
+
+def pipeline_controls(policy: Pipeline, fits: Fits | None = None) -> list[Control]:
     """Every member's sliders (`generic_controls`), named `member.parameter`."""
     controls: list[Control] = []
     for i, member in enumerate(policy.policies):
-        for c in generic_controls(member):
+        for c in generic_controls(member, fits):
             c.widget.description = f"{member.name}: {c.widget.description}"
 
             def put(p: dict[str, Any], v: Any, i: int = i, inner: Any = c.apply) -> None:
@@ -261,8 +325,14 @@ class ThresholdExplorer(W.VBox):
         self.replay: Replay | None = None
         self._debounced = Debouncer(self.apply, debounce)
         self._build_controls()
-        self.policy = self._policy()
-        self.replay = replay(trace, self.policy, self.summarizer)
+        try:
+            self.policy = self._policy()
+            self.replay = replay(trace, self.policy, self.summarizer)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"ThresholdExplorer: policy {policy!r} cannot replay trace "
+                f"{trace.trace_id!r}: {exc}"
+            ) from None
         if freeze_gc:
             gc.freeze()
         self.figure = figure_widget(self._figure(), "ctx-explorer-chart")
@@ -279,9 +349,9 @@ class ThresholdExplorer(W.VBox):
         if isinstance(base, DeepAgents):
             self.controls = deepagents_controls(base, self.trace)
         elif isinstance(base, Pipeline):
-            self.controls = pipeline_controls(base)
+            self.controls = pipeline_controls(base, self._fits)
         else:
-            self.controls = generic_controls(base)
+            self.controls = generic_controls(base, self._fits)
         for c in self.controls:
             c.widget.observe(self._debounced, names="value")
         self.sliders.children = [c.widget for c in self.controls]
@@ -291,6 +361,14 @@ class ThresholdExplorer(W.VBox):
             c.widget.unobserve(self._debounced, names="value")
         self._build_controls()
         self.apply()
+
+    def _fits(self, policy: Any, name: str, value: Any) -> bool:
+        """Whether `policy` accepts `value` for `name` on this trace (slider ranges)."""
+        try:
+            check_policy(dataclasses.replace(policy, **{name: value}), self.trace, self.summarizer)
+        except (TypeError, ValueError):
+            return False
+        return True
 
     def control(self, name: str) -> W.ValueWidget:
         """The slider named `name` (`window`, `trigger`, `keep`, `tool_limit`, ...)."""
@@ -340,7 +418,8 @@ class ThresholdExplorer(W.VBox):
             result = replay(self.trace, policy, self.summarizer)
         except (TypeError, ValueError) as exc:
             self.readout.value = (
-                f"<span style='color:#D55E00'>invalid settings: {esc(exc, 300)}</span>"
+                f"<span class='ctx-refused' style='color:#D55E00'>{esc(self.choice.value)} "
+                f"refuses these settings: {esc(exc, 300)}</span>"
             )
             return
         self.policy, self.replay = policy, result

@@ -28,6 +28,7 @@ from ctxlab import tokens as tk
 from ctxlab.escape import esc
 from ctxlab.message_facts import AUTO, chars_per_token, readable_text, summary_message
 from ctxlab.policies import DeepAgents
+from ctxlab.policies.catalog import get
 from ctxlab.replay import replay
 from ctxlab.summarizers import DEFAULT_PROMPT, Extractive, Summarizer
 from ctxlab.trace import Trace
@@ -85,15 +86,23 @@ class Point:
 
 
 def summarisation_points(trace: Trace, policy: Any = None) -> list[Point]:
-    """Where `policy` (default Deep Agents) summarises `trace`; if it never does, where stress
-    mode at 25% (then 10%) would; failing that, the first half and three quarters of the history."""
+    """Where `policy` (a policy or a registered name; default Deep Agents) summarises `trace`;
+    if it never does, where stress mode at 25% (then 10%) would; failing that, the first half
+    and three quarters of the history. A given policy that refuses `trace` raises `ValueError`."""
+    if isinstance(policy, str):
+        policy = get(policy)
     candidates = [policy or DeepAgents()]
     if policy is None:
         candidates += [DeepAgents(stress=0.25), DeepAgents(stress=0.1)]
     for cand in candidates:
         try:
             result = replay(trace, cand)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError) as exc:
+            if policy is not None:
+                raise ValueError(
+                    f"PromptDiff: policy {cand.name!r} cannot replay trace "
+                    f"{trace.trace_id!r}: {exc}"
+                ) from None
             continue
         points = [
             Point(e.turn, tuple(e.messages), f"{cand.name} {_short(cand.params())}")

@@ -74,6 +74,8 @@ class Scrubber(W.VBox):
     `lines` are horizontal levels for the chart (default `plots.thresholds(policy, trace)`).
     The strip shows the summaries the model read, as the replay's `summarize` events kept
     them; `summaries` replaces them (one text per `summarize` event, in order).
+
+    A replay without turns, or a `trace` it does not replay, raises `ValueError`.
     """
 
     def __init__(
@@ -87,6 +89,12 @@ class Scrubber(W.VBox):
         turn: int | None = None,
         play_interval_ms: int = 300,
     ) -> None:
+        plots.same_trace([replay], trace, "Scrubber")
+        if replay.turns.height == 0:
+            raise ValueError(
+                f"Scrubber: the replay of trace {replay.trace_id!r} has no turns (the trace "
+                "records no model call): nothing to scrub"
+            )
         self.replay = replay
         trace = trace if trace is not None else replay.trace
         policy = policy if policy is not None else replay.source_policy
@@ -98,8 +106,6 @@ class Scrubber(W.VBox):
             summaries = [e.summary for e in replay.event_list if e.kind == "summarize"]
         self.timeline = Timeline(replay, trace, summaries)
         n = replay.turns.height
-        if n == 0:
-            raise ValueError("this replay has no turns to scrub")
         start = n - 1 if turn is None else max(0, min(turn, n - 1))
         self.slider = W.IntSlider(
             value=start,
