@@ -31,13 +31,31 @@ MAX_BYTES = 400_000
 
 ID_KEYS = ("id", "uuid", "run_id", "span_id", "spanId", "event_id")
 PARENT_KEYS = ("parent_run_id", "parentUuid", "parent_id", "parentSpanId", "parent_span_id")
-SWAPS: tuple[Any, ...] = (None, True, False, 0, -1, 1.5, "", "x", [], {}, [1], {"a": 1}, 1e308, 2**63 - 1)
+SWAPS: tuple[Any, ...] = (
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1.5,
+    "",
+    "x",
+    [],
+    {},
+    [1],
+    {"a": 1},
+    1e308,
+    2**63 - 1,
+)
 
 
 def _decompressed(path: Path) -> bytes:
     data = path.read_bytes()
-    for magic, opener in ((b"\x1f\x8b", gzip.decompress), (b"\xfd7zXZ\x00", lzma.decompress),
-                          (b"BZh", bz2.decompress)):
+    for magic, opener in (
+        (b"\x1f\x8b", gzip.decompress),
+        (b"\xfd7zXZ\x00", lzma.decompress),
+        (b"BZh", bz2.decompress),
+    ):
         if data.startswith(magic):
             return opener(data)
     return data

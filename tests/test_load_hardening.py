@@ -69,13 +69,35 @@ CASES = {
         ("run r1", "'tool_calls'", "a list"),
     ),
     "lc-kwargs-bool": (
-        run(inputs={"messages": [{"lc": 1, "type": "constructor", "id": ["HumanMessage"],
-                                  "kwargs": True}]}),
+        run(
+            inputs={
+                "messages": [
+                    {"lc": 1, "type": "constructor", "id": ["HumanMessage"], "kwargs": True}
+                ]
+            }
+        ),
         ("run r1",),
     ),
     "usage-output-list": (
-        run(outputs={"generations": [[{"message": {"type": "ai", "content": "x",
-             "usage_metadata": {"input_tokens": 1, "output_tokens": [], "total_tokens": 1}}}]]}),
+        run(
+            outputs={
+                "generations": [
+                    [
+                        {
+                            "message": {
+                                "type": "ai",
+                                "content": "x",
+                                "usage_metadata": {
+                                    "input_tokens": 1,
+                                    "output_tokens": [],
+                                    "total_tokens": 1,
+                                },
+                            }
+                        }
+                    ]
+                ]
+            }
+        ),
         ("run r1", "usage_metadata.output_tokens"),
     ),
     "openai-name-number": (
@@ -104,8 +126,9 @@ def test_deep_nesting_is_located(tmp_path: Path) -> None:
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
 def test_nan_in_jsonl_names_the_line(token: str, tmp_path: Path) -> None:
     path = tmp_path / "runs.jsonl"
-    path.write_text(json.dumps(run()) + "\n" + json.dumps(run(id="r2"))[:-1]
-                    + f', "x": {token}}}\n')
+    path.write_text(
+        json.dumps(run()) + "\n" + json.dumps(run(id="r2"))[:-1] + f', "x": {token}}}\n'
+    )
     located(path, "line 2", "NaN or Infinity")
 
 
@@ -160,12 +183,16 @@ def test_bad_files_cost_only_themselves(tmp_path: Path) -> None:
     write(tmp_path / "cycle.json", cycle)
     split = run(id="s1", trace_id="s1")
     write(tmp_path / "split-a.json", {"post": [{k: v for k, v in split.items() if k != "outputs"}]})
-    write(tmp_path / "split-b.json", {"patch": [{"id": "s1", "trace_id": "s1",
-                                                 "outputs": split["outputs"]}]})
+    write(
+        tmp_path / "split-b.json",
+        {"patch": [{"id": "s1", "trace_id": "s1", "outputs": split["outputs"]}]},
+    )
     with pytest.warns(TraceLoadWarning):
         result = ctxlab.load(tmp_path)
     assert sorted(t.trace_id for t in result) == ["g1", "s1"]
     assert [m.type for m in next(t for t in result if t.trace_id == "s1").messages] == [
-        "human", "ai"]
+        "human",
+        "ai",
+    ]
     failed = sorted(Path(e.source or "").name for e in result.errors)
     assert failed == ["cycle.json", "deep.json", "empty-id.json", "typed.json"]

@@ -104,7 +104,17 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
 
 
 def _tool_call(raw: Any) -> dict[str, Any]:
-    """One tool call in LangChain form from any of the five encodings."""
+    """One tool call in LangChain form from any of the five encodings, its name and id
+    checked to be strings (LangChain rejects anything else)."""
+    call = _tool_call_fields(raw)
+    if not isinstance(call["name"], str):
+        raise MessageDecodeError(f"tool call name: expected a string, got {describe(call['name'])}")
+    if not isinstance(call["id"], str | None):
+        raise MessageDecodeError(f"tool call id: expected a string, got {describe(call['id'])}")
+    return call
+
+
+def _tool_call_fields(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise MessageDecodeError(f"a tool call must be an object, got {type(raw).__name__}")
     if "function" in raw and isinstance(raw["function"], dict):  # OpenAI chat
