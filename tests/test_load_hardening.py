@@ -196,3 +196,15 @@ def test_bad_files_cost_only_themselves(tmp_path: Path) -> None:
     ]
     failed = sorted(Path(e.source or "").name for e in result.errors)
     assert failed == ["cycle.json", "deep.json", "empty-id.json", "typed.json"]
+
+
+def test_deep_nesting_inside_a_message_is_located(tmp_path: Path) -> None:
+    """Nesting orjson accepts (under 1,024 levels) but Python's recursion limit does not."""
+    nest = "[" * 1000 + '"x"' + "]" * 1000
+    path = tmp_path / "deep-content.json"
+    path.write_text(
+        '{"id": "r1", "trace_id": "r1", "run_type": "llm", "inputs": {"messages": [{"role": '
+        '"user", "content": [{"type": "text", "text": "q", "x": %s}]}]}, "outputs": '
+        '{"generations": [[{"text": "a"}]]}}' % nest
+    )
+    located(path, "run r1", "nested too deeply")

@@ -910,4 +910,12 @@ def traces_from_runs(
             traces.append(build_trace(trace_id, members, fmt))
         except TraceFormatError as exc:
             errors.append(exc)
+        except RecursionError:
+            errors.append(
+                TraceFormatError(
+                    "values nested too deeply to read (expected the nesting of a trace export)",
+                    source=members[0].source,
+                    run_id=trace_id,
+                )
+            )
     return traces, errors
