@@ -202,9 +202,8 @@ def test_deep_nesting_inside_a_message_is_located(tmp_path: Path) -> None:
     """Nesting orjson accepts (under 1,024 levels) but Python's recursion limit does not."""
     nest = "[" * 1000 + '"x"' + "]" * 1000
     path = tmp_path / "deep-content.json"
-    path.write_text(
-        '{"id": "r1", "trace_id": "r1", "run_type": "llm", "inputs": {"messages": [{"role": '
-        '"user", "content": [{"type": "text", "text": "q", "x": %s}]}]}, "outputs": '
-        '{"generations": [[{"text": "a"}]]}}' % nest
-    )
+    content = '[{"type": "text", "text": "q", "x": NEST}]'.replace("NEST", nest)
+    text = json.dumps(run()).replace('"content": "hi"', f'"content": {content}')
+    assert nest in text
+    path.write_text(text)
     located(path, "run r1", "nested too deeply")
