@@ -29,7 +29,7 @@ from ctxlab.trace import Trace
 SUFFIXES = (".json", ".jsonl", ".ndjson", ".gz", ".xz", ".bz2", ".traj", ".eval", ".parquet")
 
 
-MAX_TRACE_BYTES = 4 * 1024**3
+MAX_TRACE_BYTES = 1024**3
 """Default ceiling on a trace file's size once decompressed; `CTXLAB_MAX_TRACE_BYTES` overrides
 it, so a small compressed bomb cannot exhaust memory."""
 
@@ -91,17 +91,19 @@ def _decompress(
     return out
 
 
+_NOT_REGULAR = "not a regular file (a pipe, device or socket); expected a trace file"
+
+
 def _read_raw(path: Path, source: str) -> bytes:
     """The file's bytes, refusing what is not a regular file (a FIFO would block, a device
     never ends) and anything past the size ceiling, before reading."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise TraceFormatError(_NOT_REGULAR, source=source)
         with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK)) as fh:
             info = os.fstat(fh.fileno())
             if not stat.S_ISREG(info.st_mode):
-                raise TraceFormatError(
-                    "not a regular file (a pipe, device or socket); expected a trace file",
-                    source=source,
-                )
+                raise TraceFormatError(_NOT_REGULAR, source=source)
             limit = max_trace_bytes()
             if info.st_size > limit:
                 raise _too_large(source, limit, "the file")

@@ -229,7 +229,10 @@ def _message(s: _Sample, raw: Any, where: str) -> BaseMessage:
     decoded once (a hit is used only when the raw message is equal)."""
     if isinstance(raw, dict):
         content = raw.get("content")
-        key = (raw.get("id"), raw.get("role"), content if isinstance(content, str) else None)
+        key = tuple(
+            value if isinstance(value, str) else None
+            for value in (raw.get("id"), raw.get("role"), content)
+        )
         hit = s.memo.get(key)
         if hit is not None and hit[0] == raw:
             return hit[1]
