@@ -24,6 +24,7 @@ import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -186,8 +187,8 @@ def _normalise(record: dict[str, Any], rid: str, source: str, line: int | None) 
         value = record.get(key, token_usage.get(key))
         if value is not None:
             usage[key] = value
-    details = record.get("prompt_token_details") or {}
-    if isinstance(details, dict) and isinstance(details.get("raw"), dict):
+    details = obj(record, "prompt_token_details")
+    if isinstance(details.get("raw"), dict):
         details = details["raw"]
     if details:
         usage["prompt_token_details"] = details
@@ -442,21 +443,18 @@ def call_usage(run: Run, output: AIMessage | None) -> Usage:
     for um in candidates:
         inp = _int(um.get("input_tokens"))
         if inp:
-            details = um.get("input_token_details") or {}
+            details = obj(um, "input_token_details", "usage_metadata.input_token_details")
             return Usage(
                 inp,
                 _int(um.get("output_tokens")),
                 _int(details.get("cache_read")),
                 _int(details.get("cache_creation")),
             )
-    raw = (
-        out.get("usage")
-        or (out.get("llm_output") or {}).get("token_usage")
-        or (out.get("llm_output") or {}).get("usage")
-    )
+    llm_output = obj(out, "llm_output", "outputs.llm_output")
+    raw = out.get("usage") or llm_output.get("token_usage") or llm_output.get("usage")
     if isinstance(raw, dict):
         if "prompt_tokens" in raw:  # OpenAI
-            cached = (raw.get("prompt_tokens_details") or {}).get("cached_tokens")
+            cached = obj(raw, "prompt_tokens_details").get("cached_tokens")
             if _int(raw.get("prompt_tokens")):
                 return Usage(
                     _int(raw["prompt_tokens"]), _int(raw.get("completion_tokens")), _int(cached)
@@ -469,7 +467,7 @@ def call_usage(run: Run, output: AIMessage | None) -> Usage:
                 return Usage(base + read + write, _int(raw.get("output_tokens")), read, write)
     prompt = _int(run.usage.get("prompt_tokens"))
     if prompt:
-        details = run.usage.get("prompt_token_details") or {}
+        details = obj(run.usage, "prompt_token_details")
         return Usage(
             prompt, _int(run.usage.get("completion_tokens")), _int(details.get("cache_read"))
         )
@@ -479,7 +477,7 @@ def call_usage(run: Run, output: AIMessage | None) -> Usage:
 def call_model(run: Run, output: AIMessage | None) -> tuple[str | None, str | None]:
     """(model name, provider) as recorded."""
     md = run.metadata
-    params = run.extra.get("invocation_params") or {}
+    params = obj(run.extra, "invocation_params", "extra.invocation_params")
     inputs = run.inputs or {}
     outputs = run.outputs or {}
     response = output.response_metadata if output is not None else {}
@@ -499,7 +497,7 @@ def call_model(run: Run, output: AIMessage | None) -> tuple[str | None, str | No
 
 
 def call_tools(run: Run) -> list[dict[str, Any]]:
-    params = run.extra.get("invocation_params") or {}
+    params = obj(run.extra, "invocation_params", "extra.invocation_params")
     inputs = run.inputs or {}
     for holder in (params, inputs):
         for key in ("tools", "functions"):
@@ -509,7 +507,7 @@ def call_tools(run: Run) -> list[dict[str, Any]]:
 
 
 def call_max_tokens(run: Run) -> int | None:
-    params = run.extra.get("invocation_params") or {}
+    params = obj(run.extra, "invocation_params", "extra.invocation_params")
     inputs = run.inputs or {}
     for holder in (params, inputs):
         for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
@@ -621,10 +619,21 @@ def _chain(calls: list[ModelCall]) -> tuple[list[BaseMessage], list[Turn], list[
     return history, turns, inserted
 
 
+@contextmanager
+def _fields_of(run: Run) -> Iterator[None]:
+    """Report a wrong-typed field read inside the block as an error naming `run`."""
+    try:
+        yield
+    except FieldTypeError as exc:
+        raise TraceFormatError(str(exc), source=run.source, line=run.line, run_id=run.id) from exc
+
+
 def _turn(call: ModelCall, index: int, position: int, compacted: bool = False) -> Turn:
     """A recorded call as a `Turn`; harness calls have no place in the history (position -1)."""
-    usage = call_usage(call.run, call.output)
-    model, provider = call_model(call.run, call.output)
+    with _fields_of(call.run):
+        usage = call_usage(call.run, call.output)
+        model, provider = call_model(call.run, call.output)
+        max_tokens = call_max_tokens(call.run)
     return Turn(
         index=index,
         position=position,
@@ -638,7 +647,7 @@ def _turn(call: ModelCall, index: int, position: int, compacted: bool = False) -
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read,
         cache_write_tokens=usage.cache_write,
-        max_output_tokens=call_max_tokens(call.run),
+        max_output_tokens=max_tokens,
         compacted=compacted,
         started_at=call.run.start_time,
     )
@@ -653,7 +662,7 @@ def tool_call_id_of(run: Run) -> str | None:
         return str(run.extra["tool_call_id"])
     out = (run.outputs or {}).get("output")
     if isinstance(out, dict):
-        kwargs = out.get("kwargs") or out
+        kwargs = out.get("kwargs") if isinstance(out.get("kwargs"), dict) else out
         if kwargs.get("tool_call_id"):
             return str(kwargs["tool_call_id"])
         found = _CALL_ID_IN_REPR.search(str(out.get("repr") or ""))
@@ -779,7 +788,8 @@ def recorded_model_settings(calls: list[ModelCall]) -> dict[str, Any]:
     per token for `anthropic-chat` only) and `model_profile` (see `serialized_profile`)."""
     out: dict[str, Any] = {}
     for call in calls:
-        llm_type = (call.run.extra.get("invocation_params") or {}).get("_type")
+        params = call.run.extra.get("invocation_params")
+        llm_type = params.get("_type") if isinstance(params, dict) else None
         if isinstance(llm_type, str) and "llm_type" not in out:
             out["llm_type"] = llm_type
         profile = call.run.extra.get("model_profile")
@@ -831,7 +841,12 @@ def build_trace(
     harness.sort(key=lambda c: c.run.sort_key)
     model = next((t.model for t in turns if t.model), None)
     provider = next((t.provider for t in turns if t.provider), None)
-    tools = next((call_tools(c.run) for c in main if call_tools(c.run)), [])
+    tools: list[dict[str, Any]] = []
+    for call in main:
+        with _fields_of(call.run):
+            tools = call_tools(call.run)
+        if tools:
+            break
     trace = Trace(
         trace_id=trace_id,
         format=fmt,
