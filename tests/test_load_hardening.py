@@ -100,6 +100,14 @@ CASES = {
         ),
         ("run r1", "usage_metadata.output_tokens"),
     ),
+    "llm-output-float": (
+        run(outputs={"generations": [[{"text": "x"}]], "llm_output": 1.5}),
+        ("run r1", "outputs.llm_output", "an object"),
+    ),
+    "invocation-params-number": (
+        run(extra={"invocation_params": 5}),
+        ("run r1", "extra.invocation_params", "an object"),
+    ),
     "openai-name-number": (
         run(inputs={"messages": [{"role": "user", "content": "q", "name": 5}]}),
         ("run r1", "'name'", "a string"),
