@@ -13,6 +13,7 @@ import bz2
 import gzip
 import lzma
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ MAX_BYTES = 400_000
 
 ID_KEYS = ("id", "uuid", "run_id", "span_id", "spanId", "event_id")
 PARENT_KEYS = ("parent_run_id", "parentUuid", "parent_id", "parentSpanId", "parent_span_id")
+NUMBER = re.compile(rb"-?[0-9]+(?:\.[0-9]+)?")
+TOKENS = (b"NaN", b"Infinity", b"-Infinity", b'"\\ud800"', b"[" * 1100 + b"]" * 1100)
 SWAPS: tuple[Any, ...] = (
     None,
     True,
@@ -125,7 +128,7 @@ def _dicts_with(values: list[Any], keys: tuple[str, ...]) -> list[dict[str, Any]
 
 def mutate(data: bytes, rng: random.Random) -> bytes:
     """One mutation of a file's bytes, chosen by `rng`."""
-    kind = rng.choice(("truncate", "flip", "swap", "swap", "remove", "duplicate", "cycle"))
+    kind = rng.choice(("truncate", "flip", "token", "swap", "swap", "remove", "duplicate", "cycle"))
     if kind == "truncate":
         return data[: rng.randrange(len(data) + 1)]
     if kind == "flip":
@@ -134,6 +137,11 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
             if out:
                 out[rng.randrange(len(out))] = rng.randrange(256)
         return bytes(out)
+    if kind == "token":  # a number replaced by what orjson rejects and lenient parsers accept
+        found = NUMBER.search(data, rng.randrange(len(data) + 1))
+        if found is None:
+            return data
+        return data[: found.start()] + rng.choice(TOKENS) + data[found.end() :]
     parsed = _values(data)
     if parsed is None:
         return data[: rng.randrange(len(data) + 1)]
