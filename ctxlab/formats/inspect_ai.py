@@ -503,6 +503,8 @@ def _walk(s: _Sample, events: list[Any]) -> _Events:
             where = label.format(j)
             s.expect(event, dict, where, "an event object")
             kind = event.get("event")
+            for key in ("span_id", "parent_id"):
+                s.expect(event.get(key), (str, type(None)), f"{where}.{key}", "a span id or null")
             if kind == "span_begin":
                 span_id = s.expect(event.get("id"), str, f"{where} (span_begin).id", "a span id")
                 parent = event.get("parent_id")
