@@ -1,8 +1,11 @@
 """`ctxlab.load`: any trace file (plain, .gz, .xz, .bz2) or directory to a list of `Trace`s.
 
 The format is detected from content, never from the file name, because users rename exports.
-LangSmith records from every file of a directory are merged before traces are built: webhook
-deliveries and paged dumps split one trace over several files.
+LangSmith runs from every file of a directory are merged before traces are built: webhook
+deliveries and paged dumps split one trace over several files. Each file is still read and
+checked on its own, and each trace built on its own, so one bad file or trace costs only itself.
+
+Only regular files are read, and never past `max_trace_bytes()` once decompressed.
 """
 
 from __future__ import annotations
