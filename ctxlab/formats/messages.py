@@ -27,7 +27,6 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from pydantic import ValidationError
 
 from ctxlab.formats.fields import describe
 
@@ -205,6 +204,11 @@ def _checked(fields: dict[str, Any]) -> None:
         value = fields.get(key)
         if value is not None and not isinstance(value, kind):
             raise MessageDecodeError(f"field {key!r}: expected {expected}, got {describe(value)}")
+    for call in fields.get("invalid_tool_calls") or []:
+        if not isinstance(call, dict):
+            raise MessageDecodeError(
+                f"field 'invalid_tool_calls': expected a list of objects, got {describe(call)}"
+            )
     usage = fields.get("usage_metadata")
     if isinstance(usage, dict):
         for key in _USAGE_COUNTS:
@@ -226,10 +230,11 @@ def build(kind: str, fields: dict[str, Any]) -> BaseMessage:
     _checked(fields)
     try:
         return _build(kind, fields)
-    except ValidationError as exc:
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(part) for part in first.get("loc", ())) or "message"
-        raise MessageDecodeError(f"field {where!r}: {first.get('msg', 'invalid value')}") from None
+    except MessageDecodeError:
+        raise
+    except ValueError as exc:  # pydantic's ValidationError: "N errors for X / field / reason"
+        detail = " ".join(line.strip() for line in str(exc).splitlines()[1:3])
+        raise MessageDecodeError(f"LangChain rejected the message: {detail or exc}") from None
 
 
 def _build(kind: str, fields: dict[str, Any]) -> BaseMessage:
