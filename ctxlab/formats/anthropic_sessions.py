@@ -217,6 +217,8 @@ class _Builder:
             raise _fail(
                 "a tool use needs a string 'name' and an object 'input'", self.source, line, event
             )
+        if not isinstance(event.get("id"), str):
+            raise _fail("a tool use needs a string 'id'", self.source, line, event)
         server = event.get("mcp_server_name")
         if isinstance(server, str):
             name = f"mcp__{server}__{name}"

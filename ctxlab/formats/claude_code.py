@@ -146,6 +146,7 @@ def _sidechains(lines: list[Line], by_uuid: dict[str, Line]) -> list[list[Line]]
             current.parent in by_uuid
             and by_uuid[current.parent].sidechain
             and current.parent not in roots
+            and current.parent not in path  # a parentUuid cycle: the chain check reports it
         ):
             current = by_uuid[current.parent]
             path.append(current.uuid)

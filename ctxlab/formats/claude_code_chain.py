@@ -350,7 +350,8 @@ def build(
         elif line.uuid not in included:
             continue
         elif line.type == "assistant":
-            if line.message_id not in done:
+            # a line sharing a chain line's uuid but not its message is not on the chain
+            if line.message_id in fragments and line.message_id not in done:
                 done.add(line.message_id)  # type: ignore[arg-type]
                 builder.call(fragments[line.message_id])  # type: ignore[index]
         elif line.is_compact_summary:

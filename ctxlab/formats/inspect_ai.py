@@ -229,7 +229,10 @@ def _message(s: _Sample, raw: Any, where: str) -> BaseMessage:
     decoded once (a hit is used only when the raw message is equal)."""
     if isinstance(raw, dict):
         content = raw.get("content")
-        key = (raw.get("id"), raw.get("role"), content if isinstance(content, str) else None)
+        key = tuple(
+            value if isinstance(value, str) else None
+            for value in (raw.get("id"), raw.get("role"), content)
+        )
         hit = s.memo.get(key)
         if hit is not None and hit[0] == raw:
             return hit[1]
@@ -500,6 +503,8 @@ def _walk(s: _Sample, events: list[Any]) -> _Events:
             where = label.format(j)
             s.expect(event, dict, where, "an event object")
             kind = event.get("event")
+            for key in ("span_id", "parent_id"):
+                s.expect(event.get(key), (str, type(None)), f"{where}.{key}", "a span id or null")
             if kind == "span_begin":
                 span_id = s.expect(event.get("id"), str, f"{where} (span_begin).id", "a span id")
                 parent = event.get("parent_id")

@@ -120,7 +120,14 @@ def open_eval(data: bytes, source: str) -> list[tuple[Any, int | None]]:
     """The `.eval` zip as one EvalLog-shaped JSON value, for `ctxlab.formats.inspect_ai`."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:
+    except (
+        zipfile.BadZipFile,
+        zlib.error,
+        EOFError,
+        OSError,
+        ValueError,
+        NotImplementedError,
+    ) as exc:
         raise TraceFormatError(
             f"corrupt or truncated zip archive ({exc}); expected an Inspect .eval log",
             source=source,

@@ -24,6 +24,7 @@ import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -31,6 +32,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab.errors import TraceFormatError
+from ctxlab.formats.fields import FieldTypeError, obj, seq, text
 from ctxlab.formats.messages import Memo, MessageDecodeError, decode_message, decode_messages
 from ctxlab.message_facts import is_summary
 from ctxlab.trace import Trace, Turn
@@ -133,16 +135,41 @@ def serialized_profile(serialized: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def normalise(record: dict[str, Any], source: str, line: int | None) -> Run:
-    """One run record from any shape (legacy, REST, v2, CLI, op) as a `Run`."""
+def record_id(record: dict[str, Any], source: str, line: int | None) -> str:
+    """A run record's id (`id`, or `run_id` in CLI exports) as a non-empty string."""
     rid = record.get("id") or record.get("run_id")
-    if not rid:
-        raise TraceFormatError("run record has no 'id' (or 'run_id')", source=source, line=line)
-    rid = str(rid)
-    parents = record.get("parent_run_ids") or []
-    parent = record.get("parent_run_id") or (parents[-1] if parents else None)
-    extra = dict(record.get("extra") or {})
-    metadata = dict(extra.get("metadata") or {})
+    if rid is None or rid == "" or rid == [] or rid == {}:
+        raise TraceFormatError(
+            "run record has no 'id' (or 'run_id'); expected a non-empty string",
+            source=source,
+            line=line,
+        )
+    if isinstance(rid, bool) or not isinstance(rid, str | int):
+        raise TraceFormatError(
+            f"field 'id': expected a string, got {type(rid).__name__}",
+            source=source,
+            line=line,
+        )
+    return str(rid)
+
+
+def normalise(record: dict[str, Any], source: str, line: int | None) -> Run:
+    """One run record from any shape (legacy, REST, v2, CLI, op) as a `Run`; a field of the
+    wrong type raises `TraceFormatError` naming the run and the field."""
+    rid = record_id(record, source, line)
+    try:
+        return _normalise(record, rid, source, line)
+    except FieldTypeError as exc:
+        raise TraceFormatError(str(exc), source=source, line=line, run_id=rid) from exc
+
+
+def _normalise(record: dict[str, Any], rid: str, source: str, line: int | None) -> Run:
+    parents = seq(record, "parent_run_ids")
+    parent = text(record, "parent_run_id") or (
+        text({"p": parents[-1]}, "p", "parent_run_ids") if parents else None
+    )
+    extra = dict(obj(record, "extra"))
+    metadata = dict(obj(extra, "metadata", "extra.metadata"))
     for key in ("custom_metadata", "metadata"):  # CLI export, v2 API
         if isinstance(record.get(key), dict):
             metadata.update(record[key])
@@ -155,29 +182,32 @@ def normalise(record: dict[str, Any], source: str, line: int | None) -> Run:
     if profile is not None:
         extra["model_profile"] = profile
     usage: dict[str, Any] = {}
-    token_usage = record.get("token_usage") or {}
+    token_usage = obj(record, "token_usage")
     for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
         value = record.get(key, token_usage.get(key))
         if value is not None:
             usage[key] = value
-    details = record.get("prompt_token_details") or {}
-    if isinstance(details, dict) and isinstance(details.get("raw"), dict):
+    details = obj(record, "prompt_token_details")
+    if isinstance(details.get("raw"), dict):
         details = details["raw"]
     if details:
         usage["prompt_token_details"] = details
-    dotted = record.get("dotted_order")
+    dotted = text(record, "dotted_order")
+    trace_id = text(record, "trace_id")
+    start = record.get("start_time")
+    error = record.get("error")
     return Run(
         id=rid,
-        trace_id=str(record["trace_id"]) if record.get("trace_id") else None,
-        parent_id=str(parent) if parent else _parent_from_dotted(dotted),
+        trace_id=trace_id or None,
+        parent_id=parent or _parent_from_dotted(dotted),
         name=str(record.get("name") or ""),
         run_type=str(record.get("run_type") or "").lower(),
         dotted_order=dotted,
-        start_time=str(record["start_time"]) if record.get("start_time") else None,
+        start_time=str(start) if start else None,
         inputs=record.get("inputs") if isinstance(record.get("inputs"), dict) else None,
         outputs=record.get("outputs") if isinstance(record.get("outputs"), dict) else None,
         extra=extra,
-        error=record.get("error"),
+        error=str(error) if error else None,
         usage=usage,
         source=source,
         line=line,
@@ -211,6 +241,13 @@ def flatten(records: Iterable[tuple[dict[str, Any], str, int | None]]) -> Iterat
         record, source, line = stack.pop()
         run = normalise(record, source, line)
         children = record.get("child_runs") or []
+        if not isinstance(children, list):
+            raise TraceFormatError(
+                f"field 'child_runs': expected a list of runs, got {type(children).__name__}",
+                source=source,
+                line=line,
+                run_id=run.id,
+            )
         for child in reversed(children):
             if isinstance(child, dict):
                 child = dict(child)
@@ -220,10 +257,10 @@ def flatten(records: Iterable[tuple[dict[str, Any], str, int | None]]) -> Iterat
         yield run
 
 
-def merge_runs(records: Iterable[tuple[dict[str, Any], str, int | None]]) -> dict[str, Run]:
+def merge_runs(pieces: Iterable[Run]) -> dict[str, Run]:
     """Every run once, by id, whatever order and however many pieces the records came in."""
     runs: dict[str, Run] = {}
-    for run in flatten(records):
+    for run in pieces:
         if run.id in runs:
             _merge(runs[run.id], run)
         else:
@@ -255,12 +292,26 @@ def _top_of(run: Run, runs: dict[str, Run]) -> str:
     return top.id
 
 
-def group_traces(runs: dict[str, Run]) -> dict[str, list[Run]]:
+def group_traces(
+    runs: dict[str, Run], errors: list[TraceFormatError] | None = None
+) -> dict[str, list[Run]]:
     """Runs by trace: `trace_id` when exports carry it, else the root reached via parents
-    (parent ids or dotted orders)."""
+    (parent ids or dotted orders).
+
+    A run caught in a parent-id cycle has no root; with `errors` given it is reported there
+    (once per cycle) and left out, so the cycle costs only the runs in it, not other traces.
+    """
     groups: dict[str, list[Run]] = defaultdict(list)
     for run in runs.values():
-        groups[run.trace_id or _top_of(run, runs)].append(run)
+        try:
+            top = _top_of(run, runs)
+        except TraceFormatError as exc:
+            if errors is None:
+                raise
+            if not any(e.source == exc.source and e.reason == exc.reason for e in errors):
+                errors.append(exc)
+            continue
+        groups[run.trace_id or top].append(run)
     for members in groups.values():
         members.sort(key=lambda r: r.sort_key)
     return dict(groups)
@@ -324,11 +375,17 @@ def call_output(run: Run, memo: Memo | None = None) -> AIMessage | None:
     """The AIMessage a model call produced, or None for errored / unfinished calls."""
     out = run.outputs or {}
     raw: Any = None
-    if out.get("generations"):
-        raw = _generation_message(out["generations"][0])
-    elif out.get("choices"):
-        choice = out["choices"][0]
-        raw = dict(choice.get("message") or {})
+    try:
+        generations = seq(out, "generations", "outputs.generations")
+        choices = seq(out, "choices", "outputs.choices")
+        choice = obj({"c": choices[0]}, "c", "outputs.choices[0]") if choices else {}
+        message = obj(choice, "message", "outputs.choices[0].message")
+    except FieldTypeError as exc:
+        raise TraceFormatError(str(exc), source=run.source, line=run.line, run_id=run.id) from exc
+    if generations:
+        raw = _generation_message(generations[0])
+    elif choices:
+        raw = dict(message)
         raw.setdefault("role", "assistant")
         if out.get("id"):
             raw.setdefault("id", out["id"])
@@ -386,21 +443,18 @@ def call_usage(run: Run, output: AIMessage | None) -> Usage:
     for um in candidates:
         inp = _int(um.get("input_tokens"))
         if inp:
-            details = um.get("input_token_details") or {}
+            details = obj(um, "input_token_details", "usage_metadata.input_token_details")
             return Usage(
                 inp,
                 _int(um.get("output_tokens")),
                 _int(details.get("cache_read")),
                 _int(details.get("cache_creation")),
             )
-    raw = (
-        out.get("usage")
-        or (out.get("llm_output") or {}).get("token_usage")
-        or (out.get("llm_output") or {}).get("usage")
-    )
+    llm_output = obj(out, "llm_output", "outputs.llm_output")
+    raw = out.get("usage") or llm_output.get("token_usage") or llm_output.get("usage")
     if isinstance(raw, dict):
         if "prompt_tokens" in raw:  # OpenAI
-            cached = (raw.get("prompt_tokens_details") or {}).get("cached_tokens")
+            cached = obj(raw, "prompt_tokens_details").get("cached_tokens")
             if _int(raw.get("prompt_tokens")):
                 return Usage(
                     _int(raw["prompt_tokens"]), _int(raw.get("completion_tokens")), _int(cached)
@@ -413,7 +467,7 @@ def call_usage(run: Run, output: AIMessage | None) -> Usage:
                 return Usage(base + read + write, _int(raw.get("output_tokens")), read, write)
     prompt = _int(run.usage.get("prompt_tokens"))
     if prompt:
-        details = run.usage.get("prompt_token_details") or {}
+        details = obj(run.usage, "prompt_token_details")
         return Usage(
             prompt, _int(run.usage.get("completion_tokens")), _int(details.get("cache_read"))
         )
@@ -423,7 +477,7 @@ def call_usage(run: Run, output: AIMessage | None) -> Usage:
 def call_model(run: Run, output: AIMessage | None) -> tuple[str | None, str | None]:
     """(model name, provider) as recorded."""
     md = run.metadata
-    params = run.extra.get("invocation_params") or {}
+    params = obj(run.extra, "invocation_params", "extra.invocation_params")
     inputs = run.inputs or {}
     outputs = run.outputs or {}
     response = output.response_metadata if output is not None else {}
@@ -443,7 +497,7 @@ def call_model(run: Run, output: AIMessage | None) -> tuple[str | None, str | No
 
 
 def call_tools(run: Run) -> list[dict[str, Any]]:
-    params = run.extra.get("invocation_params") or {}
+    params = obj(run.extra, "invocation_params", "extra.invocation_params")
     inputs = run.inputs or {}
     for holder in (params, inputs):
         for key in ("tools", "functions"):
@@ -453,7 +507,7 @@ def call_tools(run: Run) -> list[dict[str, Any]]:
 
 
 def call_max_tokens(run: Run) -> int | None:
-    params = run.extra.get("invocation_params") or {}
+    params = obj(run.extra, "invocation_params", "extra.invocation_params")
     inputs = run.inputs or {}
     for holder in (params, inputs):
         for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
@@ -565,10 +619,21 @@ def _chain(calls: list[ModelCall]) -> tuple[list[BaseMessage], list[Turn], list[
     return history, turns, inserted
 
 
+@contextmanager
+def _fields_of(run: Run) -> Iterator[None]:
+    """Report a wrong-typed field read inside the block as an error naming `run`."""
+    try:
+        yield
+    except FieldTypeError as exc:
+        raise TraceFormatError(str(exc), source=run.source, line=run.line, run_id=run.id) from exc
+
+
 def _turn(call: ModelCall, index: int, position: int, compacted: bool = False) -> Turn:
     """A recorded call as a `Turn`; harness calls have no place in the history (position -1)."""
-    usage = call_usage(call.run, call.output)
-    model, provider = call_model(call.run, call.output)
+    with _fields_of(call.run):
+        usage = call_usage(call.run, call.output)
+        model, provider = call_model(call.run, call.output)
+        max_tokens = call_max_tokens(call.run)
     return Turn(
         index=index,
         position=position,
@@ -582,7 +647,7 @@ def _turn(call: ModelCall, index: int, position: int, compacted: bool = False) -
         output_tokens=usage.output_tokens,
         cache_read_tokens=usage.cache_read,
         cache_write_tokens=usage.cache_write,
-        max_output_tokens=call_max_tokens(call.run),
+        max_output_tokens=max_tokens,
         compacted=compacted,
         started_at=call.run.start_time,
     )
@@ -597,7 +662,7 @@ def tool_call_id_of(run: Run) -> str | None:
         return str(run.extra["tool_call_id"])
     out = (run.outputs or {}).get("output")
     if isinstance(out, dict):
-        kwargs = out.get("kwargs") or out
+        kwargs = out.get("kwargs") if isinstance(out.get("kwargs"), dict) else out
         if kwargs.get("tool_call_id"):
             return str(kwargs["tool_call_id"])
         found = _CALL_ID_IN_REPR.search(str(out.get("repr") or ""))
@@ -723,7 +788,8 @@ def recorded_model_settings(calls: list[ModelCall]) -> dict[str, Any]:
     per token for `anthropic-chat` only) and `model_profile` (see `serialized_profile`)."""
     out: dict[str, Any] = {}
     for call in calls:
-        llm_type = (call.run.extra.get("invocation_params") or {}).get("_type")
+        params = call.run.extra.get("invocation_params")
+        llm_type = params.get("_type") if isinstance(params, dict) else None
         if isinstance(llm_type, str) and "llm_type" not in out:
             out["llm_type"] = llm_type
         profile = call.run.extra.get("model_profile")
@@ -775,7 +841,12 @@ def build_trace(
     harness.sort(key=lambda c: c.run.sort_key)
     model = next((t.model for t in turns if t.model), None)
     provider = next((t.provider for t in turns if t.provider), None)
-    tools = next((call_tools(c.run) for c in main if call_tools(c.run)), [])
+    tools: list[dict[str, Any]] = []
+    for call in main:
+        with _fields_of(call.run):
+            tools = call_tools(call.run)
+        if tools:
+            break
     trace = Trace(
         trace_id=trace_id,
         format=fmt,
@@ -821,7 +892,7 @@ def detect_shape(records: list[dict[str, Any]]) -> str:
         return "langsmith-cli"
     if "project_id" in first or str(first.get("run_type", "")).isupper():
         return "langsmith-v2"
-    ids = [r.get("id") for r in records]
+    ids = [str(r.get("id")) for r in records]
     if len(ids) != len(set(ids)) or any(r.get("op") for r in records):
         return "langsmith-ops"
     if any(r.get("child_runs") for r in records):
@@ -836,17 +907,30 @@ def traces_from_records(
 
     `shapes` names the export shape of each source file, for the trace's `format`.
     """
-    runs = merge_runs(records)
+    return traces_from_runs(list(flatten(records)), shapes)
+
+
+def traces_from_runs(
+    pieces: list[Run], shapes: dict[str, str]
+) -> tuple[list[Trace], list[TraceFormatError]]:
+    """Traces from normalised runs (pieces of one run may come from several files); a trace
+    that fails, or a parent-id cycle, is reported apart and costs no other trace."""
+    runs = merge_runs(pieces)
     traces: list[Trace] = []
     errors: list[TraceFormatError] = []
-    try:
-        groups = group_traces(runs)
-    except TraceFormatError as exc:
-        return [], [exc]
+    groups = group_traces(runs, errors)
     for trace_id, members in groups.items():
         try:
             fmt = shapes.get(members[0].source, "langsmith-runs")
             traces.append(build_trace(trace_id, members, fmt))
         except TraceFormatError as exc:
             errors.append(exc)
+        except RecursionError:
+            errors.append(
+                TraceFormatError(
+                    "values nested too deeply to read (expected the nesting of a trace export)",
+                    source=members[0].source,
+                    run_id=trace_id,
+                )
+            )
     return traces, errors

@@ -28,6 +28,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from ctxlab.formats.fields import describe
+
 
 class MessageDecodeError(ValueError):
     """One message could not be decoded; the text says what was expected."""
@@ -101,7 +103,17 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
 
 
 def _tool_call(raw: Any) -> dict[str, Any]:
-    """One tool call in LangChain form from any of the five encodings."""
+    """One tool call in LangChain form from any of the five encodings, its name and id
+    checked to be strings (LangChain rejects anything else)."""
+    call = _tool_call_fields(raw)
+    if not isinstance(call["name"], str):
+        raise MessageDecodeError(f"tool call name: expected a string, got {describe(call['name'])}")
+    if not isinstance(call["id"], str | None):
+        raise MessageDecodeError(f"tool call id: expected a string, got {describe(call['id'])}")
+    return call
+
+
+def _tool_call_fields(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise MessageDecodeError(f"a tool call must be an object, got {type(raw).__name__}")
     if "function" in raw and isinstance(raw["function"], dict):  # OpenAI chat
@@ -137,15 +149,21 @@ def _tool_call(raw: Any) -> dict[str, Any]:
     raise MessageDecodeError(f"unrecognised tool call with keys {sorted(raw)}")
 
 
+def _listed(value: Any, field: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise MessageDecodeError(f"field {field!r}: expected a list, got {describe(value)}")
+    return value
+
+
 def _tool_calls_of(fields: dict[str, Any], content: Any) -> list[dict[str, Any]]:
     """The calls of an AI message, taken from the first encoding that has them (counted once)."""
     for key in ("tool_calls", "tool_call_chunks"):
         calls = fields.get(key)
         if calls:
-            return [_tool_call(c) for c in calls]
+            return [_tool_call(c) for c in _listed(calls, key)]
     legacy = (fields.get("additional_kwargs") or {}).get("tool_calls")
     if legacy:
-        return [_tool_call(c) for c in legacy]
+        return [_tool_call(c) for c in _listed(legacy, "additional_kwargs.tool_calls")]
     if isinstance(content, list):
         return [
             _tool_call(b)
@@ -167,11 +185,59 @@ def _content(value: Any) -> str | list[Any]:
     )
 
 
+_FIELD_TYPES: dict[str, tuple[type, str]] = {
+    "id": (str, "a string"),
+    "name": (str, "a string"),
+    "additional_kwargs": (dict, "an object"),
+    "response_metadata": (dict, "an object"),
+    "usage_metadata": (dict, "an object"),
+    "invalid_tool_calls": (list, "a list"),
+    "status": (str, "a string"),
+}
+_USAGE_COUNTS = ("input_tokens", "output_tokens", "total_tokens")
+
+
+def _checked(fields: dict[str, Any]) -> None:
+    """Check the fields `build` passes to LangChain, so a wrong type is named, not a pydantic
+    traceback."""
+    for key, (kind, expected) in _FIELD_TYPES.items():
+        value = fields.get(key)
+        if value is not None and not isinstance(value, kind):
+            raise MessageDecodeError(f"field {key!r}: expected {expected}, got {describe(value)}")
+    for call in fields.get("invalid_tool_calls") or []:
+        if not isinstance(call, dict):
+            raise MessageDecodeError(
+                f"field 'invalid_tool_calls': expected a list of objects, got {describe(call)}"
+            )
+    usage = fields.get("usage_metadata")
+    if isinstance(usage, dict):
+        for key in _USAGE_COUNTS:
+            value = usage.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise MessageDecodeError(
+                    f"field 'usage_metadata.{key}': expected a whole number, got {describe(value)}"
+                )
+
+
 def build(kind: str, fields: dict[str, Any]) -> BaseMessage:
     """A LangChain message of canonical `kind` from a dict of its fields.
 
-    Only fields LangChain knows are passed on, so exports with extra keys still load.
+    Only fields LangChain knows are passed on, so exports with extra keys still load. Their
+    types are checked first; anything LangChain still rejects is reported the same way.
     """
+    if not isinstance(fields, dict):
+        raise MessageDecodeError(f"message fields: expected an object, got {describe(fields)}")
+    _checked(fields)
+    try:
+        return _build(kind, fields)
+    except MessageDecodeError:
+        raise
+    except ValueError as exc:  # pydantic's ValidationError: "N errors for X / field / reason"
+        detail = " ".join(line.strip() for line in str(exc).splitlines()[1:3])
+        raise MessageDecodeError(f"LangChain rejected the message: {detail or exc}") from None
+
+
+def _build(kind: str, fields: dict[str, Any]) -> BaseMessage:
     content = _content(fields.get("content"))
     if kind == "ai":
         kwargs = {k: fields[k] for k in _AI_FIELDS if fields.get(k) is not None}
@@ -347,7 +413,7 @@ def _memo_key(raw: Any) -> tuple[Any, ...] | None:
         return None
     content = body.get("content")
     msg_id = body.get("id")
-    if msg_id is None and not isinstance(content, str):
+    if not isinstance(msg_id, str | None) or (msg_id is None and not isinstance(content, str)):
         return None
     return (msg_id, content if isinstance(content, str) else None, len(raw))
 
@@ -362,6 +428,8 @@ def decode_messages(raw: Iterable[Any], memo: Memo | None = None) -> list[BaseMe
     export repeats the whole history, so without it decoding is quadratic in pydantic work.
     A hit is only used when the raw encodings are equal, so it never changes the result.
     """
+    if not isinstance(raw, list | tuple):
+        raise MessageDecodeError(f"expected a list of messages, got {describe(raw)}")
     out: list[BaseMessage] = []
     for item in raw:
         key = _memo_key(item) if memo is not None else None
