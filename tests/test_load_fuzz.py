@@ -82,7 +82,7 @@ def sources(shared: Path | None = SHARED, limit: int | None = MAX_BYTES) -> list
         found += sorted(p for p in shared.rglob("*") if p.is_file() and p.suffix != ".txt")
     found += sorted((REPO / "tests" / "data").rglob("*.*"))
     found.append(REPO / "traces" / "deepagents_short_session.jsonl.xz")
-    out = []
+    out = generated()
     for path in found:
         if not path.is_file() or path.suffix in (".md", ".py", ".txt"):
             continue
@@ -93,6 +93,25 @@ def sources(shared: Path | None = SHARED, limit: int | None = MAX_BYTES) -> list
             data = _cut(data)
         out.append((path.name.split(".")[0], data))
     return out
+
+
+def generated() -> list[tuple[str, bytes]]:
+    """Shapes no file here holds, built from the repository's own samples and test builders:
+    an OpenAI message list, a run copied from the LangSmith UI, an ATIF trajectory."""
+    from langchain_core.messages import convert_to_openai_messages
+
+    from tests.langsmith_shapes import merged_runs
+    from tests.test_format_atif import conformant
+    from tests.test_format_langsmith_shapes import copy_of
+
+    sample = REPO / "traces" / "deepagents_short_session.jsonl.xz"
+    (trace,) = ctxlab.load(sample)
+    runs = merged_runs([orjson.loads(line) for line in _decompressed(sample).splitlines() if line])
+    return [
+        ("message-list", orjson.dumps(convert_to_openai_messages(trace.messages))),
+        ("langsmith-copied-run", orjson.dumps(copy_of(runs[0]))),
+        ("atif", orjson.dumps(conformant())),
+    ]
 
 
 def _values(data: bytes) -> tuple[list[Any], bool] | None:
