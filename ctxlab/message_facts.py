@@ -11,6 +11,7 @@ import the answers from here.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -108,6 +109,21 @@ def paths_in(text: str) -> list[str]:
     return PATH.findall(text)
 
 
+def first_orphan_result(messages: Sequence[BaseMessage]) -> int | None:
+    """Index of the first tool result that answers no earlier assistant tool call, or None.
+
+    Every loader checks its rebuilt history with this before handing it to policies (which may
+    never split a call from its result); each raises its own error, located in its own terms.
+    """
+    called: set[str] = set()
+    for i, msg in enumerate(messages):
+        if isinstance(msg, AIMessage):
+            called.update(c["id"] for c in msg.tool_calls if c.get("id"))
+        elif isinstance(msg, ToolMessage) and msg.tool_call_id not in called:
+            return i
+    return None
+
+
 def chars_per_token(
     model: str | None, provider: str | None = None, given: float | str | None = AUTO
 ) -> float:
@@ -126,6 +142,7 @@ def chars_per_token(
 
 
 __all__ = [
+    "first_orphan_result",
     "AUTO",
     "KINDS",
     "PATH",

@@ -37,7 +37,7 @@ from langchain_core.messages import (
 from ctxlab.errors import TraceFormatError
 from ctxlab.formats.langsmith import fingerprint, looks_like_summary
 from ctxlab.formats.messages import MessageDecodeError, parse_arguments
-from ctxlab.message_facts import summary_message
+from ctxlab.message_facts import first_orphan_result, summary_message
 from ctxlab.trace import RecordedCompaction, Trace, Turn, from_messages
 
 NAME = "inspect-ai"
@@ -446,16 +446,13 @@ def _chain(
 
 
 def _check_pairs(s: _Sample, history: list[BaseMessage]) -> None:
-    called: set[str] = set()
-    for i, msg in enumerate(history):
-        if isinstance(msg, AIMessage):
-            called.update(c["id"] for c in msg.tool_calls if c.get("id"))
-        elif isinstance(msg, ToolMessage) and msg.tool_call_id not in called:
-            raise s.error(
-                f"message {i} of the rebuilt history",
-                f"tool result for call {msg.tool_call_id!r} has no matching tool call in an "
-                "earlier assistant message",
-            )
+    i = first_orphan_result(history)
+    if i is not None:
+        raise s.error(
+            f"message {i} of the rebuilt history",
+            f"tool result for call {history[i].tool_call_id!r} has no matching tool call in an "
+            "earlier assistant message",
+        )
 
 
 # ----------------------------------------------------------------------------- events

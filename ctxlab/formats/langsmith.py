@@ -34,7 +34,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from ctxlab.errors import TraceFormatError
 from ctxlab.formats.fields import FieldTypeError, obj, seq, text
 from ctxlab.formats.messages import Memo, MessageDecodeError, decode_message, decode_messages
-from ctxlab.message_facts import is_summary
+from ctxlab.message_facts import first_orphan_result, is_summary
 from ctxlab.trace import Trace, Turn
 
 SUMMARY_PREFIXES = (
@@ -723,17 +723,14 @@ def _restore_tool_results(history: list[BaseMessage], tool_runs: list[Run]) -> i
 
 
 def check_pairs(history: list[BaseMessage], source: str, run_id: str | None) -> None:
-    called: set[str] = set()
-    for msg in history:
-        if isinstance(msg, AIMessage):
-            called.update(c["id"] for c in msg.tool_calls if c.get("id"))
-        elif isinstance(msg, ToolMessage) and msg.tool_call_id not in called:
-            raise TraceFormatError(
-                f"tool result for call {msg.tool_call_id!r} has no matching tool call in an "
-                "earlier AI message",
-                source=source,
-                run_id=run_id,
-            )
+    orphan = first_orphan_result(history)
+    if orphan is not None:
+        raise TraceFormatError(
+            f"tool result for call {history[orphan].tool_call_id!r} has no matching tool call "
+            "in an earlier AI message",
+            source=source,
+            run_id=run_id,
+        )
 
 
 def root_run_id(run: Run, runs: dict[str, Run], scope: str | None) -> str:

@@ -14,6 +14,7 @@ from langchain_core.messages import SystemMessage
 
 from ctxlab.errors import TraceFormatError
 from ctxlab.formats.messages import MessageDecodeError, decode_messages
+from ctxlab.message_facts import first_orphan_result
 from ctxlab.trace import Trace, from_messages
 
 _MESSAGE_KEYS = ("role", "lc", "kwargs", "data")
@@ -70,18 +71,14 @@ def trace_from_list(value: Any, *, source: str, trace_id: str, line: int | None 
     system = container.get("system")
     if system and not (messages and isinstance(messages[0], SystemMessage)):
         messages.insert(0, SystemMessage(content=system))
-    called: set[str] = set()
-    for i, msg in enumerate(messages):
-        for call in getattr(msg, "tool_calls", None) or []:
-            called.add(call.get("id"))
-        call_id = getattr(msg, "tool_call_id", None)
-        if msg.type == "tool" and call_id not in called:
-            raise TraceFormatError(
-                f"message {i}: tool result for call {call_id!r} has no matching tool call "
-                "in an earlier assistant message",
-                source=source,
-                line=line,
-            )
+    i = first_orphan_result(messages)
+    if i is not None:
+        raise TraceFormatError(
+            f"message {i}: tool result for call {messages[i].tool_call_id!r} has no matching "
+            "tool call in an earlier assistant message",
+            source=source,
+            line=line,
+        )
     metadata = container.get("metadata") if isinstance(container.get("metadata"), dict) else {}
     trace = from_messages(
         messages,

@@ -26,6 +26,7 @@ from ctxlab.formats.otel_spans import (
     otlp_batches,
     spans_of,
 )
+from ctxlab.message_facts import first_orphan_result
 from ctxlab.trace import Trace, Turn
 
 NAME = "otel"
@@ -161,16 +162,13 @@ def _turn(
 
 
 def _check_pairs(history: list[BaseMessage], source: str, trace_id: str) -> None:
-    called: set[str] = set()
-    for msg in history:
-        if isinstance(msg, AIMessage):
-            called.update(c["id"] for c in msg.tool_calls if c.get("id"))
-        elif isinstance(msg, ToolMessage) and msg.tool_call_id not in called:
-            raise TraceFormatError(
-                f"trace {trace_id}: tool result for call {msg.tool_call_id!r} has no matching "
-                "tool call in an earlier assistant message",
-                source=source,
-            )
+    orphan = first_orphan_result(history)
+    if orphan is not None:
+        raise TraceFormatError(
+            f"trace {trace_id}: tool result for call {history[orphan].tool_call_id!r} has no "
+            "matching tool call in an earlier assistant message",
+            source=source,
+        )
 
 
 def _innermost(spans: list[Span]) -> tuple[list[Span], int]:

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from ctxlab.errors import TraceFormatError
 from ctxlab.formats.messages import Memo, MessageDecodeError, decode_messages
+from ctxlab.message_facts import first_orphan_result
 from ctxlab.trace import Trace, Turn
 
 NAME = "swe-agent"
@@ -122,16 +123,13 @@ def _decode(raw: list[Any], where: str, check: _Where, memo: Memo) -> list[BaseM
 
 
 def _check_pairs(history: list[BaseMessage], check: _Where) -> None:
-    called: set[str] = set()
-    for i, msg in enumerate(history):
-        if isinstance(msg, AIMessage):
-            called.update(c["id"] for c in msg.tool_calls if c.get("id"))
-        elif isinstance(msg, ToolMessage) and msg.tool_call_id not in called:
-            raise check.fail(
-                f"history[{i}]",
-                f"tool observation for call {msg.tool_call_id!r} has no earlier assistant "
-                "message with that tool call",
-            )
+    i = first_orphan_result(history)
+    if i is not None:
+        raise check.fail(
+            f"history[{i}]",
+            f"tool observation for call {history[i].tool_call_id!r} has no earlier assistant "
+            "message with that tool call",
+        )
 
 
 def _config(doc: dict[str, Any], check: _Where) -> dict[str, Any]:
