@@ -225,10 +225,12 @@ class _Reader:
     def document(self, key: str, expected: str) -> Any:
         """A JSON-valued attribute, parsed (exports may already hold it parsed)."""
         value = self.attrs.get(key)
-        if not isinstance(value, str):
-            return value
+        return self.parse(key, value, expected) if isinstance(value, str) else value
+
+    def parse(self, key: str, text: str, expected: str) -> Any:
+        """JSON text an attribute holds, or a located error saying what it should have been."""
         try:
-            return orjson.loads(value)
+            return orjson.loads(text)
         except orjson.JSONDecodeError as exc:
             raise self.fail(key, f"invalid JSON ({exc}); expected {expected}") from None
 
@@ -273,24 +275,16 @@ class _Reader:
             and text[size - 1] == ","
             and text.startswith(last[0][:-1])
         ):
-            tail = self._parse(key, "[" + text[size:])
+            tail = self.parse(key, "[" + text[size:], "a JSON array of messages")
             messages = [*last[1], *self._items(tail, key, last[2], build)]
             count = last[2] + len(tail)
         else:
-            doc = self._parse(key, text)
+            doc = self.parse(key, text, "a JSON array of messages")
             if not isinstance(doc, list):
                 raise self.fail(key, f"expected a JSON array of messages, got {_kind(doc)}")
             messages, count = self._items(doc, key, 0, build), len(doc)
         self.memo.last[key] = (text, messages, count)
         return list(messages)
-
-    def _parse(self, key: str, text: str) -> Any:
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError as exc:
-            raise self.fail(
-                key, f"invalid JSON ({exc}); expected a JSON array of messages"
-            ) from None
 
     def _items(self, doc: list[Any], key: str, offset: int, build: Any) -> list[BaseMessage]:
         out: list[BaseMessage] = []
@@ -738,10 +732,7 @@ def _tools(reader: _Reader) -> list[dict[str, Any]]:
     for entry in reader.indexed("llm.tools"):
         schema = entry.get("tool.json_schema")
         if isinstance(schema, str):
-            try:
-                schema = orjson.loads(schema)
-            except orjson.JSONDecodeError as exc:
-                raise reader.fail("llm.tools", f"invalid JSON schema ({exc})") from None
+            schema = reader.parse("llm.tools", schema, "a tool's JSON schema")
         if isinstance(schema, dict):
             tools.append(schema)
     if tools:
@@ -753,10 +744,7 @@ def _tools(reader: _Reader) -> list[dict[str, Any]]:
     listed = reader.attrs.get("ai.prompt.tools")
     for item in listed if isinstance(listed, list) else []:
         if isinstance(item, str):
-            try:
-                item = orjson.loads(item)
-            except orjson.JSONDecodeError as exc:
-                raise reader.fail("ai.prompt.tools", f"invalid JSON ({exc})") from None
+            item = reader.parse("ai.prompt.tools", item, "a tool definition")
         if isinstance(item, dict):
             tools.append(item)
     return tools
