@@ -63,6 +63,11 @@ SCAN_EDGE_CHARS = 10_000
 output establishes is at its edges (the command's header, the error and summary at the end:
 what Deep Agents' own head/tail preview keeps), and this bounds extraction's cost per message."""
 
+MAX_ARG_SCAN_CHARS = 2_000
+"""Longest tool-call argument read for paths and urls: longer ones are file contents, edits
+and patches the call writes (their target is another, short argument), and exactly what Deep
+Agents' argument truncation cuts."""
+
 MAX_INVOCATION_CHARS = 200
 """Longest `name({args})` invocation kept as a `command` fact: longer argument sets are file
 contents or edits, not something a reader (or the agent) names again."""
@@ -146,14 +151,23 @@ def normalise(text: str) -> str:
     return " ".join(text.split())
 
 
-@lru_cache(maxsize=65536)
 def keys(fact: Fact) -> tuple[str, ...]:
     """The normalised forms `mentions` looks for: the fact's text, and the same text escaped as
     a JSON string when that differs (a command or todo with quotes, backslashes or newlines is
     written that way inside a tool call's arguments)."""
-    plain = normalise(fact.text)
-    escaped = normalise(json.dumps(fact.text, ensure_ascii=False)[1:-1])
-    return (plain,) if escaped == plain else (plain, escaped)
+    return tuple(key for key, _ in _keys(fact.text))
+
+
+@lru_cache(maxsize=65536)
+def _keys(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """`keys` of a fact text (they depend on the text alone), each with its word runs."""
+    plain = normalise(text)
+    escaped = normalise(json.dumps(text, ensure_ascii=False)[1:-1])
+    found = (plain,) if escaped == plain else (plain, escaped)
+    return tuple((key, frozenset(_RUN.findall(key))) for key in found)
+
+
+_RUN = re.compile(r"\w+")
 
 
 def mentions(text: str, fact: Fact) -> bool:
@@ -173,7 +187,7 @@ def mentions(text: str, fact: Fact) -> bool:
 
 def mentions_normalised(haystack: str, fact: Fact) -> bool:
     """`mentions` for a text already passed through `normalise`."""
-    return any(key in haystack and _bounded(haystack, key) for key in keys(fact))
+    return any(key in haystack and _bounded(haystack, key) for key, _ in _keys(fact.text))
 
 
 def _word(ch: str) -> bool:
@@ -206,6 +220,37 @@ def _bounded(haystack: str, key: str) -> bool:
             return True
         at = haystack.find(key, at + 1)
     return False
+
+
+class Haystack:
+    """A text prepared for many `mentions` checks: `fact in Haystack(text)` is
+    `mentions(text, fact)`, answered faster.
+
+    The text is normalised once, and the set of its word runs is built on the first check: a
+    fact whose key holds a word run the text lacks cannot be in it (a whole-token occurrence
+    keeps every word run of the key whole, also after a `\\n`/`\\t` escape, which is why the runs
+    of the text with those escapes spaced out count too), so most facts are ruled out with a
+    set lookup instead of a substring search. Survival builds one per message it checks.
+    """
+
+    __slots__ = ("text", "_runs")
+
+    def __init__(self, text: str) -> None:
+        self.text = normalise(text)
+        self._runs: frozenset[str] | None = None
+
+    def __contains__(self, fact: object) -> bool:
+        if not isinstance(fact, Fact):
+            return False
+        runs = self._runs
+        if runs is None:
+            spaced = self.text.replace("\\n", " ").replace("\\t", " ")
+            runs = self._runs = frozenset(_RUN.findall(self.text)).union(_RUN.findall(spaced))
+        text = self.text
+        for key, key_runs in _keys(fact.text):
+            if key_runs <= runs and key in text and _bounded(text, key):
+                return True
+        return False
 
 
 # --- what is not the user's or the agent's own text -------------------------------------------
@@ -406,7 +451,7 @@ _IP_LIKE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
 
 IDENTIFIER = re.compile(
     r"(?<![\w.\-/@$#:\\<])"
-    r"(?=[A-Za-z0-9]*+_|\w*+\.[A-Za-z_]|\w*+\(\)|[A-Za-z0-9]*?[a-z0-9][A-Z])"
+    r"(?=[A-Za-z0-9]*+_|\w*+\.[A-Za-z_]|\w*+\(\)|[A-Z]?[a-z0-9]++[A-Z])"
     r"[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)*+(?:\(\))?+"
     r"(?![\w\-/@(])"
 )
@@ -880,7 +925,8 @@ def _call(call: dict[str, Any]) -> list[_Found]:
         if len(text) <= MAX_INVOCATION_CHARS and "\\n" not in text:
             found.append(_Found(0, text, "command"))
     for value in values:
-        found.extend(sorted(_urls_paths(value)[0], key=lambda f: f.offset))
+        if len(value) <= MAX_ARG_SCAN_CHARS:
+            found.extend(sorted(_urls_paths(value)[0], key=lambda f: f.offset))
     return found
 
 
@@ -912,6 +958,7 @@ def _strings(value: Any) -> Iterator[str]:
 __all__ = [
     "CATEGORIES",
     "Fact",
+    "Haystack",
     "extract",
     "invocation",
     "keys",
