@@ -356,7 +356,7 @@ PATH = re.compile(
     r"|[\w.\-+@]++(?:/[\w.\-+@]++)++/?+"  # rel/path
     r"|[\w\-+@]++(?:\.[\w\-+@]++)++"  # file.ext (the extension is checked in `_path`)
     r")"
-    r"(?![\w/(])"
+    r"(?![\w/($\{])"
 )
 """Path candidates (possessive: a candidate is never a shortened token); `_path` decides."""
 
