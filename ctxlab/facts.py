@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+from xml.sax.saxutils import escape as xml_escape
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
@@ -152,19 +153,19 @@ def normalise(text: str) -> str:
 
 
 def keys(fact: Fact) -> tuple[str, ...]:
-    """The normalised forms `mentions` looks for: the fact's text, and the same text escaped as
-    a JSON string when that differs (a command or todo with quotes, backslashes or newlines is
-    written that way inside a tool call's arguments)."""
+    """The normalised forms `mentions` looks for: the fact's text; the same text escaped as a
+    JSON string (a command or todo with quotes, backslashes or newlines is written that way
+    inside a tool call's arguments); and both XML-escaped (`&`, `<`, `>`: how LangChain's XML
+    transcript, which Deep Agents' history files hold, writes them). Each form once."""
     return tuple(key for key, _ in _keys(fact.text))
 
 
 @lru_cache(maxsize=65536)
 def _keys(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
     """`keys` of a fact text (they depend on the text alone), each with its word runs."""
-    plain = normalise(text)
-    escaped = normalise(json.dumps(text, ensure_ascii=False)[1:-1])
-    found = (plain,) if escaped == plain else (plain, escaped)
-    return tuple((key, frozenset(_RUN.findall(key))) for key in found)
+    forms = [normalise(text), normalise(json.dumps(text, ensure_ascii=False)[1:-1])]
+    forms += [xml_escape(form) for form in forms]
+    return tuple((key, frozenset(_RUN.findall(key))) for key in dict.fromkeys(forms))
 
 
 _RUN = re.compile(r"\w+")
@@ -174,7 +175,8 @@ def mentions(text: str, fact: Fact) -> bool:
     """Does `text` hold `fact` verbatim?
 
     Both sides are `normalise`d (whitespace runs collapsed); matching is case-sensitive and
-    exact otherwise, also inside JSON-escaped tool arguments (`keys`). The match must not
+    exact otherwise, also inside JSON-escaped tool arguments and XML-escaped transcripts
+    (`keys`). The match must not
     continue a longer token: a fact starting or ending with a letter, digit or `_` needs a
     non-word character (or the text's end) beside it, and one ending in a word character may
     not be followed by `.`, `/` or `-` plus a word character, so `app.py` is not found in
