@@ -58,7 +58,7 @@ MAX_FACT_CHARS = 300
 (a verbatim prefix, so `mentions` still finds them); longer instruction sentences are skipped
 (pasted material, not a constraint someone wrote)."""
 
-SCAN_EDGE_CHARS = 10_000
+SCAN_EDGE_CHARS = 25_000
 """A message text longer than twice this is read at its first and last `SCAN_EDGE_CHARS`
 (cut at line ends); the middle of a long log, listing or file dump is skipped. What a long
 output establishes is at its edges (the command's header, the error and summary at the end:
@@ -519,10 +519,11 @@ def _identifier(token: str) -> bool:
 
 
 _ERROR = re.compile(
-    r"[ \t]*(?:E[ \t]+)?(?:[\w./\\-]+:\d+(?::\d+)?:[ \t]*)?"
-    r"(?P<fact>"
+    r"[ \t]*(?:E[ \t]+)?"
+    r"(?P<fact>(?:[\w./\\-]+:\d+(?::\d+)?:[ \t]*)?(?:"
     r"(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault)(?::[ \t]+\S.*)?"
-    r"|(?:error|ERROR|Error|fatal|FATAL|Fatal|panic|npm ERR!)(?:\[[\w\-]+\])?[:!][ \t]+\S.*"
+    r"|(?:error|ERROR|Error|fatal|FATAL|Fatal|panic)(?:\[[\w\-]+\])?[:!][ \t]+\S.*"
+    r"|npm ERR![ \t]+\S.*)"
     r"|FAILED[ \t]+\S.*"
     r"|<tool_use_error>.*?(?=</tool_use_error>|$)"
     r")(?:</tool_use_error>)?$"
@@ -793,10 +794,12 @@ def _result(text: str, tool: str, failed: bool) -> list[_Found]:
 
 
 _ERROR_HINTS = (
-    "rror",
+    "Error",
+    "error:",
+    "error[",
     "RROR",
     "xception",
-    "atal",
+    "atal:",
     "ATAL",
     "panic",
     "ERR!",

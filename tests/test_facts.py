@@ -428,3 +428,38 @@ def test_history_files_hold_facts_xml_escaped() -> None:
     for fact in extract(from_messages(messages)):
         assert mentions(transcript, fact), fact
         assert fact in Haystack(transcript)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "fatal: not a git repository (or any of the parent directories): .git",
+        "npm ERR! code ERESOLVE",
+        "error[E0425]: cannot find value `x` in this scope",
+        "src/main.c:3:5: error: expected ';' before '}' token",
+        "ERROR: Could not find a version that satisfies the requirement foo",
+        "Segmentation fault (core dumped)",
+        "bash: ponyc: command not found",
+        "Exit code 1",
+        "KeyboardInterrupt",
+        "requests.exceptions.ConnectionError: Max retries exceeded with url: /",
+    ],
+)
+def test_error_shapes(line) -> None:
+    result = f"some output\n{line}\nmore output"
+    errors = [f.text for f in extract(_tool_trace("execute", result)) if f.category == "error"]
+    assert errors == [line]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "no error handling is needed here",
+        "the error: rate was low, see docs",
+        "Exit code 0",
+        "    except ValueError:",
+    ],
+)
+def test_not_errors(line) -> None:
+    errors = [f for f in extract(_tool_trace("execute", line)) if f.category == "error"]
+    assert errors == []
