@@ -176,13 +176,13 @@ def mentions(text: str, fact: Fact) -> bool:
 
     Both sides are `normalise`d (whitespace runs collapsed); matching is case-sensitive and
     exact otherwise, also inside JSON-escaped tool arguments and XML-escaped transcripts
-    (`keys`). The match must not
-    continue a longer token: a fact starting or ending with a letter, digit or `_` needs a
-    non-word character (or the text's end) beside it, and one ending in a word character may
-    not be followed by `.`, `/` or `-` plus a word character, so `app.py` is not found in
-    `myapp.py`, `/src/app.py` not in `/src/app.py.bak`, `v2.3` not in `v2.3.1`.
-    Callers testing many facts against one text should `normalise` it once and use
-    `mentions_normalised`.
+    (`keys`). The match must not continue a longer token: a fact starting or ending with a
+    letter, digit or `_` needs a non-word character (or the text's end, or a `\\n`/`\\t`
+    escape) beside it, a path starting with `/` may not continue a longer path, and a fact
+    ending in a word character may not be followed by `.`, `/` or `-` plus a word character:
+    `app.py` is not found in `myapp.py`, `/src/app.py` not in `/repo/src/app.py` nor
+    `/src/app.py.bak`, `v2.3` not in `v2.3.1`. Callers testing many facts against one text
+    use `Haystack` (or `normalise` once and `mentions_normalised`).
     """
     return mentions_normalised(normalise(text), fact)
 
@@ -287,10 +287,13 @@ SWE-agent's masked observation, Claude Code's compaction prompt): such a message
 facts of its own."""
 
 _HARNESS_WHOLE = {"[cleared]", "Error: parallel file mutations to the same path are not allowed."}
+"""Whole texts a harness writes: LangChain's cleared-tool placeholder, Deep Agents' parallel
+mutation error."""
 
 _CLIP_NOTICE = re.compile(
     r"\n\n\[Output was truncated due to context window size limits\..*\]$", re.S
 )
+"""The notice Deep Agents appends to a `read_file` result it clipped for the budget."""
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -306,9 +309,15 @@ _BLANKED = (
 """What `_own_text` blanks out, each with a substring it needs (a scan is skipped without)."""
 
 
+_LEADING_SPACE = re.compile(r"\s*")
+
+
 def _injected(text: str) -> bool:
-    head = text.lstrip()
-    return head.startswith(_HARNESS_START) or head.strip() in _HARNESS_WHOLE
+    """Is `text` a harness's or a compaction's own text (`_HARNESS_START`, `_HARNESS_WHOLE`)?"""
+    start = _LEADING_SPACE.match(text).end()  # type: ignore[union-attr]
+    if text.startswith(_HARNESS_START, start):
+        return True
+    return len(text) < 100 and text.strip() in _HARNESS_WHOLE
 
 
 def _own_text(text: str) -> str:
@@ -378,9 +387,8 @@ _DIRS = frozenset(
 """First parts that make an extension-less relative path (`src/agents/core`) a path rather
 than a slash-separated list of words (`mount/handle_params`, `Elixir/Phoenix/Ash`)."""
 
-_NOT_FACTS = ("/dev/null", "/large_tool_results/", "/conversation_history/")
-"""Paths that are plumbing, not the task's: the null device, and Deep Agents' own offload and
-history files (a policy's artefacts: `ctxlab.survival` reports them as `file`)."""
+_PLUMBING = ("/large_tool_results/", "/conversation_history/")
+"""Deep Agents' own offload and history files: a policy's artefacts, not the task's paths."""
 
 
 def _path(raw: str) -> str | None:
@@ -390,11 +398,11 @@ def _path(raw: str) -> str | None:
     trailing slash, or a first part that is a usual directory name (`src/`, `tests/`...), or
     a dot-directory (`.github/workflows`). Bare names need a known extension. Never a date,
     fraction or version (`2024/01/02`, `3/4`), a product (`Next.js`), a git diff side
-    (`a/src/x.py` is `src/x.py`: stripped by the caller) or `_NOT_FACTS`."""
+    (`a/src/x.py` is `src/x.py`: stripped by the caller), `/dev/null` or `_PLUMBING`."""
     p = raw.rstrip(_PATH_TAIL)
     if not 3 <= len(p) <= MAX_PATH_CHARS or _ALL_DIGITS.match(p) or _BRAND_JS.match(p):
         return None
-    if p == "/dev/null" or p.startswith(_NOT_FACTS[1:]):
+    if p == "/dev/null" or p.startswith(_PLUMBING):
         return None
     body = p.rstrip("/")
     parts = body.split("/")
@@ -561,15 +569,19 @@ _INSTRUCTION = re.compile(
     r"(?![\w\-])",
     re.I,
 )
+"""Constraint words: a human sentence holding one is an `instruction`."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])[ \t]+(?=[\"'(`*A-Z0-9])|\n+")
 _LIST_MARK = re.compile(r"^(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)")
+"""A list or checklist marker in front of an instruction (not part of the fact)."""
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _QUOTED_BLOCK = re.compile(
     r"<(issue_description|pr_description|issue|code|file|document)>.*?</\1>|"
     r"ISSUE:\n.*?(?=\nINSTRUCTIONS:|\Z)",
     re.S,
 )
+"""Quoted material in a user message (an issue, a file): its constraints are not the user's."""
 _CODE_LINE = re.compile(r"[{};=<>]|^\s*(?:#|//|def |class |import |from |return )")
+"""A sentence that looks like code (pasted source, comments), not a constraint."""
 _CHECKLIST = re.compile(r"^[ \t]*[-*+][ \t]+\[[ xX]\][ \t]+(?P<fact>\S.*?)[ \t]*$", re.M)
 
 
@@ -589,7 +601,8 @@ def extract(trace: Trace) -> list[Fact]:
 
     Deterministic and linear in the history's size. System messages, summaries and harness
     texts (offload stubs, injected reminders, skill and AGENTS.md expansions, the prompt a
-    Claude Code slash command expands to) give no facts.
+    Claude Code custom slash command expands to: the human message after its "is running"
+    echo) give no facts.
     """
     facts: list[Fact] = []
     seen: set[str] = set()
@@ -601,7 +614,7 @@ def extract(trace: Trace) -> list[Fact]:
         if isinstance(message, SystemMessage) or message_facts.is_summary(message):
             continue
         raw = message_facts.message_text(message)
-        after_command, expansion = expansion, "<command-name>" in raw
+        after_command, expansion = expansion, "<command-name>" in raw and " is running" in raw
         if _injected(raw) or (after_command and isinstance(message, HumanMessage)):
             continue
         text = _own_text(_edges(raw))
