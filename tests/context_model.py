@@ -71,10 +71,17 @@ class ContextModel(BaseChatModel):
     test can count the calls a run really made."""
 
     log: list[list[BaseMessage]] = Field(default_factory=list)
+    model_name: str = "context-model"
+    """The name it reports (its identity in cache keys; a priced name makes `dry_run` price
+    it)."""
 
     @property
     def _llm_type(self) -> str:
         return "context-model"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": self.model_name}
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
