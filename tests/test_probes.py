@@ -18,6 +18,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.rate_limiters import InMemoryRateLimiter
 
+import ctxlab
 from ctxlab import probes
 from ctxlab.facts import Fact, extract
 from ctxlab.model_spec import ModelSpecError, model_from_spec
@@ -358,3 +359,17 @@ def test_fact_objects_match_the_frame() -> None:
         (fact,) = probe.facts
         assert isinstance(fact, Fact)
         assert facts.filter(pl.col("fact") == fact.text)["message"].to_list() == [fact.message]
+
+
+def test_evaluate_runs_the_probes_when_given_a_model() -> None:
+    result = langchain_replay()
+    model, judge = ContextModel(), RubricJudge()
+    evaluation = ctxlab.evaluate(result, model=model, judge=judge)
+    planned = probes.plan(result, evaluation.facts)
+    direct = probes.run(result, planned, ContextModel(), RubricJudge())
+    assert evaluation.probes.write_ndjson() == direct.write_ndjson()
+    assert list(evaluation.probes.columns[:7]) == list(probes.PROBE_COLUMNS)
+    assert evaluation.to_json()["probes"] == direct.to_dicts()
+    skipped = ctxlab.evaluate(result)
+    assert skipped.probes.height == 0
+    assert list(skipped.probes.columns[:7]) == list(probes.PROBE_COLUMNS)
