@@ -113,8 +113,8 @@ def _unplaced(noun: str) -> str:
     """A fact found neither verbatim in its message's text nor in a tool argument (the
     extractor normalised it): asked for by kind alone."""
     return (
-        f"Earlier in this conversation, which {noun}s were mentioned? List every one. "
-        + ANSWER_ONLY.format(noun=noun)
+        f"Earlier in this conversation, which {noun}s were mentioned? List every one exactly "
+        "as written, one a line; do not call tools."
     )
 
 

@@ -51,7 +51,7 @@ from ctxlab.probe_calls import (
     with_rate_limiter,
 )
 from ctxlab.probe_judge import judge_prompt, parse_grade
-from ctxlab.requests import request_messages
+from ctxlab.requests import Requests
 
 if TYPE_CHECKING:
     from ctxlab.replay import Replay
@@ -268,17 +268,18 @@ def tool_schemas(trace: Trace) -> tuple[dict[str, Any], ...]:
 
 
 class _Contexts:
-    """The two contexts of each probe turn, built once: the replayed request and the full
-    history before the call."""
+    """The two contexts of each probe turn, built once: the replayed request
+    (`ctxlab.requests.Requests`, its event index made once for all turns) and the full history
+    before the call."""
 
     def __init__(self, replay: Replay) -> None:
-        self.replay = replay
         self.trace = _trace(replay)
+        self.requests = Requests(replay)
         self.compacted = memoize(self._compacted)
         self.full = memoize(self._full)
 
     def _compacted(self, turn: int) -> tuple[BaseMessage, ...]:
-        return tuple(r.message for r in request_messages(self.replay, turn))
+        return tuple(r.message for r in self.requests.at(turn))
 
     def _full(self, turn: int) -> tuple[BaseMessage, ...]:
         return tuple(self.trace.messages[: self.trace.turns[turn].position])
