@@ -25,7 +25,7 @@ from ctxlab.model_spec import ModelSpecError, model_from_spec
 from ctxlab.policies.deepagents import DeepAgents
 from ctxlab.policies.langchain import LangChainSummarization
 from ctxlab.pricing import price_for
-from ctxlab.probe_calls import MemoryProbeCache, ProbeCallError
+from ctxlab.probe_calls import Call, MemoryProbeCache, ProbeCallError
 from ctxlab.probe_judge import parse_grade
 from ctxlab.replay import Replay, replay
 from ctxlab.summarizers import Fixed
@@ -373,3 +373,36 @@ def test_evaluate_runs_the_probes_when_given_a_model() -> None:
     skipped = ctxlab.evaluate(result)
     assert skipped.probes.height == 0
     assert list(skipped.probes.columns[:7]) == list(probes.PROBE_COLUMNS)
+
+
+def test_nothing_to_probe_gives_an_empty_frame_with_the_columns() -> None:
+    result = replay(make_trace(), "raw")
+    assert probes.probe_turns(result) == []
+    model = ContextModel()
+    frame = ctxlab.evaluate(result, model=model).probes
+    assert frame.height == 0 and model.log == []
+    assert frame.schema == pl.Schema({**probes.PROBE_COLUMNS, **probes.EXTRA_COLUMNS})
+
+
+def test_cache_keys_name_model_prompt_and_input() -> None:
+    messages = (HumanMessage("where is the config?"),)
+    tools = probes.tool_schemas(make_trace())
+    base = Call(ContextModel(), "q", messages)
+    assert base.key == Call(ContextModel(), "q", messages).key
+    others = [
+        Call(ContextModel(model_name="other"), "q", messages),
+        Call(ContextModel(), "q2", messages),
+        Call(ContextModel(), "q", (HumanMessage("where is the log?"),)),
+        Call(ContextModel(), "q", messages, tools),
+        Call(RubricJudge(), "q", messages),
+    ]
+    assert len({base.key, *(c.key for c in others)}) == 1 + len(others)
+
+
+def test_tool_schemas_from_the_recorded_calls_when_the_trace_has_none() -> None:
+    trace = make_trace()
+    assert trace.tools == []
+    names = [t["function"]["name"] for t in probes.tool_schemas(trace)]
+    assert names == ["read_file", "write_file", "execute", "edit_file"]
+    edit = probes.tool_schemas(trace)[3]["function"]["parameters"]["properties"]
+    assert list(edit) == ["file_path", "old_string", "new_string"]
