@@ -244,9 +244,10 @@ def _next_action(trace: Trace, turn: int) -> list[Probe]:
 
 
 def tool_schemas(trace: Trace) -> tuple[dict[str, Any], ...]:
-    """The tools next-action probes bind: the trace's schemas as sent, else one per tool the
-    recorded agent called, with the argument names it passed (a model cannot call a tool it
-    is not offered)."""
+    """The tools every probe call binds: the trace's schemas as sent, else one per tool the
+    recorded agent called, with the argument names it passed. The request as the agent sent it
+    offered them, a model cannot call a tool it is not offered (next action), and some
+    providers refuse a history holding tool calls without tool definitions."""
     if trace.tools:
         return tuple(trace.tools)
     seen: dict[str, dict[str, None]] = {}

@@ -6,10 +6,13 @@ in the messages before it, and answers with what it finds there, so on the full 
 everything and on a compacted request exactly what survived:
 
 * a recall question quoting a cue ('came right after this text: "..."'): the rest of the line
-  after each place the cue appears (or, "right before", the start of the line before it);
+  after each place the cue appears, or the next line if nothing follows ("right before": the
+  start of the line before it, or the line above);
 * 'pass as `key` to the `tool` tool' / 'what exact call did the agent make to the `tool` tool':
   that argument (the whole call) of every such call in the context, and every text line of a
   non-assistant message naming the tool (a summary's "- /path (edit_file)");
+* 'what exact ... did the `tool` tool return?': every result of that tool in the context, and
+  every text line naming the tool;
 * the user's first request: the first human message (a summary, once the request is compacted);
 * "Which files did the agent change": the paths writing tools were called with, and text lines
   naming a writing tool;
