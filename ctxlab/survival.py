@@ -259,24 +259,22 @@ class Survival:
             spans.close()
 
     def _summaries(self) -> list[_Spans]:
-        """Per fact, the turns at which the request's summary holds it."""
+        """Per fact, the turns at which a summary in the request holds it."""
         plan = self.requests
         spans = [_Spans([]) for _ in self.facts]
-        points = sorted(
-            {c.turn for c in plan.summaries}
-            | {c.until + 1 for c in plan.summaries if c.until is not None}
-        )
-        points = [t for t in points if t <= self.last]
+        points = {c.turn for c in plan.summaries} | {c.turn + 1 for c in plan.summaries}
+        points |= {c.until + 1 for c in plan.summaries if c.until is not None}
+        ordered = sorted(t for t in points if t <= self.last)
         memo: dict[int, set[int]] = {}
-        for k, start in enumerate(points):
-            end = points[k + 1] - 1 if k + 1 < len(points) else self.last
-            change = plan.summary(start)
-            if change is None:
-                continue
-            shown = memo.get(id(change))
-            if shown is None:
-                text = message_text(plan.summary_message(change))
-                shown = memo[id(change)] = self.finder.one(text)
+        for k, start in enumerate(ordered):
+            end = ordered[k + 1] - 1 if k + 1 < len(ordered) else self.last
+            shown: set[int] = set()
+            for change in plan.summaries_at(start):
+                held = memo.get(id(change))
+                if held is None:
+                    text = message_text(plan.summary_message(change))
+                    held = memo[id(change)] = self.finder.one(text)
+                shown |= held
             for i in shown:
                 spans[i].parts.append((start, end))
         return [s.close() for s in spans]
