@@ -12,9 +12,11 @@ it:
 * `next_action`: the request sent as is, with the trace's tools bound; 1.0 if the model's first
   tool call has the recorded call's tool and arguments, 0.5 the tool only, 0 otherwise (asked only
   at turns whose recorded output calls a tool);
-* `continuation` and `decision`: free text graded 0-5 by a judge model (`ctxlab.probe_judge`)
-  against the full-context answer, divided by 5. Without a judge they are not asked: their rows
-  stay, with null answers and scores (`NO_JUDGE` says so).
+* `continuation` ("what should the agent do next?") and `decision` ("the agent said X: why?",
+  X the latest reasoned statement of the agent the request no longer holds verbatim, else the
+  latest): free text graded 0-5 by a judge model (`ctxlab.probe_judge`) against the
+  full-context answer and what the recorded run did or said, divided by 5. Without a judge
+  they are not asked: their rows stay, with null answers and scores (`NO_JUDGE` says so).
 
 `plan` decides the probes (no model), `dry_run` prices their calls (no model call), `run` asks
 them through a `ProbeCache`, so a rerun is free. Probe lists, questions and frames depend only on
@@ -38,7 +40,7 @@ from langchain_core.rate_limiters import BaseRateLimiter
 from ctxlab import probe_questions as q
 from ctxlab import tokens as tk
 from ctxlab.facts import Fact, mentions
-from ctxlab.message_facts import chars_per_token
+from ctxlab.message_facts import chars_per_token, message_text
 from ctxlab.pricing import rates_for
 from ctxlab.probe_calls import (
     Call,
@@ -50,8 +52,8 @@ from ctxlab.probe_calls import (
     model_name,
     with_rate_limiter,
 )
-from ctxlab.probe_judge import judge_prompt, parse_grade
-from ctxlab.requests import Requests
+from ctxlab.probe_judge import judge_prompt, parse_grade, recorded
+from ctxlab.requests import RequestMessage, Requests
 
 if TYPE_CHECKING:
     from ctxlab.replay import Replay
@@ -153,6 +155,7 @@ def plan(
     if bad:
         raise ValueError(f"turns {bad} out of range: the replay has turns 0-{count - 1}")
     evicted = facts.filter(pl.col("evicted_turn").is_not_null()).with_row_index("order")
+    requests = Requests(replay)
     out: list[Probe] = []
     previous = -1
     for turn in chosen:
@@ -165,10 +168,10 @@ def plan(
             out += _next_action(trace, turn)
         if "continuation" in kinds:
             output = trace.turns[turn].output
-            recorded = Reply.of(output).shown() if output is not None else ""
-            out.append(Probe(turn, "continuation", q.CONTINUATION, recorded))
+            did = Reply.of(output).shown() if output is not None else ""
+            out.append(Probe(turn, "continuation", q.CONTINUATION, did))
         if "decision" in kinds:
-            out.append(Probe(turn, "decision", q.DECISION, ""))
+            out += _decision(trace, requests.at(turn), turn, position)
         previous = turn
     return out
 
@@ -241,6 +244,30 @@ def _next_action(trace: Trace, turn: int) -> list[Probe]:
     action = (call["name"], dict(call.get("args", {})))
     expected = Reply("", (action,)).shown()
     return [Probe(turn, "next_action", q.NEXT_ACTION, expected, action=action)]
+
+
+def _decision(
+    trace: Trace, request: Sequence[RequestMessage], turn: int, position: int
+) -> list[Probe]:
+    """The agent's latest reasoned statement ("X because Y") before `position`, preferring one
+    the request at `turn` no longer holds verbatim; none if the agent never gave a reason."""
+    verbatim = {r.source for r in request if r.status == "kept"}
+    found: tuple[str, str] | None = None
+    for p in range(position - 1, -1, -1):
+        message = trace.messages[p]
+        if not isinstance(message, AIMessage):
+            continue
+        said = q.reasoned(message_text(message))
+        if said is None:
+            continue
+        if p not in verbatim:
+            found = said
+            break
+        found = found or said
+    if found is None:
+        return []
+    claim, sentence = found
+    return [Probe(turn, "decision", q.DECISION.format(claim=claim), sentence)]
 
 
 def tool_schemas(trace: Trace) -> tuple[dict[str, Any], ...]:
@@ -361,8 +388,6 @@ def run(
             if probe.kind in JUDGED:
                 row["score"], row["ceiling_score"] = grades[id(probe)]
                 row["judged_by"] = model_name(judge) if judge is not None else None
-                if probe.kind == "decision":
-                    row["expected"] = ceiling.shown()
             else:
                 row["score"], row["ceiling_score"] = _score(probe, answer), _score(probe, ceiling)
         rows.append(row)
@@ -383,9 +408,8 @@ def _judge(
     calls = []
     for probe in judged:
         answer, ceiling = answers[id(probe)]
-        recorded = probe.expected if probe.kind == "continuation" else None
         for graded in (answer, ceiling):
-            prompt = judge_prompt(probe.question, ceiling.shown(), graded.shown(), recorded)
+            prompt = judge_prompt(probe.question, ceiling.shown(), graded.shown(), recorded(probe))
             calls.append(Call(judge, prompt, (HumanMessage(content=prompt),)))
     replies = ask(calls, cache, max_concurrency=max_concurrency)
     return {
@@ -435,9 +459,8 @@ def dry_run(
             tokens = _tokens(model, call.messages, call.tools)
             rows.append(_priced(probe, label, model, tokens, hit))
         if probe.kind in JUDGED and judge is not None:
-            recorded = probe.expected if probe.kind == "continuation" else None
             filler = "x" * int(ANSWER_TOKENS * tk.CHARS_PER_TOKEN)
-            prompt = judge_prompt(probe.question, filler, filler, recorded)
+            prompt = judge_prompt(probe.question, filler, filler, recorded(probe))
             tokens = _tokens(judge, (HumanMessage(content=prompt),), ())
             rows += [
                 _priced(probe, label, judge, tokens, None) for label in ("judge", "judge_ceiling")

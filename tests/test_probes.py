@@ -176,14 +176,19 @@ def test_judged_probes_graded_against_the_full_context_answer() -> None:
     frame = probes.run(result, planned, model, judge)
     assert frame["judged_by"].to_list() == ["rubric-judge"] * frame.height
     decision = frame.filter(pl.col("kind") == "decision").row(0, named=True)
-    # the summary dropped the first "because" line, the kept messages hold the second
-    assert decision["ceiling_score"] == 1.0
-    assert 0.0 < decision["score"] < 1.0
-    assert decision["expected"] == decision["ceiling_answer"]
+    # the latest reasoned statement the request lost (summarised away, not in the summary)
+    assert decision["question"].startswith(
+        'Earlier in this conversation the agent said: "I read the config first". Why?'
+    )
+    assert decision["expected"] == SAYS[0]
+    assert decision["ceiling_answer"] == SAYS[0]
+    assert (decision["score"], decision["ceiling_score"]) == (0.0, 1.0)
+    assert "WHAT THE AGENT SAID AT THE TIME" in judge.log[-1][0].text
     continuation = frame.filter(pl.col("kind") == "continuation").row(0, named=True)
     assert continuation["expected"].startswith(SAYS[6])
     assert continuation["ceiling_score"] > continuation["score"]
     assert len(judge.log) == 2 * frame.height
+    assert "WHAT THE AGENT ACTUALLY DID NEXT" in judge.log[0][0].text
 
 
 def test_without_a_judge_free_text_probes_are_listed_not_asked() -> None:
