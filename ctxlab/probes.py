@@ -39,7 +39,7 @@ from langchain_core.rate_limiters import BaseRateLimiter
 
 from ctxlab import probe_questions as q
 from ctxlab import tokens as tk
-from ctxlab.facts import Fact, mentions
+from ctxlab.facts import Fact, mentions, mentions_normalised, normalise
 from ctxlab.message_facts import chars_per_token, message_text
 from ctxlab.pricing import rates_for
 from ctxlab.probe_calls import (
@@ -53,7 +53,7 @@ from ctxlab.probe_calls import (
     with_rate_limiter,
 )
 from ctxlab.probe_judge import judge_prompt, parse_grade, recorded
-from ctxlab.requests import RequestMessage, Requests
+from ctxlab.requests import Requests
 
 if TYPE_CHECKING:
     from ctxlab.replay import Replay
@@ -156,6 +156,7 @@ def plan(
         raise ValueError(f"turns {bad} out of range: the replay has turns 0-{count - 1}")
     evicted = facts.filter(pl.col("evicted_turn").is_not_null()).with_row_index("order")
     requests = Requests(replay)
+    changed = _changed_paths(trace, evicted) if "artifact" in kinds else []
     out: list[Probe] = []
     previous = -1
     for turn in chosen:
@@ -163,7 +164,7 @@ def plan(
         if "recall" in kinds:
             out += _recall(trace, evicted, previous, turn, max_facts)
         if "artifact" in kinds:
-            out += _artifact(trace, evicted, turn, position)
+            out += _artifact(changed, turn, position)
         if "next_action" in kinds:
             out += _next_action(trace, turn)
         if "continuation" in kinds:
@@ -171,7 +172,7 @@ def plan(
             did = Reply.of(output).shown() if output is not None else ""
             out.append(Probe(turn, "continuation", q.CONTINUATION, did))
         if "decision" in kinds:
-            out += _decision(trace, requests.at(turn), turn, position)
+            out += _decision(trace, requests, turn, position)
         previous = turn
     return out
 
@@ -212,24 +213,29 @@ def _recall(
     return out
 
 
-def _artifact(trace: Trace, evicted: pl.DataFrame, turn: int, position: int) -> list[Probe]:
-    written = [
-        json.dumps(call.get("args", {}), ensure_ascii=False)
-        for m in trace.messages[:position]
-        if isinstance(m, AIMessage)
-        for call in m.tool_calls
-        if WRITING_TOOLS.search(call["name"])
-    ]
+def _changed_paths(trace: Trace, evicted: pl.DataFrame) -> list[tuple[Fact, int, int]]:
+    """Evicted path facts a writing tool was called with: (fact, its evicted turn, the
+    position of the first such call), in the facts' order."""
     paths = [
-        fact
-        for fact in map(
-            _fact,
-            evicted.filter(
-                (pl.col("category") == "path") & (pl.col("evicted_turn") <= turn)
-            ).iter_rows(named=True),
-        )
-        if any(mentions(args, fact) for args in written)
+        (_fact(row), row["evicted_turn"])
+        for row in evicted.filter(pl.col("category") == "path").iter_rows(named=True)
     ]
+    first: dict[int, int] = {}
+    for p, m in enumerate(trace.messages):
+        if not isinstance(m, AIMessage):
+            continue
+        for call in m.tool_calls:
+            if not WRITING_TOOLS.search(call["name"]):
+                continue
+            args = normalise(json.dumps(call.get("args", {}), ensure_ascii=False))
+            for i, (fact, _) in enumerate(paths):
+                if i not in first and mentions_normalised(args, fact):
+                    first[i] = p
+    return [(fact, turn, first[i]) for i, (fact, turn) in enumerate(paths) if i in first]
+
+
+def _artifact(changed: list[tuple[Fact, int, int]], turn: int, position: int) -> list[Probe]:
+    paths = [fact for fact, evicted, written in changed if evicted <= turn and written < position]
     if not paths:
         return []
     expected = "\n".join(f.text for f in paths)
@@ -246,12 +252,9 @@ def _next_action(trace: Trace, turn: int) -> list[Probe]:
     return [Probe(turn, "next_action", q.NEXT_ACTION, expected, action=action)]
 
 
-def _decision(
-    trace: Trace, request: Sequence[RequestMessage], turn: int, position: int
-) -> list[Probe]:
+def _decision(trace: Trace, requests: Requests, turn: int, position: int) -> list[Probe]:
     """The agent's latest reasoned statement ("X because Y") before `position`, preferring one
-    the request at `turn` no longer holds verbatim; none if the agent never gave a reason."""
-    verbatim = {r.source for r in request if r.status == "kept"}
+    the request at `turn` no longer holds as written; none if the agent never gave a reason."""
     found: tuple[str, str] | None = None
     for p in range(position - 1, -1, -1):
         message = trace.messages[p]
@@ -260,7 +263,7 @@ def _decision(
         said = q.reasoned(message_text(message))
         if said is None:
             continue
-        if p not in verbatim:
+        if requests.status(p, turn)[0] != "kept":
             found = said
             break
         found = found or said
