@@ -85,12 +85,14 @@ def retention(
     evaluations: Sequence[Evaluation],
     *,
     labels: Sequence[str] | None = None,
+    shares: bool = True,
     title: str | None = None,
     width: int = 1000,
     height: int = 720,
 ) -> go.Figure:
     """Survival by category per policy, needed-but-lost per policy and probe score against its
-    ceiling (see the module docstring). An empty `evaluations` raises `ValueError`."""
+    ceiling (see the module docstring); `shares=False` draws survival as counts of facts, not
+    shares of each category. An empty `evaluations` raises `ValueError`."""
     evaluations = list(evaluations)
     if not evaluations:
         raise ValueError("retention needs at least one evaluation")
@@ -114,7 +116,7 @@ def retention(
         horizontal_spacing=0.06 / n,
     )
     for i, (ev, name) in enumerate(zip(evaluations, names, strict=True)):
-        _survival_panel(fig, ev.survival, cats, name, col=2 * i + 1, legend=i == 0)
+        _survival_panel(fig, ev.survival, cats, name, col=2 * i + 1, legend=i == 0, shares=shares)
     _needed_panel(fig, evaluations, names, col=1)
     _probe_panel(fig, evaluations, names, col=n + 1)
     fig.update_layout(barmode="stack", bargap=0.25)
@@ -126,24 +128,33 @@ def retention(
     )
     fig.update_layout(legend={"y": -0.11, "traceorder": "normal"}, margin={"b": 90})
     fig.update_annotations(font_size=13)
+    top = max((int(ev.survival["total"].max() or 0) for ev in evaluations), default=0)
     for i in range(n):
         fig.update_yaxes(
-            range=[0, 1],
-            tickformat=".0%",
+            range=[0, 1] if shares else [0, max(top, 1) * 1.05],
+            tickformat=".0%" if shares else ",d",
             showticklabels=i == 0,
-            title_text="share of facts" if i == 0 else None,
+            title_text=("share of facts" if shares else "facts") if i == 0 else None,
             row=1,
             col=2 * i + 1,
         )
         fig.update_xaxes(tickangle=-40, tickfont_size=11, row=1, col=2 * i + 1)
-    fig.update_yaxes(autorange="reversed", showgrid=False, row=2, col=1)
-    fig.update_yaxes(autorange="reversed", showgrid=False, row=2, col=n + 1)
+    rows = {"categoryorder": "array", "categoryarray": [esc(name, 40) for name in names]}
+    fig.update_yaxes(autorange="reversed", showgrid=False, row=2, col=1, **rows)
+    fig.update_yaxes(autorange="reversed", showgrid=False, row=2, col=n + 1, **rows)
     fig.update_xaxes(title_text="facts", showgrid=True, gridcolor="#E5E5E5", row=2, col=1)
     return fig
 
 
 def _survival_panel(
-    fig: go.Figure, survival: pl.DataFrame, cats: list[str], name: str, *, col: int, legend: bool
+    fig: go.Figure,
+    survival: pl.DataFrame,
+    cats: list[str],
+    name: str,
+    *,
+    col: int,
+    legend: bool,
+    shares: bool,
 ) -> None:
     rows = {r["category"]: r for r in survival.iter_rows(named=True)}
     totals = [int(rows[c]["total"]) if c in rows else 0 for c in cats]
@@ -152,7 +163,10 @@ def _survival_panel(
         fig.add_trace(
             go.Bar(
                 x=[esc(c) for c in cats],
-                y=[k / t if t else 0 for k, t in zip(counts, totals, strict=True)],
+                y=[
+                    (k / t if t else 0) if shares else k
+                    for k, t in zip(counts, totals, strict=True)
+                ],
                 customdata=list(zip(counts, totals, strict=True)),
                 name=STATUS_LABELS[status],
                 legendgroup=status,
@@ -250,6 +264,22 @@ def _probe_panel(fig: go.Figure, evaluations: Sequence[Any], names: list[str], *
                 customdata=[m[2] for m in scored],
                 hovertemplate=f"%{{y}}: {label} %{{x:.2f}} (mean of %{{customdata}} probes)"
                 "<extra></extra>",
+            ),
+            row=2,
+            col=col,
+        )
+    missing = [y for y, m in zip(shown, means, strict=True) if not m[2]]
+    if missing:
+        fig.add_trace(
+            go.Scatter(
+                x=[0] * len(missing),
+                y=missing,
+                mode="text",
+                text=["no probes run"] * len(missing),
+                textposition="middle right",
+                textfont={"size": 11, "color": "#777777"},
+                showlegend=False,
+                hoverinfo="skip",
             ),
             row=2,
             col=col,
