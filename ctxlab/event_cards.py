@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ctxlab.escape import esc
+from ctxlab.facts import Fact, mentions_normalised, message_text, normalise
 from ctxlab.palette import FACT_STATUS_COLORS
 
 if TYPE_CHECKING:
@@ -72,24 +73,27 @@ class Card:
         return out
 
 
-def where_at(replay: Replay, turn: int, facts: Sequence[Any]) -> list[str]:
+def where_at(replay: Replay, turn: int, facts: Sequence[Fact]) -> list[str]:
     """Where each of `facts` (`ctxlab.facts.Fact`s) is in the request at `turn`: `context`
     (verbatim outside summaries), `summary` (only in a summary or inserted message), `file`
     (only in the replay's virtual files), else `lost` (the statuses of `ctxlab.survival`)."""
-    from ctxlab.facts import mentions, message_text
     from ctxlab.requests import request_messages
 
+    if not facts:
+        return []
     request = request_messages(replay, turn)
-    kept = "\n".join(message_text(r.message) for r in request if r.status != "summary")
-    summary = "\n".join(message_text(r.message) for r in request if r.status == "summary")
-    files = "\n".join(replay.files[p] for p in replay.files) if facts else ""
+    kept = normalise("\n".join(message_text(r.message) for r in request if r.status != "summary"))
+    summary = normalise(
+        "\n".join(message_text(r.message) for r in request if r.status == "summary")
+    )
+    files = normalise("\n".join(replay.files[p] for p in replay.files))
     out = []
     for fact in facts:
-        if mentions(kept, fact):
+        if mentions_normalised(kept, fact):
             out.append("context")
-        elif mentions(summary, fact):
+        elif mentions_normalised(summary, fact):
             out.append("summary")
-        elif mentions(files, fact):
+        elif mentions_normalised(files, fact):
             out.append("file")
         else:
             out.append("lost")
@@ -99,8 +103,6 @@ def where_at(replay: Replay, turn: int, facts: Sequence[Any]) -> list[str]:
 def cards(replay: Replay, facts: pl.DataFrame, probes: pl.DataFrame | None = None) -> list[Card]:
     """A card for every turn with an event or an eviction, in turn order. `facts` and `probes`
     are an evaluation's frames of the same replay (`ctxlab.Evaluation.facts` / `.probes`)."""
-    from ctxlab.facts import Fact
-
     events: dict[int, list[Any]] = {}
     for e in replay.event_list:
         if e.turn is not None:

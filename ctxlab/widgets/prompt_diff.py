@@ -33,6 +33,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from ctxlab import plots
 from ctxlab import tokens as tk
 from ctxlab.escape import esc
+from ctxlab.facts import CATEGORIES, Fact, extract, mentions_normalised, message_text, normalise
 from ctxlab.message_facts import AUTO, chars_per_token, readable_text, summary_message
 from ctxlab.plots.retention import probe_means
 from ctxlab.policies import DeepAgents
@@ -44,8 +45,6 @@ from ctxlab.widgets._common import ExportBar, figure_widget
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
-
-    from ctxlab.facts import Fact
 
 _PATH = re.compile(r"(?<![\w/])(?:/[\w.\-]+)+/?|\b[\w.\-]+/[\w.\-/]+\.\w+")
 _IDENT = re.compile(r"\b(?:[A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|\w+\.\w+\(\))\b")
@@ -283,12 +282,10 @@ class PromptDiff(W.VBox):
 
     def _slice_facts(self, messages: Sequence[BaseMessage]) -> list[Fact]:
         """The trace's facts (extracted once) that the slice's messages mention."""
-        from ctxlab.facts import extract, mentions, message_text
-
         if self._trace_facts is None:
             self._trace_facts = extract(self.trace)
-        text = "\n".join(message_text(m) for m in messages)
-        return [f for f in self._trace_facts if mentions(text, f)] if text else []
+        text = normalise("\n".join(message_text(m) for m in messages))
+        return [f for f in self._trace_facts if mentions_normalised(text, f)] if text else []
 
     def _probe(self, a: Side, b: Side) -> tuple[pl.DataFrame, pl.DataFrame] | None:
         """Each summary probed at the point's turn: the point's policy replayed with that
@@ -393,8 +390,6 @@ class PromptDiff(W.VBox):
 
 def by_category(facts: Sequence[Fact]) -> dict[str, list[str]]:
     """Fact texts grouped by category, categories in `ctxlab.facts.CATEGORIES` order."""
-    from ctxlab.facts import CATEGORIES
-
     out: dict[str, list[str]] = {c: [] for c in CATEGORIES}
     for f in facts:
         out.setdefault(f.category, []).append(f.text)
@@ -403,9 +398,8 @@ def by_category(facts: Sequence[Fact]) -> dict[str, list[str]]:
 
 def facts_kept(facts: Sequence[Fact], summary: str) -> dict[str, list[str]]:
     """Which of `facts` `summary` holds verbatim (`ctxlab.facts.mentions`), by category."""
-    from ctxlab.facts import mentions
-
-    return by_category([f for f in facts if summary and mentions(summary, f)])
+    text = normalise(summary)
+    return by_category([f for f in facts if text and mentions_normalised(text, f)])
 
 
 def _anchors_html(
