@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ctxlab.escape import esc
-from ctxlab.facts import Fact, mentions_normalised, message_text, normalise
+from ctxlab.facts import Fact
 from ctxlab.palette import FACT_STATUS_COLORS
+from ctxlab.probes import NOT_COMPACTION
+from ctxlab.survival import Survival
 
 if TYPE_CHECKING:
     from ctxlab.evaluation import Evaluation
@@ -73,36 +75,12 @@ class Card:
         return out
 
 
-def where_at(replay: Replay, turn: int, facts: Sequence[Fact]) -> list[str]:
-    """Where each of `facts` (`ctxlab.facts.Fact`s) is in the request at `turn`: `context`
-    (verbatim outside summaries), `summary` (only in a summary or inserted message), `file`
-    (only in the replay's virtual files), else `lost` (the statuses of `ctxlab.survival`)."""
-    from ctxlab.requests import request_messages
-
-    if not facts:
-        return []
-    request = request_messages(replay, turn)
-    kept = normalise("\n".join(message_text(r.message) for r in request if r.status != "summary"))
-    summary = normalise(
-        "\n".join(message_text(r.message) for r in request if r.status == "summary")
-    )
-    files = normalise("\n".join(replay.files[p] for p in replay.files))
-    out = []
-    for fact in facts:
-        if mentions_normalised(kept, fact):
-            out.append("context")
-        elif mentions_normalised(summary, fact):
-            out.append("summary")
-        elif mentions_normalised(files, fact):
-            out.append("file")
-        else:
-            out.append("lost")
-    return out
-
-
 def cards(replay: Replay, facts: pl.DataFrame, probes: pl.DataFrame | None = None) -> list[Card]:
-    """A card for every turn with an event or an eviction, in turn order. `facts` and `probes`
-    are an evaluation's frames of the same replay (`ctxlab.Evaluation.facts` / `.probes`)."""
+    """A card for every turn where a fact left the request or a compaction happened, in turn
+    order (argument truncation and overflow alone, redone on every request once they start,
+    make no card: `ctxlab.probes.NOT_COMPACTION`). `facts` and `probes` are an evaluation's
+    frames of the same replay (`ctxlab.Evaluation.facts` / `.probes`). Where each dropped fact
+    went is its `ctxlab.survival` status at the card's turn."""
     events: dict[int, list[Any]] = {}
     for e in replay.event_list:
         if e.turn is not None:
@@ -114,15 +92,20 @@ def cards(replay: Replay, facts: pl.DataFrame, probes: pl.DataFrame | None = Non
     if probes is not None:
         for row in probes.iter_rows(named=True):
             asked.setdefault(int(row["turn"]), []).append(row)
+    dropped = [row for turn in sorted(evicted) for row in evicted[turn]]
+    facts_dropped = [Fact(r["fact"], r["category"], int(r["message"])) for r in dropped]
+    where = Survival(replay, facts_dropped) if facts_dropped else None
+    went = {
+        id(row): where.status(i, int(row["evicted_turn"]))
+        for i, row in enumerate(dropped)
+        if where is not None
+    }
     out = []
     for turn in sorted(set(events) | set(evicted)):
         here = events.get(turn, [])
         rows = evicted.get(turn, [])
-        went = where_at(
-            replay,
-            turn,
-            [Fact(r["fact"], r["category"], int(r["message"])) for r in rows],
-        )
+        if not rows and all(e.kind in NOT_COMPACTION for e in here):
+            continue
         befores = [e.tokens_before for e in here if e.tokens_before is not None]
         afters = [e.tokens_after for e in here if e.tokens_after is not None]
         out.append(
@@ -135,11 +118,11 @@ def cards(replay: Replay, facts: pl.DataFrame, probes: pl.DataFrame | None = Non
                     DroppedFact(
                         r["fact"],
                         r["category"],
-                        w,
+                        went[id(r)],
                         r["needed_turn"],
                         r["status_when_needed"],
                     )
-                    for r, w in zip(rows, went, strict=True)
+                    for r in rows
                 ),
                 probes=tuple(asked.get(turn, [])),
             )
@@ -293,5 +276,4 @@ __all__ = [
     "card_html",
     "cards",
     "cards_html",
-    "where_at",
 ]

@@ -33,7 +33,7 @@ def planted(n: int = 30, evil: bool = False) -> ctxlab.Trace:
         path = f"/repo/src/module_{i:02d}.py"
         call = {"name": "read_file", "args": {"file_path": path}, "id": f"c{i}"}
         msgs.append(AIMessage(f"Reading {path}.", tool_calls=[call]))
-        body = "\n".join(f"    value_{i}_{k} = compute({k})" for k in range(120))
+        body = "\n".join(f"    value_{i}_{k} = compute({k})" for k in range(20))
         msgs.append(ToolMessage(body, tool_call_id=f"c{i}", name="read_file"))
     edit = {
         "name": "edit_file",
@@ -48,8 +48,8 @@ def planted(n: int = 30, evil: bool = False) -> ctxlab.Trace:
     )
 
 
-DEEP = DeepAgents(window=30_000, trigger=("fraction", 0.5), keep=("messages", 6))
-LANGCHAIN = get("langchain-summarization", trigger=("tokens", 15_000), keep=("messages", 6))
+DEEP = DeepAgents(trigger=("messages", 24), keep=("messages", 6))
+LANGCHAIN = get("langchain-summarization", trigger=("messages", 24), keep=("messages", 6))
 
 
 @pytest.fixture(scope="module")
