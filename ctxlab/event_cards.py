@@ -22,13 +22,12 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from ctxlab.escape import esc
+from ctxlab.evaluation import Evaluation, evaluate
 from ctxlab.facts import Fact
 from ctxlab.palette import FACT_STATUS_COLORS
-from ctxlab.probes import NOT_COMPACTION
 from ctxlab.survival import Survival
 
 if TYPE_CHECKING:
-    from ctxlab.evaluation import Evaluation
     from ctxlab.replay import Replay
 
 WENT_LABELS = {
@@ -81,6 +80,8 @@ def cards(replay: Replay, facts: pl.DataFrame, probes: pl.DataFrame | None = Non
     make no card: `ctxlab.probes.NOT_COMPACTION`). `facts` and `probes` are an evaluation's
     frames of the same replay (`ctxlab.Evaluation.facts` / `.probes`). Where each dropped fact
     went is its `ctxlab.survival` status at the card's turn."""
+    from ctxlab.probes import NOT_COMPACTION  # here: it imports LangChain's model classes
+
     events: dict[int, list[Any]] = {}
     for e in replay.event_list:
         if e.turn is not None:
@@ -243,8 +244,6 @@ class EventCards:
         """Every card, in turn order."""
         if self._cards is None:
             if self.evaluation is None:
-                from ctxlab.evaluation import evaluate
-
                 self.evaluation = evaluate(self.replay)
             self._cards = cards(self.replay, self.evaluation.facts, self.evaluation.probes)
         return self._cards

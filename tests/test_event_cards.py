@@ -24,7 +24,8 @@ NEEDED = "/repo/src/module_01.py"
 
 
 def planted(n: int = 30, evil: bool = False) -> ctxlab.Trace:
-    """A task, `n` reads of distinct files with long results, then a final edit of `NEEDED`."""
+    """A task, `n` reads of distinct files with long results, then a final edit of `NEEDED`;
+    `evil` plants markup in the task, which the last message repeats (so it is needed late)."""
     task = "Fix the failing import in /repo/src/main.py."
     if evil:
         task += f" Never touch /repo/{EVIL}.py"
@@ -42,7 +43,7 @@ def planted(n: int = 30, evil: bool = False) -> ctxlab.Trace:
     }
     msgs.append(AIMessage(f"Editing {NEEDED} again.", tool_calls=[edit]))
     msgs.append(ToolMessage("ok", tool_call_id="edit", name="edit_file"))
-    msgs.append(AIMessage("Done."))
+    msgs.append(AIMessage(f"Done: {task}" if evil else "Done."))
     return ctxlab.from_messages(
         msgs, trace_id="planted", model="claude-sonnet-4-5", provider="anthropic"
     )

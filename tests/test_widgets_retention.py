@@ -15,6 +15,7 @@ import ctxlab
 from ctxlab import plots
 from ctxlab.plots.retention import STATUS_LABELS, needed_by_status
 from ctxlab.policies import get
+from ctxlab.summarizers import Fixed
 from ctxlab.widgets import Retention
 from tests.test_event_cards import DEEP, EVIL, LANGCHAIN, planted
 from tests.test_widgets import _rendered
@@ -90,7 +91,7 @@ def test_figure_draws_probe_scores_beside_their_ceiling(replays, evaluations) ->
     assert score.x[0] == pytest.approx(scored["score"].mean())
     assert ceiling.x[0] == pytest.approx(scored["ceiling_score"].mean())
     assert ceiling.x[0] >= score.x[0]
-    missing = next(t for t in fig.data if t.mode == "text")
+    missing = next(t for t in fig.data if t.type == "scatter" and t.mode == "text")
     assert list(missing.y) == ["deep"] and list(missing.text) == ["no probes run"]
 
 
@@ -140,10 +141,13 @@ def test_retention_exports_every_format(evaluations, figures) -> None:
 
 def test_retention_escapes_hostile_trace_text() -> None:
     trace = planted(evil=True)
-    evaluations = [ctxlab.evaluate(ctxlab.replay(trace, p)) for p in (DEEP, LANGCHAIN)]
+    fixed = Fixed("Reading files.")  # a summary without the task: LangChain loses it
+    evaluations = [ctxlab.evaluate(ctxlab.replay(trace, p, fixed)) for p in (DEEP, LANGCHAIN)]
     facts = pl.concat([ev.facts for ev in evaluations])
     assert facts.filter(pl.col("fact").str.contains("<script>")).height  # planted and found
     w = Retention(*evaluations, labels=[EVIL, "b"])
+    w.policy.value = 1  # langchain-summarization lost the task the last message repeats
+    assert "ctx-needed-lost" in w.lost.value and "&lt;script&gt;alert(" in w.lost.value
     texts = []
     for i in range(len(w.policy.options)):
         w.policy.value = i

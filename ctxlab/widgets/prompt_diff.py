@@ -33,6 +33,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from ctxlab import plots
 from ctxlab import tokens as tk
 from ctxlab.escape import esc
+from ctxlab.evaluation import evaluate
 from ctxlab.facts import CATEGORIES, Fact, extract, mentions_normalised, message_text, normalise
 from ctxlab.message_facts import AUTO, chars_per_token, readable_text, summary_message
 from ctxlab.plots.retention import probe_means
@@ -294,8 +295,6 @@ class PromptDiff(W.VBox):
         point = self.points[self.point.value] if self.point.value is not None else None
         if self.model is None or point is None or point.turn is None or point.policy is None:
             return None
-        from ctxlab.evaluation import evaluate
-
         out = []
         for side in (a, b):
             result = replay(self.trace, point.policy, Fixed(side.summary))

@@ -19,6 +19,7 @@ import polars as pl
 
 from ctxlab import plots
 from ctxlab.escape import esc
+from ctxlab.evaluation import Evaluation, evaluate
 from ctxlab.palette import FACT_STATUS_COLORS
 from ctxlab.plots.retention import labels_for, probe_means
 from ctxlab.replay import Replay
@@ -26,8 +27,6 @@ from ctxlab.widgets._common import ExportBar, figure_widget, update_in_place
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
-
-    from ctxlab.evaluation import Evaluation
 
 
 def headline_html(evaluations: Sequence[Evaluation], labels: Sequence[str]) -> str:
@@ -150,8 +149,6 @@ class Retention(W.VBox):
     @staticmethod
     def _evaluated(item: Any, model: Any, judge: Any, probes: str | Sequence[str]) -> Evaluation:
         if isinstance(item, Replay):
-            from ctxlab.evaluation import evaluate
-
             return evaluate(item, model=model, judge=judge, probes=probes)
         return item
 
