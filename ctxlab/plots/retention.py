@@ -221,6 +221,8 @@ def _probe_panel(fig: go.Figure, evaluations: Sequence[Any], names: list[str], *
             yref="paper",
             x=sum(axes.xaxis.domain) / 2,
             y=sum(axes.yaxis.domain) / 2,
+            xanchor="center",
+            yanchor="middle",
             showarrow=False,
             font={"size": 13, "color": "#555555"},
         )
