@@ -150,7 +150,9 @@ class Side:
 
 
 class PromptDiff(W.VBox):
-    """Compare two summary prompts (or two summarisers) on the same slice of `trace`."""
+    """Compare two summary prompts (or two summarisers) on the same slice of `trace`: the
+    summaries, the anchors and Tier 1 facts each keeps, and with `model` (any LangChain chat
+    model; `judge` grades free-text probes) each summary's probe scores beside the ceiling."""
 
     def __init__(
         self,
