@@ -30,6 +30,11 @@ from ctxlab.survival import Survival
 if TYPE_CHECKING:
     from ctxlab.replay import Replay
 
+NO_CARD = ("truncate_args", "overflow_error")
+"""Event kinds that make no card on their own: argument truncation is redone on every request
+once it starts, and an overflow changes nothing (the turns `ctxlab.probes` does not probe
+either). A turn where they evict a fact still gets its card."""
+
 WENT_LABELS = {
     "context": "still in context",
     "summary": "in the summary",
@@ -76,12 +81,9 @@ class Card:
 
 def cards(replay: Replay, facts: pl.DataFrame, probes: pl.DataFrame | None = None) -> list[Card]:
     """A card for every turn where a fact left the request or a compaction happened, in turn
-    order (argument truncation and overflow alone, redone on every request once they start,
-    make no card: `ctxlab.probes.NOT_COMPACTION`). `facts` and `probes` are an evaluation's
+    order (`NO_CARD` kinds alone make none). `facts` and `probes` are an evaluation's
     frames of the same replay (`ctxlab.Evaluation.facts` / `.probes`). Where each dropped fact
     went is its `ctxlab.survival` status at the card's turn."""
-    from ctxlab.probes import NOT_COMPACTION  # here: it imports LangChain's model classes
-
     events: dict[int, list[Any]] = {}
     for e in replay.event_list:
         if e.turn is not None:
@@ -105,7 +107,7 @@ def cards(replay: Replay, facts: pl.DataFrame, probes: pl.DataFrame | None = Non
     for turn in sorted(set(events) | set(evicted)):
         here = events.get(turn, [])
         rows = evicted.get(turn, [])
-        if not rows and all(e.kind in NOT_COMPACTION for e in here):
+        if not rows and all(e.kind in NO_CARD for e in here):
             continue
         befores = [e.tokens_before for e in here if e.tokens_before is not None]
         afters = [e.tokens_after for e in here if e.tokens_after is not None]
@@ -267,6 +269,7 @@ class EventCards:
 
 
 __all__ = [
+    "NO_CARD",
     "WENT_LABELS",
     "Card",
     "DroppedFact",

@@ -14,7 +14,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 import ctxlab
-from ctxlab.event_cards import EventCards, card_at, card_html, cards, cards_html
+from ctxlab.event_cards import NO_CARD, EventCards, card_at, card_html, cards, cards_html
 from ctxlab.policies import DeepAgents, get
 from ctxlab.summarizers import Fixed
 
@@ -103,6 +103,16 @@ def test_cards_cover_every_eviction_and_are_in_turn_order(trace) -> None:
     evicted = set(evaluation.facts["evicted_turn"].drop_nulls().to_list())
     assert evicted <= set(turns)
     assert sum(len(c.dropped) for c in found) == evaluation.facts["evicted_turn"].count()
+
+
+def test_every_probe_turn_has_a_card_and_truncation_alone_has_none(trace) -> None:
+    from ctxlab.probes import probe_turns
+
+    result, evaluation = _evaluated(trace, DEEP)
+    found = {c.turn: c for c in cards(result, evaluation.facts)}
+    assert set(probe_turns(result)) <= set(found)
+    for turn, card in found.items():
+        assert card.dropped or set(card.kinds) - set(NO_CARD), turn
 
 
 def test_card_at_shows_the_latest_compaction_so_far(trace) -> None:
