@@ -154,11 +154,20 @@ def _chip(f: DroppedFact) -> str:
             f"★ needed at turn {f.needed_turn} ({esc(WENT_LABELS.get(then, then))})</b>"
         )
     return (
-        f"<li class='ctx-dropped' data-went='{esc(f.went)}'>"
+        f"<li class='ctx-dropped' data-went='{esc(f.went)}' "
+        "style='display:inline-block;margin:0 14px 2px 0'>"
         f"<span style='display:inline-block;width:9px;height:9px;background:{color};"
         f"margin-right:4px'></span><code>{esc(f.fact, 100)}</code> → "
         f"{esc(WENT_LABELS.get(f.went, f.went))}{needed}</li>"
     )
+
+
+def _urgency(f: DroppedFact) -> int:
+    """Listing order within a category: needed later and lost, needed later, the rest (a
+    stable sort keeps the order of first appearance inside each group)."""
+    if f.needed_turn is None:
+        return 2
+    return 0 if f.status_when_needed == "lost" else 1
 
 
 def _tokens(card: Card) -> str:
@@ -192,24 +201,30 @@ def _probes_html(probes: Iterable[dict[str, Any]], limit: int) -> str:
 
 def card_html(card: Card, *, per_category: int = 8, probes: int = 12) -> str:
     """One card as HTML: header (turn, events, tokens), a line per category of dropped facts
-    (counts by where they went, needed-later marks, the first `per_category` facts) and the
-    probes asked at the turn."""
+    (counts by where they went, then up to `per_category` facts, those the agent needed later
+    first, with their marks) and the probes asked at the turn."""
     kinds = ", ".join(esc(k) for k in card.kinds) or "eviction"
+    hurt = f"color:{FACT_STATUS_COLORS['lost']};font-weight:bold" if card.needed_lost else ""
     head = (
         f"<div><b>turn {card.turn}</b>: {kinds}{_tokens(card)} · {len(card.dropped)} facts "
-        f"dropped, <span style='color:{FACT_STATUS_COLORS['lost']}'>{card.needed_lost} "
-        "needed later but lost</span></div>"
+        f"dropped, <span style='{hurt}'>{card.needed_lost} needed later but lost</span></div>"
     )
     sections = []
     for category, facts in card.by_category().items():
         counts = {s: sum(1 for f in facts if f.went == s) for s in WENT_LABELS}
         summary = ", ".join(f"{n} {WENT_LABELS[s]}" for s, n in counts.items() if n)
-        shown = "".join(_chip(f) for f in facts[:per_category])
-        more = f"<li>… {len(facts) - per_category} more</li>" if len(facts) > per_category else ""
+        first = sorted(facts, key=_urgency)[:per_category]
+        shown = "".join(_chip(f) for f in first)
+        more = (
+            f"<li style='display:inline-block'>… {len(facts) - per_category} more</li>"
+            if len(facts) > per_category
+            else ""
+        )
         sections.append(
             f"<div class='ctx-card-category' data-category='{esc(category)}'>"
-            f"<b>{esc(category)}</b> {len(facts)}: {summary}"
-            f"<ul style='margin:2px 0 4px 0'>{shown}{more}</ul></div>"
+            f"<b>{esc(category)}</b> · {len(facts)} dropped: {summary}"
+            f"<ul style='list-style:none;margin:2px 0 4px 0;padding-left:10px'>{shown}{more}"
+            "</ul></div>"
         )
     body = "".join(sections) or "<div>no fact left the request at this turn</div>"
     return (
