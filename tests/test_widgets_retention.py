@@ -155,3 +155,12 @@ def test_retention_escapes_hostile_trace_text() -> None:
     texts += [str(a.text) for a in w.figure.layout.annotations]
     joined = "\n".join(texts)
     assert "<script" not in joined and "&lt;script&gt;" in joined
+
+
+def test_labels_alike_in_what_is_shown_stay_apart(evaluations) -> None:
+    long = "deepagents(" + "x" * 60
+    fig = plots.retention(evaluations[:2], labels=[long + "a)", long + "b)"])
+    rows = next(t for t in fig.data if t.type == "bar" and t.orientation == "h").y
+    assert len(set(rows)) == 2 and rows[0].startswith("0: ") and rows[1].startswith("1: ")
+    with pytest.raises(ValueError, match="1 labels for 2 evaluations"):
+        plots.retention(evaluations[:2], labels=["one"])

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 STATUSES = ("context", "summary", "file", "lost")
 """Where a fact can be (`ctxlab.survival.STATUSES`), in stacking order."""
 
+SHOWN = 40
+"""Characters of a policy label shown in panel titles and row labels."""
+
 STATUS_LABELS = {
     "context": "in context",
     "summary": "only in a summary",
@@ -42,11 +45,12 @@ STATUS_LABELS = {
 
 def labels_for(evaluations: Sequence[Any], labels: Sequence[str] | None) -> list[str]:
     """`labels`, checked against `evaluations`, or `policy(changed params)` per evaluation;
-    duplicates get their position as a prefix so legends and axes tell them apart."""
+    labels alike in their first `SHOWN` characters get their position as a prefix, so panel
+    titles and rows tell them apart."""
     out = list(labels) if labels is not None else default_labels(evaluations)
     if len(out) != len(evaluations):
         raise ValueError(f"retention: {len(out)} labels for {len(evaluations)} evaluations")
-    if len(set(out)) < len(out):
+    if len({esc(label, SHOWN) for label in out}) < len(out):
         out = [f"{i}: {label}" for i, label in enumerate(out)]
     return out
 
@@ -107,7 +111,7 @@ def retention(
             [{"colspan": n}] + [None] * (n - 1) + [{"colspan": n}] + [None] * (n - 1),
         ],
         subplot_titles=[
-            *[esc(name, 40) for name in names],
+            *[esc(name, SHOWN) for name in names],
             "needed again after eviction: where it was",
             "probe score vs full-context ceiling",
         ],
@@ -139,7 +143,7 @@ def retention(
             col=2 * i + 1,
         )
         fig.update_xaxes(tickangle=-40, tickfont_size=11, row=1, col=2 * i + 1)
-    rows = {"categoryorder": "array", "categoryarray": [esc(name, 40) for name in names]}
+    rows = {"categoryorder": "array", "categoryarray": [esc(name, SHOWN) for name in names]}
     fig.update_yaxes(autorange="reversed", showgrid=False, row=2, col=1, **rows)
     fig.update_yaxes(autorange="reversed", showgrid=False, row=2, col=n + 1, **rows)
     fig.update_xaxes(title_text="facts", showgrid=True, gridcolor="#E5E5E5", row=2, col=1)
@@ -187,7 +191,7 @@ def _needed_panel(
     fig: go.Figure, evaluations: Sequence[Any], names: list[str], *, col: int
 ) -> None:
     counts = [needed_by_status(ev.facts) for ev in evaluations]
-    shown = [esc(name, 40) for name in names]
+    shown = [esc(name, SHOWN) for name in names]
     for status in STATUSES:
         fig.add_trace(
             go.Bar(
@@ -212,7 +216,7 @@ def _needed_panel(
 
 def _probe_panel(fig: go.Figure, evaluations: Sequence[Any], names: list[str], *, col: int) -> None:
     means = [probe_means(ev.probes) for ev in evaluations]
-    shown = [esc(name, 40) for name in names]
+    shown = [esc(name, SHOWN) for name in names]
     if not any(count for _, _, count in means):
         axes = fig.get_subplot(2, col)
         fig.add_annotation(
