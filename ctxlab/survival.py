@@ -26,8 +26,6 @@ from ctxlab.facts import CATEGORIES, Fact, keys, mentions_normalised, message_te
 from ctxlab.requests import ABSENT, Requests
 
 if TYPE_CHECKING:
-    from langchain_core.messages import BaseMessage
-
     from ctxlab.replay import Replay
     from ctxlab.trace import Trace
 
@@ -206,11 +204,35 @@ class Survival:
         """`held[p]`: facts message `p` holds as recorded."""
         self.positions = plan.positions
         self.last = len(self.positions) - 1
-        messages = plan.messages
+        self.truncated_turns: dict[int, list[int]] = {}
+        for turn, ps in plan.truncated.items():
+            for p in ps:
+                if self.held[p]:
+                    self.truncated_turns.setdefault(p, []).append(turn)
+        self._texts: dict[object, str] = {}
+        """Texts to search, by key; searched together in one pass (`_search`)."""
+        segments = self._segments()
+        summaries = self._summary_segments()
+        writes = self._writes()
+        found = dict(zip(self._texts, self.finder.find(list(self._texts.values())), strict=True))
         self.context = [_Spans([]) for _ in self.facts]
-        self._contexts(messages)
-        self.summary = self._summaries()
-        self.file_turn = self._files()
+        for p, start, end, key in segments:
+            shown = self.held[p] if key is None else self.held[p] & found[key]
+            for i in shown:
+                self.context[i].parts.append((start, end))
+        self.summary = [_Spans([]) for _ in self.facts]
+        for start, end, shown_keys in summaries:
+            for i in set().union(*(found[k] for k in shown_keys)):
+                self.summary[i].parts.append((start, end))
+        for spans in (*self.context, *self.summary):
+            spans.close()
+        self.file_turn: list[int | None] = [None] * len(self.facts)
+        """Per fact, the first turn from which a virtual file holds it."""
+        for turn, path, candidates in writes:
+            for i in candidates & found[("file", path)]:
+                first = self.file_turn[i]
+                if first is None or turn < first:
+                    self.file_turn[i] = turn
 
     def _breaks(self, p: int, enter: int) -> list[int]:
         """Turns from `enter` at which message `p`'s form in the request may change."""
@@ -225,14 +247,12 @@ class Survival:
                 points.update((t, t + 1))
         return sorted(t for t in points if t <= self.last)
 
-    def _contexts(self, messages: Sequence[BaseMessage]) -> None:
+    def _segments(self) -> list[tuple[int, int, int, object]]:
+        """For each message holding facts, the turn spans of each form it is sent in, with the
+        key of the form's text (None: sent as recorded, holding all its facts); absent spans
+        are left out."""
         plan = self.requests
-        self.truncated_turns: dict[int, list[int]] = {}
-        for turn, ps in plan.truncated.items():
-            for p in ps:
-                if self.held[p]:
-                    self.truncated_turns.setdefault(p, []).append(turn)
-        memo: dict[tuple[int, str, int], set[int]] = {}
+        out = []
         for p, held in enumerate(self.held):
             if not held:
                 continue
@@ -245,47 +265,39 @@ class Survival:
                 status, event = plan.status(p, start)
                 if status in ABSENT:
                     continue
-                if status == "kept" and p not in plan.base:
-                    shown = held
-                else:
+                key = None
+                if status != "kept" or p in plan.base:
                     key = (p, status, id(event) if status != "truncated" else 0)
-                    shown = memo.get(key)
-                    if shown is None:
-                        text = message_text(plan.form(p, status, event, start))
-                        shown = memo[key] = held & self.finder.one(text)
-                for i in shown:
-                    self.context[i].parts.append((start, end))
-        for spans in self.context:
-            spans.close()
+                    if key not in self._texts:
+                        self._texts[key] = message_text(plan.form(p, status, event, start))
+                out.append((p, start, end, key))
+        return out
 
-    def _summaries(self) -> list[_Spans]:
-        """Per fact, the turns at which a summary in the request holds it."""
+    def _summary_segments(self) -> list[tuple[int, int, list[object]]]:
+        """Turn spans with the keys of the summaries the request holds over each."""
         plan = self.requests
-        spans = [_Spans([]) for _ in self.facts]
         points = {c.turn for c in plan.summaries} | {c.turn + 1 for c in plan.summaries}
         points |= {c.until + 1 for c in plan.summaries if c.until is not None}
         ordered = sorted(t for t in points if t <= self.last)
-        memo: dict[int, set[int]] = {}
+        out = []
         for k, start in enumerate(ordered):
             end = ordered[k + 1] - 1 if k + 1 < len(ordered) else self.last
-            shown: set[int] = set()
+            keys: list[object] = []
             for change in plan.summaries_at(start):
-                held = memo.get(id(change))
-                if held is None:
-                    text = message_text(plan.summary_message(change))
-                    held = memo[id(change)] = self.finder.one(text)
-                shown |= held
-            for i in shown:
-                spans[i].parts.append((start, end))
-        return [s.close() for s in spans]
+                key = ("summary", id(change))
+                if key not in self._texts:
+                    self._texts[key] = message_text(plan.summary_message(change))
+                keys.append(key)
+            if keys:
+                out.append((start, end, keys))
+        return out
 
-    def _files(self) -> list[int | None]:
-        """Per fact, the first turn from which a virtual file holds it: an event wrote the file
-        from the messages holding it, and the file's text holds it (a history file renders
-        messages as XML; what it escapes or truncated arguments dropped is not there)."""
+    def _writes(self) -> list[tuple[int, str, set[int]]]:
+        """File writes as (turn, path, facts of the messages written): a fact is in a file from
+        the write of a message holding it, if the file's text holds it (a history file renders
+        messages as XML; what truncated arguments dropped is not there)."""
         files = self.replay.files
-        in_file: dict[str, set[int]] = {}
-        first: list[int | None] = [None] * len(self.facts)
+        out = []
         for event in self.replay.event_list:
             path = event.file_path
             if event.turn is None or path is None or path not in files:
@@ -296,12 +308,10 @@ class Survival:
                     candidates |= self.held[p]
             if not candidates:
                 continue
-            if path not in in_file:
-                in_file[path] = self.finder.one(files[path])
-            for i in candidates & in_file[path]:
-                if first[i] is None or event.turn < first[i]:
-                    first[i] = event.turn
-        return first
+            if ("file", path) not in self._texts:
+                self._texts[("file", path)] = files[path]
+            out.append((event.turn, path, candidates))
+        return out
 
     def status(self, i: int, turn: int) -> str:
         """Status (`STATUSES`) of fact `i` at `turn`."""
