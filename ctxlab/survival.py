@@ -64,6 +64,10 @@ def normalised(texts: Sequence[str]) -> pl.Series:
     return series.str.replace_all(SPACE, " ").str.strip_chars(" ")
 
 
+LONG_TEXT = 20_000
+"""Characters above which matches are confirmed around their offsets, not by scanning."""
+
+
 class Finder:
     """Which facts a text holds, for many texts at once: the texts are normalised and searched
     for every fact's `ctxlab.facts.keys` in one Aho-Corasick pass (overlapping matches, so a
@@ -89,35 +93,45 @@ class Finder:
         rows = found.list.len().gt(0).arg_true().to_list()
         if not rows:
             return out
-        at = norm.gather(rows).str.find_many(self.patterns, overlapping=True).to_list()
         hay = norm.gather(rows).to_list()
         hits = found.gather(rows).to_list()
-        for row, text, matched, offsets in zip(rows, hay, hits, at, strict=True):
-            out[row] = self._confirm(text, matched, offsets)
+        index, facts = self.index, self.facts
+        long = [k for k, text in enumerate(hay) if len(text) > LONG_TEXT]
+        offsets = dict(
+            zip(
+                long,
+                norm.gather([rows[k] for k in long])
+                .str.find_many(self.patterns, overlapping=True)
+                .to_list(),
+                strict=True,
+            )
+        )
+        for k, (row, text, matched) in enumerate(zip(rows, hay, hits, strict=True)):
+            if k in offsets:
+                out[row] = self._confirm(text, matched, offsets[k])
+            else:
+                candidates = {i for key in set(matched) for i in index[key]}
+                out[row] = {i for i in candidates if mentions_normalised(text, facts[i])}
         return out
 
     def _confirm(self, text: str, matched: list[str], offsets: list[int]) -> set[int]:
-        """The facts with an occurrence `mentions_normalised` accepts, checked on a window
-        around each match: its real neighbours inside, and `_` (a word character, which only
-        makes boundaries stricter) standing for text beyond, so an occurrence cut by the window
-        edge never passes while the match itself is judged on the real text around it."""
+        """`mentions_normalised` for the facts matched in a long text, checked on a window
+        around each match (UTF-8 byte `offsets`, as polars gives them) instead of the whole
+        text: the match's real neighbours inside, and `_` (a word character, which only makes
+        boundaries stricter) standing for text beyond, so an occurrence cut by the window edge
+        never passes while the match itself is judged on the real text around it."""
         index, facts = self.index, self.facts
+        data = text.encode()
         held: set[int] = set()
-        pairs = zip(matched, offsets, strict=True) if len(matched) == len(offsets) else None
-        for key, at in pairs or ():
+        for key, at in zip(matched, offsets, strict=True):
             todo = [i for i in index[key] if i not in held]
             if not todo:
                 continue
-            end = at + len(key)
-            if text[at:end] != key:  # offsets not aligned with matches: decide on the text
-                pairs = None
-                break
-            start, stop = max(0, at - 2), min(len(text), end + 2)
-            window = f"{'__' if start else ''}{text[start:stop]}{'__' if stop < len(text) else ''}"
+            end = at + len(key.encode())
+            start, stop = max(0, at - 8), min(len(data), end + 8)
+            window = data[start:stop].decode("utf-8", "ignore")  # cut characters dropped
+            window = f"{'__' if start else ''}{window}{'__' if stop < len(data) else ''}"
             held.update(i for i in todo if mentions_normalised(window, facts[i]))
-        if pairs is None:
-            candidates = {i for key in set(matched) for i in index[key]}
-            held = {i for i in candidates if mentions_normalised(text, facts[i])}
         return held
 
     def one(self, text: str) -> set[int]:

@@ -271,7 +271,10 @@ def test_finder_is_mentions() -> None:
         'execute({"command": "grep -n \\"TODO\\" src"})',
         "call   run_tests\n\nthen run_tests_all",
         "_run_tests",
+        "üapp.py, é/src/app.py and ü v2.3",
     ]
+    padding = "é ü\n" * 9000  # long and not ASCII: matches are confirmed around offsets
+    texts += [padding + t + padding for t in texts] + [padding + t for t in texts]
     finder = Finder(facts)
     found = finder.find(texts)
     for text, held in zip(texts, found, strict=True):
