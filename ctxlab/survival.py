@@ -14,11 +14,13 @@ own test.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from xml.sax.saxutils import unescape
 
 import polars as pl
 
@@ -62,6 +64,23 @@ def normalised(texts: Sequence[str]) -> pl.Series:
     ends stripped): the same strings, without a Python pass over megabytes of history."""
     series = pl.Series(texts, dtype=pl.String)
     return series.str.replace_all(SPACE, " ").str.strip_chars(" ")
+
+
+HISTORY_MARK = "<message type="
+"""How a file of messages rendered by LangChain's `get_buffer_string(format="xml")` starts
+each message (deepagents' history files, the catalogue's `write_history`)."""
+
+_TOOL_CALL = re.compile(r"<tool_call id=(?:\"[^\"]*\"|'[^']*') name=\"([^\"]*)\">(.*?)</tool_call>")
+
+
+def file_view(text: str) -> str:
+    """A virtual file's text as facts are looked for in it. A history file renders messages as
+    XML: text escaped (`&lt;`), each tool call as `<tool_call id=.. name="ls">{"path": "/"}
+    </tool_call>`; reading it back gives the call `ls({"path": "/"})` that `ctxlab.facts`
+    names a command by, and the text unescaped. Other files are searched as they are."""
+    if HISTORY_MARK not in text:
+        return text
+    return unescape(_TOOL_CALL.sub(r"\1(\2)", text))
 
 
 LONG_TEXT = 20_000
@@ -323,7 +342,7 @@ class Survival:
             if not candidates:
                 continue
             if ("file", path) not in self._texts:
-                self._texts[("file", path)] = files[path]
+                self._texts[("file", path)] = file_view(files[path])
             out.append((event.turn, path, candidates))
         return out
 
@@ -422,6 +441,7 @@ __all__ = [
     "Finder",
     "Survival",
     "TraceIndex",
+    "file_view",
     "follow",
     "index",
     "normalised",

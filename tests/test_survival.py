@@ -32,6 +32,7 @@ from ctxlab.survival import (
     SURVIVAL_SCHEMA,
     Finder,
     Survival,
+    file_view,
     follow,
     normalised,
     survival_table,
@@ -336,7 +337,9 @@ def test_statuses_agree_with_the_requests_turn_by_turn(name: str) -> None:
             else:
                 assert got in ("file", "lost"), (facts[i], t)
                 if got == "file":
-                    assert any(mentions_normalised(normalise(files[p]), facts[i]) for p in files)
+                    assert any(
+                        mentions_normalised(normalise(file_view(files[p])), facts[i]) for p in files
+                    )
 
 
 def test_follow_on_a_replay_without_calls_is_empty() -> None:
@@ -345,3 +348,32 @@ def test_follow_on_a_replay_without_calls_is_empty() -> None:
     assert frame.height == 0 and dict(frame.schema) == FACT_SCHEMA
     assert survival_table(frame).height == 0
     assert isinstance(survival_table(frame), pl.DataFrame)
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"), [(_deepagents(), "file"), (_langchain(), "lost")], ids=lambda x: str(x)
+)
+def test_summarised_tool_calls_are_recovered_from_the_history_file(
+    policy: object, expected: str
+) -> None:
+    trace, _ = _planted()
+    call = Fact('execute({"command": "cat notes_2.txt"})', "command", 2 + 2 * 2)
+    assert call.text in message_text(trace.messages[call.message])
+    rows = _rows(replay(trace, policy, Fixed(SUMMARY)), {call.text: call})
+    assert rows[call.text]["status"] == expected
+
+
+def test_file_view_reads_xml_history_back_as_facts_name_calls() -> None:
+    from langchain_core.messages import get_buffer_string
+
+    call = {
+        "id": "c1",
+        "name": "grep",
+        "args": {"pattern": "a<b", "path": "/é"},
+        "type": "tool_call",
+    }
+    messages = [HumanMessage("keep 5 < 10 & 1 > 0"), AIMessage("x", tool_calls=[call])]
+    view = file_view(get_buffer_string(messages, format="xml"))
+    assert "keep 5 < 10 & 1 > 0" in view
+    assert message_text(messages[1]).splitlines()[-1] in view
+    assert file_view("plain &lt; text") == "plain &lt; text"
