@@ -95,7 +95,7 @@ class Requests:
         self.replay = replay
         self.trace = replay.trace
         self.messages = replay.trace.messages
-        self.positions: list[int] = replay.turns["position"].to_list()
+        self.positions: list[int] = [call.position for call in replay.calls]
         self.deep = _deepagents_settings(replay)
         events = replay.event_list
         overflow = {e.turn for e in events if e.kind == "overflow_error"}
