@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import polars as pl
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.rate_limiters import InMemoryRateLimiter
 
+import ctxlab
 from ctxlab import probes
 from ctxlab.facts import Fact, extract
 from ctxlab.model_spec import ModelSpecError, model_from_spec
 from ctxlab.policies.deepagents import DeepAgents
 from ctxlab.policies.langchain import LangChainSummarization
 from ctxlab.pricing import price_for
-from ctxlab.probe_calls import MemoryProbeCache, ProbeCallError
+from ctxlab.probe_calls import Call, MemoryProbeCache, ProbeCallError
 from ctxlab.probe_judge import parse_grade
 from ctxlab.replay import Replay, replay
 from ctxlab.summarizers import Fixed
@@ -175,14 +177,19 @@ def test_judged_probes_graded_against_the_full_context_answer() -> None:
     frame = probes.run(result, planned, model, judge)
     assert frame["judged_by"].to_list() == ["rubric-judge"] * frame.height
     decision = frame.filter(pl.col("kind") == "decision").row(0, named=True)
-    # the summary dropped the first "because" line, the kept messages hold the second
-    assert decision["ceiling_score"] == 1.0
-    assert 0.0 < decision["score"] < 1.0
-    assert decision["expected"] == decision["ceiling_answer"]
+    # the latest reasoned statement the request lost (summarised away, not in the summary)
+    assert decision["question"].startswith(
+        'Earlier in this conversation the agent said: "I read the config first". Why?'
+    )
+    assert decision["expected"] == SAYS[0]
+    assert decision["ceiling_answer"] == SAYS[0]
+    assert (decision["score"], decision["ceiling_score"]) == (0.0, 1.0)
+    assert "WHAT THE AGENT SAID AT THE TIME" in judge.log[-1][0].text
     continuation = frame.filter(pl.col("kind") == "continuation").row(0, named=True)
     assert continuation["expected"].startswith(SAYS[6])
     assert continuation["ceiling_score"] > continuation["score"]
     assert len(judge.log) == 2 * frame.height
+    assert "WHAT THE AGENT ACTUALLY DID NEXT" in judge.log[0][0].text
 
 
 def test_without_a_judge_free_text_probes_are_listed_not_asked() -> None:
@@ -358,3 +365,68 @@ def test_fact_objects_match_the_frame() -> None:
         (fact,) = probe.facts
         assert isinstance(fact, Fact)
         assert facts.filter(pl.col("fact") == fact.text)["message"].to_list() == [fact.message]
+
+
+def test_evaluate_runs_the_probes_when_given_a_model() -> None:
+    result = langchain_replay()
+    model, judge = ContextModel(), RubricJudge()
+    evaluation = ctxlab.evaluate(result, model=model, judge=judge)
+    planned = probes.plan(result, evaluation.facts)
+    direct = probes.run(result, planned, ContextModel(), RubricJudge())
+    assert evaluation.probes.write_ndjson() == direct.write_ndjson()
+    assert list(evaluation.probes.columns[:7]) == list(probes.PROBE_COLUMNS)
+    assert evaluation.to_json()["probes"] == direct.to_dicts()
+    skipped = ctxlab.evaluate(result)
+    assert skipped.probes.height == 0
+    assert list(skipped.probes.columns[:7]) == list(probes.PROBE_COLUMNS)
+
+
+def test_nothing_to_probe_gives_an_empty_frame_with_the_columns() -> None:
+    result = replay(make_trace(), "raw")
+    assert probes.probe_turns(result) == []
+    model = ContextModel()
+    frame = ctxlab.evaluate(result, model=model).probes
+    assert frame.height == 0 and model.log == []
+    assert frame.schema == pl.Schema({**probes.PROBE_COLUMNS, **probes.EXTRA_COLUMNS})
+
+
+def test_cache_keys_name_model_prompt_and_input() -> None:
+    messages = (HumanMessage("where is the config?"),)
+    tools = probes.tool_schemas(make_trace())
+    base = Call(ContextModel(), "q", messages)
+    assert base.key == Call(ContextModel(), "q", messages).key
+    others = [
+        Call(ContextModel(model_name="other"), "q", messages),
+        Call(ContextModel(), "q2", messages),
+        Call(ContextModel(), "q", (HumanMessage("where is the log?"),)),
+        Call(ContextModel(), "q", messages, tools),
+        Call(RubricJudge(), "q", messages),
+    ]
+    assert len({base.key, *(c.key for c in others)}) == 1 + len(others)
+
+
+def test_tool_schemas_from_the_recorded_calls_when_the_trace_has_none() -> None:
+    trace = make_trace()
+    assert trace.tools == []
+    names = [t["function"]["name"] for t in probes.tool_schemas(trace)]
+    assert names == ["read_file", "write_file", "execute", "edit_file"]
+    edit = probes.tool_schemas(trace)[3]["function"]["parameters"]["properties"]
+    assert list(edit) == ["file_path", "old_string", "new_string"]
+
+
+SAMPLE = Path(__file__).resolve().parents[1] / "traces" / "deepagents_long_session.jsonl.xz"
+
+
+def test_every_recall_question_on_the_sample_is_answerable_from_the_full_history() -> None:
+    """On the bundled long sample (real deepagents offloads), the cue of every evicted fact
+    leads the context model to it in the full history, and to nothing in the request, where
+    the offloaded results are only in files."""
+    trace = ctxlab.load(SAMPLE)[0]
+    result = replay(trace, "deepagents")
+    facts, survival = tier1(result)
+    planned = probes.plan(result, facts, ["recall"], max_facts=None)
+    frame = probes.run(result, planned, ContextModel())
+    assert frame.height > 100
+    assert frame["ceiling_score"].to_list() == [1.0] * frame.height
+    statuses = {status_at(survival, p.expected, p.turn) for p in planned}
+    assert statuses == {"file"} and frame["score"].sum() == 0
