@@ -34,7 +34,7 @@ from ctxlab import plots
 from ctxlab import tokens as tk
 from ctxlab.escape import esc
 from ctxlab.evaluation import evaluate
-from ctxlab.facts import CATEGORIES, Fact, extract, mentions_normalised, message_text, normalise
+from ctxlab.facts import CATEGORIES, Fact, Haystack, extract, message_text
 from ctxlab.message_facts import AUTO, chars_per_token, readable_text, summary_message
 from ctxlab.plots.retention import probe_means
 from ctxlab.policies import DeepAgents
@@ -287,8 +287,8 @@ class PromptDiff(W.VBox):
         """The trace's facts (extracted once) that the slice's messages mention."""
         if self._trace_facts is None:
             self._trace_facts = extract(self.trace)
-        text = normalise("\n".join(message_text(m) for m in messages))
-        return [f for f in self._trace_facts if mentions_normalised(text, f)] if text else []
+        text = Haystack("\n".join(message_text(m) for m in messages))
+        return [f for f in self._trace_facts if f in text]
 
     def _probe(self, a: Side, b: Side) -> tuple[pl.DataFrame, pl.DataFrame] | None:
         """Each summary probed at the point's turn: the point's policy replayed with that
@@ -399,8 +399,8 @@ def by_category(facts: Sequence[Fact]) -> dict[str, list[str]]:
 
 def facts_kept(facts: Sequence[Fact], summary: str) -> dict[str, list[str]]:
     """Which of `facts` `summary` holds verbatim (`ctxlab.facts.mentions`), by category."""
-    text = normalise(summary)
-    return by_category([f for f in facts if text and mentions_normalised(text, f)])
+    text = Haystack(summary)
+    return by_category([f for f in facts if f in text])
 
 
 def _anchors_html(
