@@ -52,6 +52,15 @@ STATUS_COLORS: dict[str, str] = {
 }
 """Colours of the context strip's blocks, by what the policy did to the message."""
 
+FACT_STATUS_COLORS: dict[str, str] = {
+    "context": OKABE_ITO["sky"],
+    "summary": OKABE_ITO["green"],
+    "file": OKABE_ITO["yellow"],
+    "lost": OKABE_ITO["vermillion"],
+}
+"""Where a fact is after compaction (`ctxlab.survival.STATUSES`): the same hues as the strip's
+kept, summary and offloaded blocks, and a warning colour for lost."""
+
 EVENT_STYLE: dict[str, tuple[str, str]] = {
     "offload_tool_result": ("triangle-down", OKABE_ITO["yellow"]),
     "offload_human_message": ("triangle-down-open", OKABE_ITO["orange"]),
@@ -73,6 +82,7 @@ SERIES_DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "
 __all__ = [
     "DEFAULT_EVENT_STYLE",
     "EVENT_STYLE",
+    "FACT_STATUS_COLORS",
     "FONT",
     "KIND_COLORS",
     "KIND_LABELS",

@@ -51,6 +51,7 @@ def test_notebooks_are_committed_without_outputs() -> None:
         "01_quickstart.ipynb",
         "02_prompt_diff.ipynb",
         "03_compare_and_sweep.ipynb",
+        "04_what_was_lost.ipynb",
     ]
     for path in found:
         nb = nbformat.read(path, as_version=4)
@@ -66,6 +67,7 @@ def test_notebooks_are_committed_without_outputs() -> None:
     [
         ("02_prompt_diff.ipynb", ["prompt_diff_anchors.pdf"]),
         ("03_compare_and_sweep.ipynb", ["sweep_heatmap.pdf", "compare_cumulative.pdf"]),
+        ("04_what_was_lost.ipynb", ["retention.pdf", "retention.png"]),
     ],
 )
 def test_notebook_runs_headless(tmp_path: Path, name: str, figures: list[str]) -> None:

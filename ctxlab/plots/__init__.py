@@ -1,4 +1,5 @@
-"""Figures of replays and sweeps (`ctxlab.plots.figures`), written to files for write-ups
+"""Figures of replays and sweeps (`ctxlab.plots.figures`) and of what policies kept of a
+trace's facts (`ctxlab.plots.retention`), written to files for write-ups
 (`ctxlab.plots.exporter`), with a policy's threshold lines and legend labels
 (`ctxlab.plots.annotations`), and what they refuse to draw (`ctxlab.plots.checks`).
 Everything is importable from `ctxlab.plots` directly.
@@ -29,6 +30,7 @@ from ctxlab.plots.figures import (
     sweep_heatmap,
 )
 from ctxlab.plots.recorded import recorded_traces
+from ctxlab.plots.retention import retention
 
 __all__ = [
     "EVENT_STYLE",
@@ -51,6 +53,7 @@ __all__ = [
     "events_timeline",
     "export",
     "recorded_traces",
+    "retention",
     "same_trace",
     "style",
     "sweep_heatmap",

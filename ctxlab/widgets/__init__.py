@@ -1,4 +1,5 @@
-"""Notebook widgets: scrub a replay, tune thresholds live, diff summary prompts, compare.
+"""Notebook widgets: scrub a replay, tune thresholds live, diff summary prompts, compare
+policies' tokens and what they kept of the trace's facts.
 
 Each widget is an `ipywidgets` box (display it as the last expression of a cell) with a plotly
 `FigureWidget` updated in place and an Export button writing PNG, SVG, PDF or HTML.
@@ -7,6 +8,7 @@ Each widget is an `ipywidgets` box (display it as the last expression of a cell)
 from ctxlab.widgets.compare import Compare
 from ctxlab.widgets.explorer import ThresholdExplorer
 from ctxlab.widgets.prompt_diff import PromptDiff
+from ctxlab.widgets.retention import Retention
 from ctxlab.widgets.scrubber import Scrubber
 
-__all__ = ["Compare", "PromptDiff", "Scrubber", "ThresholdExplorer"]
+__all__ = ["Compare", "PromptDiff", "Retention", "Scrubber", "ThresholdExplorer"]

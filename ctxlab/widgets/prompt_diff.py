@@ -5,6 +5,12 @@ same slice of history and compare: the two summaries side by side with word-leve
 highlighting, their token counts, and which paths, identifiers and numbers from the slice each
 one kept (what an agent needs to resume work). Prompts are editable text areas; "Run" reruns.
 
+Fact survival (Tier 1, `ctxlab.facts`): the typed facts the slice mentions (goal,
+instructions, todos, paths, commands, errors, numbers, identifiers, URLs) and which of them
+each summary keeps verbatim, by category; the chart shows them or the anchors. With `model`,
+each summary is also probed (`ctxlab.evaluate` at the point's turn, the policy replayed with
+that summary): mean probe score beside its full-context ceiling.
+
 Offline by default with the `Extractive` summariser, which fills the sections each prompt asks
 for (its `## HEADING`s) from the conversation itself, so two prompts with different sections
 differ offline too. Pass any LangChain chat model through `ctxlab.summarizers.LLM(model)` to
@@ -16,23 +22,30 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W
 import plotly.graph_objects as go
+import polars as pl
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from ctxlab import plots
 from ctxlab import tokens as tk
 from ctxlab.escape import esc
+from ctxlab.evaluation import evaluate
+from ctxlab.facts import CATEGORIES, Fact, Haystack, extract, message_text
 from ctxlab.message_facts import AUTO, chars_per_token, readable_text, summary_message
+from ctxlab.plots.retention import probe_means
 from ctxlab.policies import DeepAgents
 from ctxlab.policies.catalog import get
 from ctxlab.replay import replay
-from ctxlab.summarizers import DEFAULT_PROMPT, Extractive, Summarizer
+from ctxlab.summarizers import DEFAULT_PROMPT, Extractive, Fixed, Summarizer
 from ctxlab.trace import Trace
 from ctxlab.widgets._common import ExportBar, figure_widget
+
+if TYPE_CHECKING:
+    from langchain_core.language_models.chat_models import BaseChatModel
 
 _PATH = re.compile(r"(?<![\w/])(?:/[\w.\-]+)+/?|\b[\w.\-]+/[\w.\-/]+\.\w+")
 _IDENT = re.compile(r"\b(?:[A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*|\w+\.\w+\(\))\b")
@@ -78,6 +91,8 @@ class Point:
     turn: int | None
     messages: tuple[int, ...]
     source: str
+    policy: Any = field(default=None, compare=False)
+    """The policy that summarises here (None for a manual point): probes replay it."""
 
     def label(self) -> str:
         where = f"turn {self.turn}" if self.turn is not None else "manual"
@@ -105,7 +120,7 @@ def summarisation_points(trace: Trace, policy: Any = None) -> list[Point]:
                 ) from None
             continue
         points = [
-            Point(e.turn, tuple(e.messages), f"{cand.name} {_short(cand.params())}")
+            Point(e.turn, tuple(e.messages), f"{cand.name} {_short(cand.params())}", cand)
             for e in result.event_list
             if e.kind == "summarize" and e.messages
         ]
@@ -126,15 +141,18 @@ def _short(params: dict[str, Any]) -> str:
 
 @dataclass
 class Side:
-    """One summary and what it kept."""
+    """One summary and what it kept: anchors (`kept`) and Tier 1 facts by category."""
 
     summary: str
     tokens: int
     kept: dict[str, set[str]]
+    facts: dict[str, list[str]] = field(default_factory=dict)
 
 
 class PromptDiff(W.VBox):
-    """Compare two summary prompts (or two summarisers) on the same slice of `trace`."""
+    """Compare two summary prompts (or two summarisers) on the same slice of `trace`: the
+    summaries, the anchors and Tier 1 facts each keeps, and with `model` (any LangChain chat
+    model; `judge` grades free-text probes) each summary's probe scores beside the ceiling."""
 
     def __init__(
         self,
@@ -145,8 +163,18 @@ class PromptDiff(W.VBox):
         summarizer: Summarizer | Sequence[Summarizer] | None = None,
         policy: Any = None,
         points: Sequence[Point] | None = None,
+        model: BaseChatModel | None = None,
+        judge: BaseChatModel | None = None,
     ) -> None:
         self.trace = trace
+        self.model = model
+        self.judge = judge
+        self._trace_facts: list[Fact] | None = None
+        self.slice_facts: list[Fact] = []
+        """The Tier 1 facts the chosen slice mentions (`ctxlab.facts`), set by `run`."""
+        self.probes: tuple[pl.DataFrame, pl.DataFrame] | None = None
+        """Each summary's probes at the point's turn, when a `model` was given."""
+        self._found: dict[str, set[str]] | None = None
         if summarizer is None:
             self.summarizers: tuple[Any, Any] = (Extractive(), Extractive())
         elif isinstance(summarizer, list | tuple):
@@ -179,11 +207,20 @@ class PromptDiff(W.VBox):
         self.summary_b.add_class("ctx-summary-b")
         self.anchors = W.HTML()
         self.anchors.add_class("ctx-anchors")
+        self.fact_table = W.HTML()
+        self.fact_table.add_class("ctx-fact-survival")
+        self.probe_table = W.HTML()
+        self.probe_table.add_class("ctx-prompt-probes")
+        self.view = W.ToggleButtons(
+            options=[("anchors", "anchors"), ("facts (Tier 1)", "facts")], value="anchors"
+        )
+        self.view.add_class("ctx-diff-view")
         self.sides: tuple[Side, Side] | None = None
-        self.figure = figure_widget(self._bars(None), "ctx-diff-chart")
+        self.figure = figure_widget(self._bars(), "ctx-diff-chart")
         self.exporter = ExportBar(lambda: self.figure, "prompt_diff")
         self.run_button.on_click(lambda _: self.run())
         self.point.observe(lambda _: self.run(), names="value")
+        self.view.observe(lambda _: self._redraw(), names="value")
         half = W.Layout(width="49%")
         self.summary_a.layout = half
         self.summary_b.layout = half
@@ -194,6 +231,9 @@ class PromptDiff(W.VBox):
                 self.run_button,
                 W.HBox([self.summary_a, self.summary_b]),
                 self.anchors,
+                self.fact_table,
+                self.probe_table,
+                self.view,
                 self.figure,
                 self.exporter,
             ]
@@ -213,40 +253,113 @@ class PromptDiff(W.VBox):
         messages = self.slice()
         source = "\n".join(readable_text(m) for m in messages)
         found = anchors(source)
+        self.slice_facts = self._slice_facts(messages)
         sides = []
         for summarizer, prompt in zip(
             self.summarizers, (self.prompt_a.value, self.prompt_b.value), strict=True
         ):
             text = summarizer.summarize(messages, prompt=prompt).strip() if messages else ""
             tokens = tk.count_tokens([summary_message(text)], chars_per_token=self.cpt)
-            sides.append(Side(text, tokens, kept(found, text)))
+            sides.append(Side(text, tokens, kept(found, text), facts_kept(self.slice_facts, text)))
         a, b = sides
         self.sides = (a, b)
+        self._found = found
         html_a, html_b = word_diff(a.summary, b.summary)
         pre = "white-space:pre-wrap;font-size:12px;border:1px solid #ccc;padding:6px;margin:0"
         self.summary_a.value = f"<b>A</b>: {a.tokens:,} tokens<div style='{pre}'>{html_a}</div>"
         self.summary_b.value = f"<b>B</b>: {b.tokens:,} tokens<div style='{pre}'>{html_b}</div>"
         self.anchors.value = _anchors_html(found, a.kept, b.kept, len(messages))
-        update = self._bars(found)
+        in_slice = by_category(self.slice_facts)
+        self.fact_table.value = _kept_html(
+            in_slice,
+            {k: set(v) for k, v in a.facts.items()},
+            {k: set(v) for k, v in b.facts.items()},
+            list(in_slice),
+            "ctx-fact-table",
+            f"<b>Facts</b> (Tier 1) the slice mentions: {len(self.slice_facts)}",
+        )
+        self.probes = self._probe(a, b)
+        self.probe_table.value = self._probes_html()
+        self._redraw()
+        return a, b
+
+    def _slice_facts(self, messages: Sequence[BaseMessage]) -> list[Fact]:
+        """The trace's facts (extracted once) that the slice's messages mention."""
+        if self._trace_facts is None:
+            self._trace_facts = extract(self.trace)
+        text = Haystack("\n".join(message_text(m) for m in messages))
+        return [f for f in self._trace_facts if f in text]
+
+    def _probe(self, a: Side, b: Side) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+        """Each summary probed at the point's turn: the point's policy replayed with that
+        summary (`Fixed`) and evaluated there with `model` (and `judge`). None without a model
+        or for a manual point (no policy summarises there)."""
+        point = self.points[self.point.value] if self.point.value is not None else None
+        if self.model is None or point is None or point.turn is None or point.policy is None:
+            return None
+        out = []
+        for side in (a, b):
+            result = replay(self.trace, point.policy, Fixed(side.summary))
+            out.append(
+                evaluate(result, model=self.model, judge=self.judge, turns=[point.turn]).probes
+            )
+        return out[0], out[1]
+
+    def _probes_html(self) -> str:
+        if self.probes is None:
+            if self.model is None:
+                return (
+                    "<div style='color:#777'>probes: pass <code>model=</code> (any LangChain "
+                    "chat model) to ask each summary questions the slice answers</div>"
+                )
+            return "<div style='color:#777'>probes: this point has no replayed turn</div>"
+        cells = []
+        for label, frame in zip("AB", self.probes, strict=True):
+            score, ceiling, count = probe_means(frame)
+            shown = (
+                f"{score:.2f} vs ceiling {ceiling:.2f}"
+                if score is not None and ceiling is not None
+                else "no probe scored"
+            )
+            cells.append(f"<td><b>{label}</b></td><td>{count}</td><td>{shown}</td>")
+        rows = "".join(f"<tr>{c}</tr>" for c in cells)
+        return (
+            "<table class='ctx-probe-table' style='font-size:12px'><tr><th>summary</th>"
+            f"<th>probes</th><th>mean score</th></tr>{rows}</table>"
+        )
+
+    def _redraw(self) -> None:
+        update = self._bars()
         with self.figure.batch_update():
             for old, new in zip(self.figure.data, update.data, strict=True):
                 old.y = new.y
                 old.x = new.x
             self.figure.layout.title.text = update.layout.title.text
-        return a, b
 
-    def _bars(self, found: dict[str, set[str]] | None) -> go.Figure:
-        cats = ["paths", "identifiers", "numbers"]
-        totals = [len(found[c]) if found else 0 for c in cats]
+    def _bars(self) -> go.Figure:
+        """Kept by A, kept by B and in the slice, per anchor kind or per fact category."""
+        if self.view.value == "facts":
+            in_slice = {k: set(v) for k, v in by_category(self.slice_facts).items()}
+            cats = list(in_slice)
+            kept_a = self.sides[0].facts if self.sides else {}
+            kept_b = self.sides[1].facts if self.sides else {}
+            what = "Facts"
+        else:
+            in_slice = self._found or {}
+            cats = ["paths", "identifiers", "numbers"]
+            kept_a = self.sides[0].kept if self.sides else {}
+            kept_b = self.sides[1].kept if self.sides else {}
+            what = "Anchors"
+        totals = [len(in_slice.get(c, ())) for c in cats]
         fig = go.Figure()
-        for label, side, color in (
-            ("A", self.sides[0] if self.sides else None, plots.OKABE_ITO["blue"]),
-            ("B", self.sides[1] if self.sides else None, plots.OKABE_ITO["vermillion"]),
+        for label, side_kept, color in (
+            ("A", kept_a, plots.OKABE_ITO["blue"]),
+            ("B", kept_b, plots.OKABE_ITO["vermillion"]),
         ):
             fig.add_trace(
                 go.Bar(
                     x=cats,
-                    y=[len(side.kept[c]) if side else 0 for c in cats],
+                    y=[len(side_kept.get(c, ())) for c in cats],
                     name=f"kept by {label}",
                     marker_color=color,
                 )
@@ -266,37 +379,71 @@ class PromptDiff(W.VBox):
         fig.update_yaxes(title_text="count")
         return plots.style(
             fig,
-            title=f"Anchors kept (A {a_tok:,} tokens, B {b_tok:,} tokens)",
+            title=f"{what} kept (A {a_tok:,} tokens, B {b_tok:,} tokens)",
             width=700,
             height=380,
         )
 
     def export(self, path: Any) -> Any:
-        """Write the anchors chart (PNG, SVG, PDF or HTML by suffix)."""
+        """Write the chart shown, anchors or facts (PNG, SVG, PDF or HTML by suffix)."""
         return self.exporter.export(path)
+
+
+def by_category(facts: Sequence[Fact]) -> dict[str, list[str]]:
+    """Fact texts grouped by category, categories in `ctxlab.facts.CATEGORIES` order."""
+    out: dict[str, list[str]] = {c: [] for c in CATEGORIES}
+    for f in facts:
+        out.setdefault(f.category, []).append(f.text)
+    return {c: v for c, v in out.items() if v}
+
+
+def facts_kept(facts: Sequence[Fact], summary: str) -> dict[str, list[str]]:
+    """Which of `facts` `summary` holds verbatim (`ctxlab.facts.mentions`), by category."""
+    text = Haystack(summary)
+    return by_category([f for f in facts if f in text])
 
 
 def _anchors_html(
     found: dict[str, set[str]], a: dict[str, set[str]], b: dict[str, set[str]], n: int
 ) -> str:
+    return _kept_html(
+        found,
+        a,
+        b,
+        ["paths", "identifiers", "numbers"],
+        "ctx-anchor-table",
+        f"<b>Slice:</b> {n} messages",
+    )
+
+
+def _kept_html(
+    found: dict[str, Any],
+    a: dict[str, set[str]],
+    b: dict[str, set[str]],
+    kinds: Sequence[str],
+    css: str,
+    caption: str,
+) -> str:
+    """What each side kept of `found`, one row per kind, every item escaped."""
     rows = []
-    for kind in ("paths", "identifiers", "numbers"):
-        both = sorted(a[kind] & b[kind])
-        only_a = sorted(a[kind] - b[kind])
-        only_b = sorted(b[kind] - a[kind])
-        lost = sorted(found[kind] - a[kind] - b[kind])
+    for kind in kinds:
+        found_kind, in_a, in_b = set(found[kind]), a.get(kind, set()), b.get(kind, set())
+        both = sorted(in_a & in_b)
+        only_a = sorted(in_a - in_b)
+        only_b = sorted(in_b - in_a)
+        lost = sorted(found_kind - in_a - in_b)
 
         def show(items: list[str], limit: int = 12) -> str:
             text = ", ".join(f"<code>{esc(i, 80)}</code>" for i in items[:limit])
             return text + (f" … (+{len(items) - limit})" if len(items) > limit else "")
 
         rows.append(
-            f"<tr><td><b>{kind}</b></td><td>{len(found[kind])}</td><td>{len(a[kind])}</td>"
-            f"<td>{len(b[kind])}</td><td>{show(both)}</td><td>{show(only_a)}</td>"
+            f"<tr><td><b>{esc(kind)}</b></td><td>{len(found_kind)}</td><td>{len(in_a)}</td>"
+            f"<td>{len(in_b)}</td><td>{show(both)}</td><td>{show(only_a)}</td>"
             f"<td>{show(only_b)}</td><td>{show(lost, 8)}</td></tr>"
         )
     return (
-        f"<div><b>Slice:</b> {n} messages</div><table class='ctx-anchor-table' "
+        f"<div>{caption}</div><table class='{css}' "
         "style='font-size:12px'><tr><th></th><th>in slice</th><th>kept A</th><th>kept B</th>"
         "<th>both</th><th>only A</th><th>only B</th><th>neither</th></tr>"
         + "".join(rows)

@@ -11,12 +11,13 @@ events so far. Clicking a point on the chart jumps to that turn.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as W
 import plotly.graph_objects as go
 
 from ctxlab import plots
+from ctxlab.event_cards import EventCards
 from ctxlab.plots import esc
 from ctxlab.replay import Replay
 from ctxlab.timeline import Block, Timeline, block_detail, events_html, strip_html
@@ -27,6 +28,9 @@ from ctxlab.widgets._common import (
     metrics,
     readout_html,
 )
+
+if TYPE_CHECKING:
+    from ctxlab.evaluation import Evaluation
 
 
 def cursor_trace(replay: Replay, turn: int) -> go.Scatter:
@@ -75,6 +79,10 @@ class Scrubber(W.VBox):
     The strip shows the summaries the model read, as the replay's `summarize` events kept
     them; `summaries` replaces them (one text per `summarize` event, in order).
 
+    The event card of the latest compaction (`ctxlab.event_cards`) shows what it dropped:
+    from `evaluation` (an `ctxlab.Evaluation` of this replay, with probes if run), else Tier 1
+    computed on first display.
+
     A replay without turns, or a `trace` it does not replay, raises `ValueError`.
     """
 
@@ -88,6 +96,7 @@ class Scrubber(W.VBox):
         summaries: Sequence[str] = (),
         turn: int | None = None,
         play_interval_ms: int = 300,
+        evaluation: Evaluation | None = None,
     ) -> None:
         plots.same_trace([replay], trace, "Scrubber")
         if replay.turns.height == 0:
@@ -131,6 +140,9 @@ class Scrubber(W.VBox):
         self.detail.add_class("ctx-detail-box")
         self.events = W.HTML()
         self.events.add_class("ctx-event-list")
+        self.cards = EventCards(replay, evaluation)
+        self.card = W.HTML()
+        self.card.add_class("ctx-event-card-box")
         self.readout = W.HTML(readout_html(metrics(replay, trace)))
         self.exporter = ExportBar(lambda: self.figure, f"context_{replay.policy}")
         self._blocks: list[Block] = []
@@ -145,6 +157,7 @@ class Scrubber(W.VBox):
                 self.strip,
                 self.block,
                 self.detail,
+                self.card,
                 self.events,
                 self.exporter,
             ]
@@ -176,6 +189,7 @@ class Scrubber(W.VBox):
         self._blocks = self.timeline.blocks(turn)
         self.strip.value = strip_html(self._blocks, turn)
         self.events.value = events_html(self.replay, turn)
+        self.card.value = self.cards.html(turn)
         options = [
             (f"{i}: {b.role[:60]} · {b.status} · {b.tokens:,} tok", i)
             for i, b in enumerate(self._blocks)
