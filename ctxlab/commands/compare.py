@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from ctxlab import flags
 from ctxlab.errors import FlagError
-from ctxlab.output import report_errors, table
+from ctxlab.output import report_errors
+from ctxlab.tables import add_wide_flag, table
 
 if TYPE_CHECKING:
     from ctxlab.pricing import Price
@@ -32,6 +33,15 @@ COLUMNS = (
     "cost_usd_with_cache",
     "cache_breaks",
     "goal_retention",
+)
+
+LEGEND = (
+    "Tokens as each policy counts them: peak_context_tokens of the largest request, "
+    "cumulative_input_tokens summed over every call; events: compaction actions; cost_usd: "
+    "the calls at list prices, cost_usd_with_cache: with prompt caching; cache_breaks: calls "
+    "whose cached prefix shrank; goal_retention: share of the calls after the first "
+    "compaction that still send the first user request (- when nothing was compacted). "
+    "--json has every metric."
 )
 
 
@@ -74,6 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="use this text as every summary",
     )
     parser.add_argument("--json", action="store_true", help='print {"replays": [...]} as JSON')
+    add_wide_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -142,10 +153,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"replays": rows}, indent=2, default=str))
     elif rows:
-        print(table(COLUMNS, [[_fmt(r[c]) for c in COLUMNS] for r in rows]))
+        cells = [[r[c] for c in COLUMNS] for r in rows]
+        print(table(COLUMNS, cells, wide=args.wide, whole=("policy",), legend=LEGEND))
     report_errors(loaded.errors)
     return 2 if loaded.errors else 0
 
-
-def _fmt(value: Any) -> Any:
-    return round(value, 4) if isinstance(value, float) else value
