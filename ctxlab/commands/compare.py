@@ -157,4 +157,3 @@ def run(args: argparse.Namespace) -> int:
         print(table(COLUMNS, cells, wide=args.wide, whole=("policy",), legend=LEGEND))
     report_errors(loaded.errors)
     return 2 if loaded.errors else 0
-
