@@ -58,12 +58,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         required=True,
         metavar="NAME",
-        help="a policy `ctxlab policies` lists (repeat for each; `a+b` is a pipeline)",
+        help="a policy `ctxlab policies` lists (required; repeat for each; `a+b` is a "
+        "pipeline)",
     )
     parser.add_argument(
         "--window",
         type=flags.positive_int(flags.WINDOW_FORMS),
-        help="max input tokens for every policy",
+        metavar="N",
+        help="max input tokens for every policy (default: each policy's own, from the model "
+        "profile)",
     )
     parser.add_argument("--model", help="model for prices and profile (default: the trace's)")
     parser.add_argument(
@@ -75,13 +78,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="price MODEL in USD per million tokens: MODEL=IN,OUT[,CACHE_READ,CACHE_WRITE] "
         "(input, output, and optionally cache read and cache write, else the provider's cache "
         "rule), e.g. --price gpt-5-pro=15,120; IN,OUT without MODEL= prices every model; "
-        "repeat for several models. Overrides genai-prices and prices models it does not know",
+        "repeat for several models. Overrides genai-prices and prices models it does not know "
+        "(default: genai-prices' price list)",
     )
     parser.add_argument(
         "--summary-text-file",
         type=flags.text_file,
         metavar="F",
-        help="use this text as every summary",
+        help="use this file's text as every summary (default: offline extractive summaries)",
     )
     parser.add_argument("--json", action="store_true", help='print {"replays": [...]} as JSON')
     add_wide_flag(parser)

@@ -35,9 +35,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Load the sample traces bundled in traces/ and show what they contain.",
     )
     parser.add_argument(
-        "--traces", default=str(SAMPLES), help="folder of traces to use (default: bundled samples)"
+        "--traces",
+        default=str(SAMPLES),
+        metavar="DIR",
+        help="folder of traces to use (default: the bundled samples in traces/)",
     )
-    parser.add_argument("--db", default=str(DEFAULT_PATH), help="store file (default: %(default)s)")
+    parser.add_argument(
+        "--db", default=str(DEFAULT_PATH), metavar="FILE", help="store file (default: %(default)s)"
+    )
     add_wide_flag(parser)
     parser.set_defaults(run=run)
 

@@ -20,7 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "paths", nargs="+", metavar="PATH", help="trace file, .gz file or directory"
     )
-    parser.add_argument("--db", default=str(DEFAULT_PATH), help="store file (default: %(default)s)")
+    parser.add_argument(
+        "--db", default=str(DEFAULT_PATH), metavar="FILE", help="store file (default: %(default)s)"
+    )
     parser.set_defaults(run=run)
 
 

@@ -30,7 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="read-only SQL (SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN, PRAGMA); "
         "statements that write, attach, copy, export or load extensions are refused",
     )
-    parser.add_argument("--db", default=str(DEFAULT_PATH), help="store file (default: %(default)s)")
+    parser.add_argument(
+        "--db", default=str(DEFAULT_PATH), metavar="FILE", help="store file (default: %(default)s)"
+    )
     add_format_flags(parser)
     parser.set_defaults(run=run)
 

@@ -66,7 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--notebook", default=str(NOTEBOOK), help="notebook to run (default: the quickstart)"
     )
-    parser.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
+    parser.add_argument(
+        "--timeout", type=int, default=600, help="seconds per cell (default: %(default)s)"
+    )
     parser.set_defaults(run=run)
 
 

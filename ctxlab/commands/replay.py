@@ -72,31 +72,39 @@ def add_policy_flags(
     parser.add_argument(
         "--window",
         type=flags.window_text,
-        help=f"max input tokens (default: {window_default}); 'none' = no profile",
+        metavar="N",
+        help=f"max input tokens (default: {window_default}); 'none' = no profile, 'auto' = "
+        "the default",
     )
     parser.add_argument(
         "--trigger",
         type=flags.trigger_text,
-        help="the policy's `trigger`: a SPEC such as fraction:0.85, or a count",
+        metavar="SPEC",
+        help="when the policy compacts: fraction:0.85 (of the window), tokens:N, messages:N, "
+        "clauses joined by ',' (any) or '&' (all), or none (default: the policy's; "
+        "deepagents: fraction:0.85 with a known window, else tokens:170000)",
     )
     parser.add_argument(
         "--keep",
         type=flags.size_text,
-        help="the policy's `keep`: a SPEC such as messages:6 or fraction:0.1, or a count",
+        metavar="SPEC",
+        help="what the policy keeps: messages:N, tokens:N or fraction:F (default: the "
+        "policy's; deepagents: fraction:0.1 with a known window, else messages:6)",
     )
     parser.add_argument(
         "--stress",
         type=flags.fraction,
         metavar="FRACTION",
-        help="deepagents' stress mode: trigger at this fraction of the window (0.10-0.25 "
-        "multiplies events)",
+        help="deepagents' stress mode: trigger at this fraction of the window and keep a "
+        "tenth of it; 0.10-0.25 multiplies events (default: off)",
     )
     parser.add_argument(
         "--set",
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="any policy parameter, e.g. --set max_output_tokens=8000 --set tools=deepagents",
+        help="any policy parameter (`ctxlab policies` lists them), e.g. --set "
+        "max_output_tokens=8000 --set tools=deepagents; repeatable (default: none)",
     )
     parser.add_argument(
         "--summary-text-file",

@@ -24,17 +24,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "paths", nargs="+", metavar="PATH", help="trace file, .gz file or directory"
     )
-    parser.add_argument("--db", default=str(DEFAULT_PATH), help="store file (default: %(default)s)")
+    parser.add_argument(
+        "--db", default=str(DEFAULT_PATH), metavar="FILE", help="store file (default: %(default)s)"
+    )
     parser.add_argument(
         "--policy",
         required=True,
         metavar="NAME",
-        help="a policy `ctxlab policies` lists, or `a+b` for a pipeline",
+        help="a policy `ctxlab policies` lists, or `a+b` for a pipeline (required)",
     )
     parser.add_argument(
         "--window",
         type=flags.positive_int(flags.WINDOW_FORMS),
-        help="max input tokens (default: model profile)",
+        metavar="N",
+        help="max input tokens (default: the model profile)",
     )
     parser.add_argument(
         "--grid",
@@ -49,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--summary-text-file",
         type=flags.text_file,
         metavar="F",
-        help="use this text as every summary",
+        help="use this file's text as every summary (default: offline extractive summaries)",
     )
     parser.add_argument(
         "--backend",
@@ -61,15 +64,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--workers",
         type=flags.positive_int("a whole number of processes, 1 or more"),
+        metavar="N",
         help="processes (default: one per core)",
     )
-    parser.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
+    parser.add_argument(
+        "--ray-address", metavar="ADDRESS", help="Ray cluster address (default: a local Ray)"
+    )
     parser.add_argument(
         "--files",
         choices=("all", "offloaded", "none"),
         default="offloaded",
-        help="file contents to store: offloaded results only (default), also the summarised-"
-        "history files, or none (paths, sizes and hashes are always stored)",
+        help="file contents to store: offloaded results only, also the summarised-history "
+        "files (all), or none (paths, sizes and hashes are always stored) (default: "
+        "%(default)s)",
     )
     add_format_flags(parser)
     parser.set_defaults(run=run)
