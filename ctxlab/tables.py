@@ -253,16 +253,17 @@ def table(
     return "\n".join(lines)
 
 
-def fit(text: str, width: int | None = None, indent: str = "  ") -> str:
+def fit(text: str, width: int | None = None, indent: str = "  ", paths: bool = False) -> str:
     """A line of prose wrapped to `width` (default: the terminal's), continuation lines
-    indented by `indent`."""
+    indented by `indent`; a word longer than the width (a subagent's trace id) is broken,
+    unless the line holds `paths`, which stay whole to be copied."""
     width = terminal_width() if width is None else width
     return textwrap.fill(
         " ".join(text.split()),
         width,
         subsequent_indent=indent,
         break_on_hyphens=False,
-        break_long_words=True,
+        break_long_words=not paths,
     )
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ctxlab.defaults import DEFAULT_PATH
 from ctxlab.output import report_errors
-from ctxlab.tables import add_wide_flag, plural, table
+from ctxlab.tables import add_wide_flag, fit, plural, table
 
 if TYPE_CHECKING:
     from ctxlab.trace import Trace
@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
     # Deep Agents as shipped, and a stress setting as the Deep Agents team uses (trigger at 10%).
     settings = {"deepagents defaults": DeepAgents(), "stress 0.10": DeepAgents(stress=0.10)}
     result = load_all([args.traces])
-    print(f"ctxlab demo: {plural(len(result), 'trace')} loaded from {args.traces}\n")
+    loaded = f"ctxlab demo: {plural(len(result), 'trace')} loaded from {args.traces}"
+    print(fit(loaded, paths=True) + "\n")
     columns = (
         "trace",
         "model",
@@ -109,7 +110,10 @@ def run(args: argparse.Namespace) -> int:
                     ", ".join(f"{k} {n}" for k, n in kinds) or "-",
                 ]
             )
-    print(f"\nReplayed under Deep Agents (offline extractive summaries), stored in {args.db}:\n")
+    print()
+    stored = f"Replayed under Deep Agents (offline extractive summaries), stored in {args.db}:"
+    print(fit(stored, paths=True))
+    print()
     columns = ("trace", "policy", "peak_uncompacted", "peak_context", "cumulative_input", "events")
     print(table(columns, rows, wide=args.wide, legend=REPLAY_LEGEND))
     print(f'\nNext: .venv/bin/ctxlab query --db {args.db} "SELECT * FROM replay_summary"')

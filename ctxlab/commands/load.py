@@ -7,7 +7,7 @@ import argparse
 from ctxlab import flags
 from ctxlab.defaults import DEFAULT_PATH
 from ctxlab.output import report_errors
-from ctxlab.tables import plural
+from ctxlab.tables import fit, plural
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     read = plural(len(result), "trace") + " read"
     if subagents:  # stored as traces of their own, so the counts below include them
         read += f" (and {plural(subagents, 'subagent conversation')})"
-    print(f"{read}; {after - before:,} new in {args.db}, {plural(after, 'trace')} stored in all")
+    stored = f"{after - before:,} new in {args.db}, {plural(after, 'trace')} stored in all"
+    print(fit(f"{read}; {stored}", paths=True))
     report_errors(result.errors)
     return 2 if result.errors else 0

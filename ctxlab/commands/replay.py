@@ -248,12 +248,10 @@ def _print_table(
     if all_turns:
         print(f"every turn ({frame.height}):")
     elif calls:
-        print(
-            f"turns with compaction events ({len(calls)} of {frame.height}; --all-turns lists "
-            "every turn):"
-        )
+        listed = f"({len(calls)} of {frame.height}; --all-turns lists every turn)"
+        print(fit(f"turns with compaction events {listed}:", width))
     else:
-        print("no turn has a compaction event (--all-turns lists every turn)")
+        print(fit("no turn has a compaction event (--all-turns lists every turn)", width))
     rows = [
         [
             c.turn,
