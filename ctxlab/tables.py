@@ -123,21 +123,19 @@ def _header_min(header: str) -> int:
 
 
 def _fill(wants: list[int], floors: list[int], room: int) -> list[int]:
-    """Widths between `floors` and `wants` summing to at most `room`: every column first gets
-    its floor, then the space left is shared out evenly among the columns that want more."""
+    """Widths between `floors` and `wants` summing to at most `room`: every column gets its
+    floor, then the space left rises evenly like water, so the columns that want least are
+    shown whole and only the widest are cut."""
     widths = list(floors)
     left = room - sum(widths)
-    hungry = [i for i, (w, f) in enumerate(zip(wants, floors, strict=True)) if w > f]
-    while left > 0 and hungry:
-        share = max(1, left // len(hungry))
-        for i in list(hungry):
-            step = min(share, wants[i] - widths[i], left)
-            widths[i] += step
-            left -= step
-            if widths[i] >= wants[i]:
-                hungry.remove(i)
-            if left <= 0:
-                break
+    hungry = sorted(
+        (i for i, (w, f) in enumerate(zip(wants, floors, strict=True)) if w > f),
+        key=lambda i: wants[i] - floors[i],
+    )
+    for n, i in enumerate(hungry):
+        step = min(wants[i] - widths[i], max(0, left) // (len(hungry) - n))
+        widths[i] += step
+        left -= step
     return widths
 
 
@@ -171,7 +169,13 @@ def _layout(
     while len(shown) > 1 and sum(floors[i] for i in shown) > room(shown):
         shown.pop()
     wants = [max(content[i], header_min[i]) for i in shown]
-    widths = _fill(wants, [floors[i] for i in shown], room(shown))
+    widths = [floors[i] for i in shown]
+    for ids_too in (False, True):  # ids last: cut in the middle, they still tell rows apart
+        goal = [
+            w if ids_too or not _is_id(columns[i]) else f
+            for i, w, f in zip(shown, wants, widths, strict=True)
+        ]
+        widths = _fill(goal, widths, room(shown))
     if sum(widths) < room(shown):  # room to spare: unwrap headers where it helps
         widths = _fill([full[i] for i in shown], widths, room(shown))
     return shown, widths
