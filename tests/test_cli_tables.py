@@ -61,16 +61,30 @@ def _commands(demo_db: Path, tmp_path: Path) -> dict[str, list[str]]:
         "query traces": ["query", "--db", str(demo_db), "SELECT * FROM traces"],
         "query replay_summary": ["query", "--db", str(demo_db), "SELECT * FROM replay_summary"],
         "compare": [
-            "compare", str(LONG), "--policy", "deepagents",
-            "--policy", "openhands-observation-masking", "--window", "40000",
+            "compare",
+            str(LONG),
+            "--policy",
+            "deepagents",
+            "--policy",
+            "openhands-observation-masking",
+            "--window",
+            "40000",
         ],  # fmt: skip
         "replay": ["replay", str(LONG), "--stress", "0.1"],
         "replay all turns": ["replay", str(SHORT), "--all-turns"],
         "check-replay": ["check-replay", str(LONG)],
         "demo": ["demo", "--db", str(tmp_path / "demo.duckdb")],
         "sweep": [
-            "sweep", str(SHORT), "--policy", "deepagents", "--workers", "1",
-            "--grid", "trigger=fraction:0.5,tokens:3000", "--db", str(tmp_path / "sweep.duckdb"),
+            "sweep",
+            str(SHORT),
+            "--policy",
+            "deepagents",
+            "--workers",
+            "1",
+            "--grid",
+            "trigger=fraction:0.5,tokens:3000",
+            "--db",
+            str(tmp_path / "sweep.duckdb"),
         ],  # fmt: skip
     }
 
@@ -239,7 +253,12 @@ def test_query_format_sweep_grid_and_backend_help() -> None:
 
 def test_table_layout_rules() -> None:
     rows = [
-        ["c0134879-8fae-52e4-a492-01c6d3f9ed2f", "line one\nline two", 24886.20754716981, 1234567],
+        [
+            "c0134879-8fae-52e4-a492-01c6d3f9ed2f",
+            "line one\nline two\nline three",
+            24886.2,
+            1234567,
+        ],
         ["c0134879-8fae-52e4-a492-01c6d3f9ed2f/toolu_019gHSWF", "[cleared]", 0.5, None],
     ]
     columns = ("trace_id", "text", "mean_context_tokens", "count")
@@ -247,11 +266,13 @@ def test_table_layout_rules() -> None:
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= 40
     assert "24,886.2\n" in out and " 0.5\n" in out  # one count of decimals per column
-    assert "[cleared]" in out and "line one line two" not in out  # cut to fit, one line
+    assert "[cleared]" in out and "line one line two line three" not in out  # cut, one line
+    assert "line one line two…" in out
     ids = [line.split()[0] for line in lines if line.startswith("c0")]
     assert len(set(ids)) == 2 and all("…" in i for i in ids)  # cut in the middle: apart
     wide = table(columns, rows, wide=True)
-    assert "line one line two" in wide and "c0134879-8fae-52e4-a492-01c6d3f9ed2f/toolu" in wide
+    assert "line one line two line three" in wide
+    assert "c0134879-8fae-52e4-a492-01c6d3f9ed2f/toolu" in wide
     assert "1,234,567" in wide
     dropped = table(columns, rows, width=24)
     assert "2 more columns not shown" in " ".join(dropped.split())
