@@ -35,15 +35,6 @@ COLUMNS = (
     "goal_retention",
 )
 
-LEGEND = (
-    "Tokens as each policy counts them: peak_context_tokens of the largest request, "
-    "cumulative_input_tokens summed over every call; events: compaction actions; cost_usd: "
-    "the calls at list prices, cost_usd_with_cache: with prompt caching; cache_breaks: calls "
-    "whose cached prefix shrank; goal_retention: share of the calls after the first "
-    "compaction that still send the first user request (- when nothing was compacted). "
-    "--json has every metric."
-)
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -58,8 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         required=True,
         metavar="NAME",
-        help="a policy `ctxlab policies` lists (required; repeat for each; `a+b` is a "
-        "pipeline)",
+        help="a policy `ctxlab policies` lists (required; repeat for each; `a+b` is a pipeline)",
     )
     parser.add_argument(
         "--window",
@@ -125,6 +115,16 @@ def _policy(name: str, window: int | None, model: str | None) -> Any:
         k: v for k, v in (("window", window), ("model", model)) if v is not None and k in fields
     }
     return get(name, **params) if params else policy
+
+
+LEGEND = (
+    "Tokens as each policy counts them: peak_context_tokens of the largest request, "
+    "cumulative_input_tokens summed over every call; events: compaction actions; cost_usd: "
+    "the calls at list prices, cost_usd_with_cache: with prompt caching; cache_breaks: calls "
+    "whose cached prefix shrank; goal_retention: share of the calls after the first "
+    "compaction that still send the first user request (- when nothing was compacted). "
+    "--json has every metric."
+)
 
 
 def run(args: argparse.Namespace) -> int:
