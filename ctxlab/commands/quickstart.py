@@ -159,16 +159,23 @@ def run_notebook(
         shown = Progress(nb, terminal_width())
         hooks = {"on_cell_start": shown.start, "on_cell_executed": shown.done}
     with tempfile.TemporaryDirectory(prefix="ctxlab-kernel-") as sockets:
+        km = _kernel_manager("python3", Path(sockets))
         client = NotebookClient(
             nb,
-            km=_kernel_manager("python3", Path(sockets)),
+            km=km,
             timeout=timeout,
             kernel_name="python3",
             store_widget_state=False,
             resources={"metadata": {"path": str(notebook.parent)}},
             **hooks,
         )
-        client.execute(env=env)
+        try:
+            client.execute(env=env)
+        finally:  # nbclient leaves a kernel manager it was handed running: stop it here
+            if client.kc is not None:
+                client.kc.stop_channels()
+            if km.has_kernel:
+                km.shutdown_kernel()
     return sorted(p for p in figures.iterdir() if p.is_file() and p.stat().st_mtime >= started)
 
 
