@@ -59,7 +59,10 @@ def parse_size(text: str) -> tuple[str, float | int]:
 
 
 def _bad_size(text: str, reason: str) -> ValueError:
-    return ValueError(f"{text!r} is not a size ({reason}); a size is {SIZE_FORMS}")
+    return ValueError(
+        f"{text!r} is not a size ({reason}); a size is {SIZE_FORMS}, e.g. fraction:0.5, "
+        "tokens:100000 or messages:6"
+    )
 
 
 def parse_trigger(text: str) -> Any:
@@ -98,7 +101,8 @@ def parse_value(name: str, text: str, like: Any = None) -> Any:
 
     `like` is the parameter's current value: a size-named parameter (`trigger`, `keep`) whose
     value is a plain number (`ClearToolUses(trigger=100000, keep=3)`) is read as a number, not
-    as a SPEC."""
+    as a SPEC, and a parameter whose value is a number refuses text that is not one (a
+    `ValueError` saying what it takes)."""
     is_number = isinstance(like, int | float) and not isinstance(like, bool)
     if name in SIZE_PARAMS and not is_number:
         if text.strip().lower() == "auto":
@@ -116,6 +120,9 @@ def parse_value(name: str, text: str, like: Any = None) -> Any:
             return cast(text)
         except ValueError:
             pass
+    if is_number and low != "auto":
+        kind = "a whole number" if isinstance(like, int) else "a number"
+        raise ValueError(f"{text!r} is not a number; {name} takes {kind} here (default {like})")
     return text
 
 

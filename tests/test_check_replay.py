@@ -219,7 +219,8 @@ def test_cli_json_fields(capsys) -> None:
     assert subagent["events"] == [] and subagent["turn_agreement"] is None
 
 
-def test_cli_table_and_errors(capsys, tmp_path) -> None:
+def test_cli_table_and_errors(capsys, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the head line whole, not wrapped to the terminal
     assert main(["check-replay", str(LONG), *FLAGS]) == 0
     out = capsys.readouterr().out
     assert "turn agreement 100.0% (3/3 within one call)" in out

@@ -8,6 +8,7 @@ notebook are tested together.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -105,6 +106,9 @@ def test_quickstart_command_runs_the_notebook(tmp_path: Path) -> None:
         timeout=600,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    progress = [line for line in proc.stdout.splitlines() if line.startswith("[")]
+    assert progress and all(re.fullmatch(r"\[\d+/\d+\] .+ \.\.\. \d+\.\d s", p) for p in progress)
+    assert "without encryption" not in proc.stderr  # the kernel talks over Unix sockets
     printed = [Path(line) for line in proc.stdout.splitlines() if line.startswith(str(out))]
     suffixes = {p.suffix for p in printed}
     assert {".pdf", ".png", ".svg", ".html"} <= suffixes

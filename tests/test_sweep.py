@@ -147,7 +147,7 @@ def test_cli_sweep_query_and_load(tmp_path: Path, capsys: pytest.CaptureFixture)
     db = tmp_path / "c.duckdb"
     assert main(["load", str(trace_file), "--db", str(db)]) == 0
     assert main(["load", str(trace_file), "--db", str(db)]) == 0
-    assert "0 new rows" in capsys.readouterr().out
+    assert "0 new in" in capsys.readouterr().out
     summary = tmp_path / "summary.txt"
     summary.write_text("the user asked for steps")
     args = [

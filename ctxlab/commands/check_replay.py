@@ -19,15 +19,12 @@ from typing import TYPE_CHECKING
 
 from ctxlab import flags
 from ctxlab.commands.replay import add_policy_flags, build_policy
-from ctxlab.output import report_errors, table
+from ctxlab.output import report_errors
+from ctxlab.tables import add_wide_flag, clip, fit, plural, table, terminal_width
 
 if TYPE_CHECKING:
     from ctxlab.check_replay import Check
     from ctxlab.policies.base import Policy
-
-SUMMARY_CHARS = 160
-"""How much of each summary the table shows (the JSON has them whole)."""
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -46,6 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_policy_flags(parser, "the recorded model profile, else the public one")
     parser.add_argument("--json", action="store_true", help='print {"traces": [...]} as JSON')
+    add_wide_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -102,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"traces": rows}, indent=2))
     else:
         for c in checks:
-            _print(c)
+            _print(c, args.wide)
     report_errors(loaded.errors)
     return 2 if loaded.errors else 0
 
@@ -111,14 +109,19 @@ def _percent(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
-def _clip(text: str | None) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= SUMMARY_CHARS else flat[: SUMMARY_CHARS - 1] + "…"
+LEGEND = (
+    "recorded, replayed: the model call each compaction came before; apart: replayed minus "
+    "recorded calls; recorded tokens, replayed tokens: the context just before it on each "
+    "side; error: their relative difference."
+)
 
 
-def _print(c: Check) -> None:
+def _print(c: Check, wide: bool) -> None:
+    """One trace's check: a summary line, notes, the paired compactions and their summaries
+    (cut to the terminal's width unless `wide`; the JSON has them whole)."""
+    width = 10**6 if wide else terminal_width()
     counted = [p for p in c.events if p.counted]
-    head = f"{c.trace_id}: policy {c.policy}, {len(c.events)} recorded compactions"
+    head = f"{c.trace_id}: policy {c.policy}, {plural(len(c.events), 'recorded compaction')}"
     if counted:
         head += (
             f", turn agreement {_percent(c.turn_agreement)} "
@@ -126,10 +129,10 @@ def _print(c: Check) -> None:
         )
     head += f", token error median {_percent(c.token_error_median)}"
     if c.unpaired:
-        head += f", {len(c.unpaired)} replayed compactions without a recorded one"
-    print(head)
+        head += f", {plural(len(c.unpaired), 'replayed compaction')} without a recorded one"
+    print(fit(head, width))
     for note in c.notes:
-        print(f"note: {note}")
+        print(fit(f"note: {note}", width))
     if c.events:
         rows = [
             [
@@ -146,13 +149,13 @@ def _print(c: Check) -> None:
         ]
         columns = ("recorded", "replayed", "apart", "kind", "trigger", "recorded tokens",
                    "replayed tokens", "error")  # fmt: skip
-        print(table(columns, rows))
+        print(table(columns, rows, wide=wide, legend=LEGEND))
     for p in c.events:
         if p.note:
-            print(f"note: turn {p.recorded.turn}: {p.note}")
+            print(fit(f"note: turn {p.recorded.turn}: {p.note}", width))
         if p.recorded.summary or (p.replayed is not None and p.replayed.summary):
             print(f"summary at turn {p.recorded.turn}:")
-            print(f"  recorded: {_clip(p.recorded.summary) or '-'}")
             replayed = p.replayed.summary if p.replayed is not None else None
-            print(f"  replayed: {_clip(replayed) or '-'}")
+            for side, text in (("recorded", p.recorded.summary), ("replayed", replayed)):
+                print("  " + clip(f"{side}: {text or '-'}", width - 2))
     print()

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from ctxlab import flags
 from ctxlab.errors import FlagError
-from ctxlab.output import report_errors, table
+from ctxlab.output import report_errors
+from ctxlab.tables import add_wide_flag, table
 
 if TYPE_CHECKING:
     from ctxlab.pricing import Price
@@ -48,12 +49,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         required=True,
         metavar="NAME",
-        help="a policy `ctxlab policies` lists (repeat for each; `a+b` is a pipeline)",
+        help="a policy `ctxlab policies` lists (required; repeat for each; `a+b` is a pipeline)",
     )
     parser.add_argument(
         "--window",
         type=flags.positive_int(flags.WINDOW_FORMS),
-        help="max input tokens for every policy",
+        metavar="N",
+        help="max input tokens for every policy (default: each policy's own, from the model "
+        "profile)",
     )
     parser.add_argument("--model", help="model for prices and profile (default: the trace's)")
     parser.add_argument(
@@ -65,15 +68,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="price MODEL in USD per million tokens: MODEL=IN,OUT[,CACHE_READ,CACHE_WRITE] "
         "(input, output, and optionally cache read and cache write, else the provider's cache "
         "rule), e.g. --price gpt-5-pro=15,120; IN,OUT without MODEL= prices every model; "
-        "repeat for several models. Overrides genai-prices and prices models it does not know",
+        "repeat for several models. Overrides genai-prices and prices models it does not know "
+        "(default: genai-prices' price list)",
     )
     parser.add_argument(
         "--summary-text-file",
         type=flags.text_file,
         metavar="F",
-        help="use this text as every summary",
+        help="use this file's text as every summary (default: offline extractive summaries)",
     )
     parser.add_argument("--json", action="store_true", help='print {"replays": [...]} as JSON')
+    add_wide_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -112,6 +117,16 @@ def _policy(name: str, window: int | None, model: str | None) -> Any:
     return get(name, **params) if params else policy
 
 
+LEGEND = (
+    "Tokens as each policy counts them: peak_context_tokens of the largest request, "
+    "cumulative_input_tokens summed over every call; events: compaction actions; cost_usd: "
+    "the calls at list prices, cost_usd_with_cache: with prompt caching; cache_breaks: calls "
+    "whose cached prefix shrank; goal_retention: share of the calls after the first "
+    "compaction that still send the first user request (- when nothing was compacted). "
+    "--json has every metric."
+)
+
+
 def run(args: argparse.Namespace) -> int:
     from ctxlab.load import load_all
     from ctxlab.metrics import summary
@@ -142,10 +157,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"replays": rows}, indent=2, default=str))
     elif rows:
-        print(table(COLUMNS, [[_fmt(r[c]) for c in COLUMNS] for r in rows]))
+        cells = [[r[c] for c in COLUMNS] for r in rows]
+        print(table(COLUMNS, cells, wide=args.wide, whole=("policy",), legend=LEGEND))
     report_errors(loaded.errors)
     return 2 if loaded.errors else 0
-
-
-def _fmt(value: Any) -> Any:
-    return round(value, 4) if isinstance(value, float) else value

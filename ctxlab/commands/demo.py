@@ -7,12 +7,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ctxlab.defaults import DEFAULT_PATH
-from ctxlab.output import report_errors, table
+from ctxlab.output import report_errors
+from ctxlab.tables import add_wide_flag, fit, plural, table
 
 if TYPE_CHECKING:
     from ctxlab.trace import Trace
 
 SAMPLES = Path(__file__).resolve().parents[2] / "traces"
+
+FACTS_LEGEND = (
+    "messages: messages in the trace; turns: model calls; largest_tool_result_chars: the "
+    "longest tool result; offloaded_when_recorded: tool results the recorded agent had already "
+    "moved to files; harness_calls: calls the harness made besides the agent's own "
+    "(e.g. a summariser's)."
+)
+REPLAY_LEGEND = (
+    "Tokens of one request: peak_uncompacted without compaction, peak_context as the policy "
+    "sends it; cumulative_input: summed over every call; events: compaction actions by kind "
+    "and count."
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,9 +35,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Load the sample traces bundled in traces/ and show what they contain.",
     )
     parser.add_argument(
-        "--traces", default=str(SAMPLES), help="folder of traces to use (default: bundled samples)"
+        "--traces",
+        default=str(SAMPLES),
+        metavar="DIR",
+        help="folder of traces to use (default: the bundled samples in traces/)",
     )
-    parser.add_argument("--db", default=str(DEFAULT_PATH), help="store file (default: %(default)s)")
+    parser.add_argument(
+        "--db", default=str(DEFAULT_PATH), metavar="FILE", help="store file (default: %(default)s)"
+    )
+    add_wide_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -35,7 +54,7 @@ def _facts(trace: Trace) -> list[object]:
     largest = max((len(m.text) for m in tool_results), default=0)
     calls = [c for m in trace.messages if isinstance(m, AIMessage) for c in m.tool_calls]
     return [
-        trace.trace_id[:36],
+        trace.trace_id[:8],
         trace.model,
         len(trace.messages),
         len(trace.turns),
@@ -57,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
     # Deep Agents as shipped, and a stress setting as the Deep Agents team uses (trigger at 10%).
     settings = {"deepagents defaults": DeepAgents(), "stress 0.10": DeepAgents(stress=0.10)}
     result = load_all([args.traces])
-    print(f"ctxlab demo: {len(result)} traces loaded from {args.traces}\n")
+    loaded = f"ctxlab demo: {plural(len(result), 'trace')} loaded from {args.traces}"
+    print(fit(loaded, paths=True) + "\n")
     columns = (
         "trace",
         "model",
@@ -70,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         "harness_calls",
         "recorded_compactions",
     )
-    print(table(columns, [_facts(t) for t in result]))
+    print(table(columns, [_facts(t) for t in result], wide=args.wide, legend=FACTS_LEGEND))
     store = Store(args.db)
     store.add(result)
     rows = []
@@ -90,13 +110,12 @@ def run(args: argparse.Namespace) -> int:
                     ", ".join(f"{k} {n}" for k, n in kinds) or "-",
                 ]
             )
-    print(f"\nReplayed under Deep Agents (offline extractive summaries), stored in {args.db}:\n")
-    print(
-        table(
-            ("trace", "policy", "peak_uncompacted", "peak_context", "cumulative_input", "events"),
-            rows,
-        )
-    )
+    print()
+    stored = f"Replayed under Deep Agents (offline extractive summaries), stored in {args.db}:"
+    print(fit(stored, paths=True))
+    print()
+    columns = ("trace", "policy", "peak_uncompacted", "peak_context", "cumulative_input", "events")
+    print(table(columns, rows, wide=args.wide, legend=REPLAY_LEGEND))
     print(f'\nNext: .venv/bin/ctxlab query --db {args.db} "SELECT * FROM replay_summary"')
     report_errors(result.errors)
     return 2 if result.errors else 0

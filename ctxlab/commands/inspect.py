@@ -7,7 +7,8 @@ import json
 from collections import Counter
 
 from ctxlab import flags
-from ctxlab.output import report_errors, table
+from ctxlab.output import report_errors
+from ctxlab.tables import add_wide_flag, fit, plural, table
 
 COLUMNS = (
     "trace_id",
@@ -18,6 +19,12 @@ COLUMNS = (
     "subagents",
     "recorded_compactions",
     "recorded_input_tokens",
+)
+
+LEGEND = (
+    "messages: messages in the trace (subagents' not included); turns: model calls; "
+    "recorded_compactions: compactions the recording holds; recorded_input_tokens: input "
+    "tokens the provider reported, summed over the calls."
 )
 
 
@@ -33,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paths", nargs="+", metavar="PATH", help="trace file, .gz file or directory"
     )
     parser.add_argument("--json", action="store_true", help='print {"traces": [...]} as JSON')
+    add_wide_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -46,11 +54,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"traces": summaries, "formats": formats}, indent=2))
     elif summaries:
-        print(table(COLUMNS, [[s[c] for c in COLUMNS] for s in summaries]))
+        rows = [[s[c] for c in COLUMNS] for s in summaries]
+        print(table(COLUMNS, rows, wide=args.wide, legend=LEGEND))
         counts = ", ".join(f"{n} {name}" for name, n in formats.items())
-        print(f"{len(summaries)} trace{'s' if len(summaries) != 1 else ''} by format: {counts}")
+        print(f"{plural(len(summaries), 'trace')} by format: {counts}")
         for s in summaries:
             for note in s["notes"]:
-                print(f"note: {s['trace_id']}: {note}")
+                print(fit(f"note: {s['trace_id']}: {note}", None if not args.wide else 10**6))
     report_errors(result.errors)
     return 2 if result.errors else 0

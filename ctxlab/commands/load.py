@@ -7,6 +7,7 @@ import argparse
 from ctxlab import flags
 from ctxlab.defaults import DEFAULT_PATH
 from ctxlab.output import report_errors
+from ctxlab.tables import fit, plural
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,7 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "paths", nargs="+", metavar="PATH", help="trace file, .gz file or directory"
     )
-    parser.add_argument("--db", default=str(DEFAULT_PATH), help="store file (default: %(default)s)")
+    parser.add_argument(
+        "--db", default=str(DEFAULT_PATH), metavar="FILE", help="store file (default: %(default)s)"
+    )
     parser.set_defaults(run=run)
 
 
@@ -33,8 +36,11 @@ def run(args: argparse.Namespace) -> int:
     before = store.query("SELECT count(*) AS n FROM traces")["n"][0]
     store.add(result)
     after = store.query("SELECT count(*) AS n FROM traces")["n"][0]
-    print(
-        f"{len(result)} traces read, {after - before} new rows in {args.db} ({after} traces stored)"
-    )
+    subagents = sum(len(t.walk()) - 1 for t in result)
+    read = plural(len(result), "trace") + " read"
+    if subagents:  # stored as traces of their own, so the counts below include them
+        read += f" (and {plural(subagents, 'subagent conversation')})"
+    stored = f"{after - before:,} new in {args.db}, {plural(after, 'trace')} stored in all"
+    print(fit(f"{read}; {stored}", paths=True))
     report_errors(result.errors)
     return 2 if result.errors else 0

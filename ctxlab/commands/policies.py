@@ -1,12 +1,13 @@
-"""`ctxlab policies [--json]`: every policy name with its parameters, defaults and source:
-the built-in presets, then policies registered in Python or by installed packages."""
+"""`ctxlab policies [--json] [--wide]`: every policy name with its parameters, defaults and
+source: the built-in presets, then policies registered in Python or by installed packages. The
+table wraps the parameters and cuts long sources to the terminal's width (`--wide`: in full)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from ctxlab.output import table
+from ctxlab.tables import add_wide_flag, table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,6 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "defaults come from. `a+b` composes any of them into a pipeline.",
     )
     parser.add_argument("--json", action="store_true", help='print {"policies": [...]} as JSON')
+    add_wide_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -35,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
                 [r["name"], ", ".join(f"{k}={v}" for k, v in r["params"].items()), r["source"]]
                 for r in rows
             ],
+            wide=args.wide,
+            wrap=("params",),
+            whole=("name",),
         )
     )
     return 0

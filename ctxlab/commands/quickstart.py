@@ -3,11 +3,13 @@
 Headless (the default, and the end of the README's main command) it executes
 `notebooks/01_quickstart.ipynb` top to bottom in a fresh kernel, with `$CTXLAB_FIGURES` pointing
 at `--out` (default `data/figures/`), and prints the figures it wrote (PDF, PNG, SVG, HTML): a
-new user sees real output without opening a browser. `--lab` opens JupyterLab on the notebook
-instead, to scrub and tune interactively: it prints the URL (with its token) once the server
-answers, and Ctrl-C stops Lab and its kernels cleanly (`--port`, `--token`, `--no-browser` and
-`--offline` exist for headless machines and for tests/test_quickstart_lab.py). The executed
-notebook is not saved: its widget state would add megabytes of JavaScript to the repository.
+new user sees real output without opening a browser. A line per cell says what runs and how
+long it took; the kernel talks over Unix sockets, not TCP (`_kernel_manager`). `--lab` opens
+JupyterLab on the notebook instead, to scrub and tune interactively: it prints the URL (with
+its token) once the server answers, and Ctrl-C stops Lab and its kernels cleanly (`--port`,
+`--token`, `--no-browser` and `--offline` exist for headless machines and for
+tests/test_quickstart_lab.py). The executed notebook is not saved: its widget state would add
+megabytes of JavaScript to the repository.
 """
 
 from __future__ import annotations
@@ -19,9 +21,17 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ctxlab.tables import clip, terminal_width
+
+if TYPE_CHECKING:
+    from jupyter_client.manager import KernelManager
+    from nbformat import NotebookNode
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "notebooks" / "01_quickstart.ipynb"
@@ -66,7 +76,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--notebook", default=str(NOTEBOOK), help="notebook to run (default: the quickstart)"
     )
-    parser.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
+    parser.add_argument(
+        "--timeout", type=int, default=600, help="seconds per cell (default: %(default)s)"
+    )
     parser.set_defaults(run=run)
 
 
@@ -78,9 +90,60 @@ def _jupyter_path() -> str:
     return os.pathsep.join([here, *rest])
 
 
-def run_notebook(notebook: Path, figures: Path, timeout: int = 600) -> list[Path]:
-    """Execute `notebook` in a fresh kernel (cwd = its folder) with `$CTXLAB_FIGURES=figures`;
-    return the files it wrote there, sorted."""
+def _kernel_manager(kernel_name: str, sockets: Path) -> KernelManager:
+    """A kernel manager whose kernel talks over Unix sockets in `sockets` (a private temporary
+    folder), not TCP: ipykernel warns that unencrypted TCP can be read by other local users,
+    and IPC cannot. Windows has no IPC transport, so it stays on TCP there."""
+    from jupyter_client.manager import KernelManager
+
+    if os.name != "posix":
+        return KernelManager(kernel_name=kernel_name)
+    return KernelManager(kernel_name=kernel_name, transport="ipc", ip=str(sockets / "kernel"))
+
+
+class Progress:
+    """One line per code cell while the notebook runs headless, `[2/6] Replay it under Deep
+    Agents' policy: policy = DeepAgents(stress=0.1) ... 1.2 s`: the section (`##`) heading
+    above the cell and its first line of code, then how long it took, so the run is never
+    silent for long."""
+
+    def __init__(self, nb: NotebookNode, width: int) -> None:
+        self.labels: dict[int, str] = {}
+        heading = "set-up"  # cells above the first section heading (under the title)
+        for index, cell in enumerate(nb.cells):
+            lines = [line.strip() for line in cell.source.splitlines() if line.strip()]
+            if cell.cell_type == "markdown" and lines and lines[0].startswith("##"):
+                heading = lines[0].lstrip("#").strip()
+            elif cell.cell_type == "code":
+                first = next((line for line in lines if not line.startswith("#")), "")
+                self.labels[index] = ": ".join(p for p in (heading, first) if p)
+        self.order = {index: n for n, index in enumerate(self.labels, 1)}
+        self.width = width
+        self.started = 0.0
+
+    def start(self, cell: NotebookNode, cell_index: int, **_: object) -> None:
+        if cell_index not in self.order:
+            return
+        prefix = f"[{self.order[cell_index]}/{len(self.order)}] "
+        room = self.width - len(prefix) - len(" ... 999.9 s")
+        print(prefix + clip(self.labels[cell_index], room) + " ...", end="", flush=True)
+        self.started = time.perf_counter()
+
+    def done(
+        self, cell: NotebookNode, cell_index: int, execute_reply: dict | None = None, **_: object
+    ) -> None:
+        if cell_index not in self.order:
+            return
+        took = time.perf_counter() - self.started
+        failed = (execute_reply or {}).get("content", {}).get("status") == "error"
+        print(f" {'failed after ' if failed else ''}{took:.1f} s", flush=True)
+
+
+def run_notebook(
+    notebook: Path, figures: Path, timeout: int = 600, progress: bool = False
+) -> list[Path]:
+    """Execute `notebook` in a fresh kernel (cwd = its folder) with `$CTXLAB_FIGURES=figures`,
+    printing a line per cell if `progress`; return the files it wrote there, sorted."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -91,14 +154,28 @@ def run_notebook(notebook: Path, figures: Path, timeout: int = 600) -> list[Path
     os.environ["JUPYTER_PATH"] = _jupyter_path()
     env = {**os.environ, "CTXLAB_FIGURES": str(figures), "JUPYTER_PLATFORM_DIRS": "1"}
     started = time.time() - 1
-    client = NotebookClient(
-        nb,
-        timeout=timeout,
-        kernel_name="python3",
-        store_widget_state=False,
-        resources={"metadata": {"path": str(notebook.parent)}},
-    )
-    client.execute(env=env)
+    hooks = {}
+    if progress:
+        shown = Progress(nb, terminal_width())
+        hooks = {"on_cell_start": shown.start, "on_cell_executed": shown.done}
+    with tempfile.TemporaryDirectory(prefix="ctxlab-kernel-") as sockets:
+        km = _kernel_manager("python3", Path(sockets))
+        client = NotebookClient(
+            nb,
+            km=km,
+            timeout=timeout,
+            kernel_name="python3",
+            store_widget_state=False,
+            resources={"metadata": {"path": str(notebook.parent)}},
+            **hooks,
+        )
+        try:
+            client.execute(env=env)
+        finally:  # nbclient leaves a kernel manager it was handed running: stop it here
+            if client.kc is not None:
+                client.kc.stop_channels()
+            if km.has_kernel:
+                km.shutdown_kernel()
     return sorted(p for p in figures.iterdir() if p.is_file() and p.stat().st_mtime >= started)
 
 
@@ -261,7 +338,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"ctxlab quickstart: running {notebook.name} headless ...", flush=True)
     start = time.perf_counter()
     try:
-        written = run_notebook(notebook, out, args.timeout)
+        written = run_notebook(notebook, out, args.timeout, progress=True)
     except Exception as exc:  # nbclient's CellExecutionError carries the cell and traceback
         print(f"ctxlab: error: {notebook.name} failed:\n{exc}", file=sys.stderr)
         return 1

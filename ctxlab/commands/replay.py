@@ -7,8 +7,10 @@ own (each is compacted independently). `--window`, `--trigger`, `--keep`, `--str
 override the policy's parameters of those names (in a pipeline, every member's that has one);
 sizes use the SPEC spellings of `ctxlab.specs` (`fraction:0.85`, `tokens:170000`, `messages:6`,
 or a bare number). `--format jsonl` prints one object per turn with `turn`, `context_tokens`
-and `events`; `csv` the per-turn frame; `table` (default) a readable summary of the turns where
-something happened.
+and `events`; `csv` the per-turn frame; `table` (default), per trace, a summary line, the
+window, trigger and keep the policy resolved with where each came from
+(`ctxlab.policy_settings`), and the turns where a compaction event happened (`--all-turns`:
+every turn), fitted to the terminal (`--wide`: in full), with a legend.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from ctxlab import flags
 from ctxlab.errors import FlagError
-from ctxlab.output import report_errors, table
+from ctxlab.output import report_errors
 from ctxlab.specs import split_assignment
+from ctxlab.tables import add_wide_flag, fit, plural, table
 
 if TYPE_CHECKING:
     from ctxlab.policies.base import Policy
@@ -33,7 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "replay",
         help="replay traces under a compaction policy",
         description="Replay each trace under a policy (open loop: recorded actions fixed) and "
-        "print, per model call, the request's token count and the compaction events.",
+        "print, per trace, the window, trigger and keep it used (and where each came from), "
+        "then the model calls where it compacted: the request's tokens, with and without "
+        "compaction, and the events (--all-turns: every call; jsonl and csv: every call).",
     )
     parser.add_argument("path", metavar="PATH", help="trace file, .gz file or directory")
     parser.add_argument(
@@ -43,7 +48,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a policy `ctxlab policies` lists, or `a+b` for a pipeline (default: %(default)s)",
     )
     add_policy_flags(parser)
-    parser.add_argument("--format", choices=("table", "jsonl", "csv"), default="table")
+    parser.add_argument(
+        "--format",
+        choices=("table", "jsonl", "csv"),
+        default="table",
+        help="table: a summary and the calls with events, fitted to the terminal; jsonl: one "
+        "object per call with its events; csv: one line per call (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--all-turns",
+        action="store_true",
+        help="table: list every model call, not only those with compaction events",
+    )
+    add_wide_flag(parser)
     parser.set_defaults(run=run)
 
 
@@ -55,31 +72,39 @@ def add_policy_flags(
     parser.add_argument(
         "--window",
         type=flags.window_text,
-        help=f"max input tokens (default: {window_default}); 'none' = no profile",
+        metavar="N",
+        help=f"max input tokens (default: {window_default}); 'none' = no profile, 'auto' = "
+        "the default",
     )
     parser.add_argument(
         "--trigger",
         type=flags.trigger_text,
-        help="the policy's `trigger`: a SPEC such as fraction:0.85, or a count",
+        metavar="SPEC",
+        help="when the policy compacts: fraction:0.85 (of the window), tokens:N, messages:N, "
+        "clauses joined by ',' (any) or '&' (all), or none (default: the policy's; "
+        "deepagents: fraction:0.85 with a known window, else tokens:170000)",
     )
     parser.add_argument(
         "--keep",
         type=flags.size_text,
-        help="the policy's `keep`: a SPEC such as messages:6 or fraction:0.1, or a count",
+        metavar="SPEC",
+        help="what the policy keeps: messages:N, tokens:N or fraction:F (default: the "
+        "policy's; deepagents: fraction:0.1 with a known window, else messages:6)",
     )
     parser.add_argument(
         "--stress",
         type=flags.fraction,
         metavar="FRACTION",
-        help="deepagents' stress mode: trigger at this fraction of the window (0.10-0.25 "
-        "multiplies events)",
+        help="deepagents' stress mode: trigger at this fraction of the window and keep a "
+        "tenth of it; 0.10-0.25 multiplies events (default: off)",
     )
     parser.add_argument(
         "--set",
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="any policy parameter, e.g. --set max_output_tokens=8000 --set tools=deepagents",
+        help="any policy parameter (`ctxlab policies` lists them), e.g. --set "
+        "max_output_tokens=8000 --set tools=deepagents; repeatable (default: none)",
     )
     parser.add_argument(
         "--summary-text-file",
@@ -167,9 +192,80 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"ctxlab: error: {trace.trace_id}: {exc}", file=sys.stderr)
             return 2
-    _print(results, args.format)
+    if args.format == "table":
+        for result in results:
+            _print_table(result, policy, _given(args), args.all_turns, args.wide)
+    else:
+        _print(results, args.format)
     report_errors(loaded.errors)
     return 2 if loaded.errors else 0
+
+
+def _given(args: argparse.Namespace) -> dict[str, str]:
+    """Each parameter the command line set, and the flag that set it."""
+    out = {}
+    for text in args.set:
+        out[text.partition("=")[0].strip().replace("-", "_")] = "--set"
+    for name in ("window", "trigger", "keep", "stress"):
+        if getattr(args, name) is not None:
+            out[name] = f"--{name}"
+    return out
+
+
+LEGEND = (
+    "turn: the model call; context: tokens of its request as the policy sends it; "
+    "uncompacted: the same request with nothing compacted; messages: messages in the request; "
+    "events: compaction actions as kind(n), n the messages each touched, e.g. summarize(73): "
+    "73 messages replaced by a summary, offload_tool_result(1): a tool result moved to a "
+    "file, truncate_args(2): tool-call arguments cut in 2 messages."
+)
+
+
+def _print_table(
+    result: Replay, policy: Policy, given: dict[str, str], all_turns: bool, wide: bool
+) -> None:
+    """One trace's summary line, resolved settings and table of calls."""
+    from ctxlab.policy_settings import resolved, window_warning
+
+    width = 10**6 if wide else None
+    frame = result.turns
+    events = result.event_list
+    print(
+        fit(
+            f"{result.trace_id}: {plural(frame.height, 'turn')}, {plural(len(events), 'event')}"
+            f", max context {frame['context_tokens'].max() or 0:,} tokens (uncompacted "
+            f"{frame['baseline_tokens'].max() or 0:,})",
+            width,
+        )
+    )
+    if result.trace is not None:
+        settings = resolved(policy, result.trace, given)
+        warning = window_warning(policy, result.trace, settings)
+        if warning is not None:
+            print(f"ctxlab: warning: {warning}", file=sys.stderr)
+        print(fit(f"policy {result.policy}: " + "; ".join(map(str, settings)), width))
+    calls = [c for c in result.calls if all_turns or c.events]
+    if all_turns:
+        print(f"every turn ({frame.height}):")
+    elif calls:
+        listed = f"({len(calls)} of {frame.height}; --all-turns lists every turn)"
+        print(fit(f"turns with compaction events {listed}:", width))
+    else:
+        print(fit("no turn has a compaction event (--all-turns lists every turn)", width))
+    rows = [
+        [
+            c.turn,
+            c.context_tokens,
+            c.baseline_tokens,
+            c.messages,
+            ", ".join(f"{e.kind}({len(e.messages)})" if e.messages else e.kind for e in c.events),
+        ]
+        for c in calls
+    ]
+    if rows:
+        columns = ("turn", "context", "uncompacted", "messages", "events")
+        print(table(columns, rows, wide=wide, legend=LEGEND))
+    print()
 
 
 def _print(results: list[Replay], fmt: str) -> None:
@@ -191,27 +287,3 @@ def _print(results: list[Replay], fmt: str) -> None:
         if frames:
             sys.stdout.write(pl.concat(frames).write_csv())
         return
-    for result in results:
-        frame = result.turns
-        events = result.event_list
-        print(
-            f"{result.trace_id}: {frame.height} turns, {len(events)} events, max context "
-            f"{frame['context_tokens'].max() or 0} tokens (uncompacted "
-            f"{frame['baseline_tokens'].max() or 0})"
-        )
-        rows = [
-            [
-                c.turn,
-                c.context_tokens,
-                c.baseline_tokens,
-                c.messages,
-                ", ".join(
-                    f"{e.kind}({len(e.messages)})" if e.messages else e.kind for e in c.events
-                ),
-            ]
-            for c in result.calls
-            if c.events
-        ]
-        if rows:
-            print(table(("turn", "context", "uncompacted", "messages", "events"), rows))
-        print()

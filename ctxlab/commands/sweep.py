@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from ctxlab import flags
+from ctxlab.commands.query import add_format_flags
 from ctxlab.defaults import BACKENDS, DEFAULT_PATH
 from ctxlab.errors import FlagError
 
@@ -23,40 +24,61 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "paths", nargs="+", metavar="PATH", help="trace file, .gz file or directory"
     )
-    parser.add_argument("--db", default=str(DEFAULT_PATH), help="store file (default: %(default)s)")
+    parser.add_argument(
+        "--db", default=str(DEFAULT_PATH), metavar="FILE", help="store file (default: %(default)s)"
+    )
     parser.add_argument(
         "--policy",
         required=True,
         metavar="NAME",
-        help="a policy `ctxlab policies` lists, or `a+b` for a pipeline",
+        help="a policy `ctxlab policies` lists, or `a+b` for a pipeline (required)",
     )
     parser.add_argument(
         "--window",
         type=flags.positive_int(flags.WINDOW_FORMS),
-        help="max input tokens (default: model profile)",
+        metavar="N",
+        help="max input tokens (default: the model profile)",
     )
-    parser.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...")
+    parser.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2,...",
+        help="a policy parameter and the values to try, spelled as --set spells them "
+        "(e.g. trigger=fraction:0.5,fraction:0.85); repeat for more parameters: every "
+        "combination is a cell (default: none, one cell with the policy's defaults)",
+    )
     parser.add_argument(
         "--summary-text-file",
         type=flags.text_file,
         metavar="F",
-        help="use this text as every summary",
+        help="use this file's text as every summary (default: offline extractive summaries)",
     )
-    parser.add_argument("--backend", choices=BACKENDS, default="local")
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="local",
+        help="local: worker processes on this machine; ray: tasks on a Ray cluster "
+        "(--ray-address, else a local Ray) (default: %(default)s)",
+    )
     parser.add_argument(
         "--workers",
         type=flags.positive_int("a whole number of processes, 1 or more"),
+        metavar="N",
         help="processes (default: one per core)",
     )
-    parser.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
+    parser.add_argument(
+        "--ray-address", metavar="ADDRESS", help="Ray cluster address (default: a local Ray)"
+    )
     parser.add_argument(
         "--files",
         choices=("all", "offloaded", "none"),
         default="offloaded",
-        help="file contents to store: offloaded results only (default), also the summarised-"
-        "history files, or none (paths, sizes and hashes are always stored)",
+        help="file contents to store: offloaded results only, also the summarised-history "
+        "files (all), or none (paths, sizes and hashes are always stored) (default: "
+        "%(default)s)",
     )
-    parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    add_format_flags(parser)
     parser.set_defaults(run=run)
 
 
@@ -96,5 +118,5 @@ def run(args: argparse.Namespace) -> int:
         files=args.files,
     )
     cols = [c for c in result.columns if c not in ("replay_key", "params", "summarizer")]
-    print(render(result.select(cols), args.format))
+    print(render(result.select(cols), args.format, args.wide))
     return 0
