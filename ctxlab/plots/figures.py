@@ -20,7 +20,7 @@ a legend or a title goes through `esc` (plotly renders a subset of HTML in label
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,6 +45,7 @@ from ctxlab.plots.checks import same_trace
 from ctxlab.plots.recorded import recorded_traces
 
 if TYPE_CHECKING:
+    from ctxlab.policies.base import Event
     from ctxlab.replay import Replay
     from ctxlab.trace import Trace
 
@@ -164,21 +165,27 @@ def _event_hover(row: Mapping[str, Any]) -> str:
 
 
 def event_marker_dicts(replay: Replay, *, y: str = "context_tokens") -> list[dict[str, Any]]:
-    """`event_markers` as plain trace dicts (not validated)."""
-    events = replay.events
-    if events.is_empty():
+    """`event_markers` as plain trace dicts (not validated), read from the replay's events
+    (no frame built): a live move redraws hundreds of markers."""
+    events = replay.event_list
+    if not events:
         return []
-    turns = replay.turns.select("turn", y)
-    joined = events.join(turns, on="turn", how="left")
+    turns = replay.turns
+    level = dict(zip(turns["turn"].to_list(), turns[y].to_list(), strict=True))
+    by_kind: dict[str, list[Event]] = {}
+    for e in events:
+        by_kind.setdefault(e.kind, []).append(e)
     traces = []
-    for kind in sorted(set(joined["kind"].to_list())):
-        rows = joined.filter(pl.col("kind") == kind).to_dicts()
+    for kind in sorted(by_kind):
+        rows = by_kind[kind]
         symbol, color = EVENT_STYLE.get(kind, DEFAULT_EVENT_STYLE)
+        ys = [level.get(e.turn) if e.turn is not None else None for e in rows]
+        ys = [v if v is not None else e.tokens_before for v, e in zip(ys, rows, strict=True)]
         traces.append(
             {
                 "type": "scatter",
-                "x": [r["turn"] for r in rows],
-                "y": [r[y] if r[y] is not None else r["tokens_before"] for r in rows],
+                "x": [e.turn for e in rows],
+                "y": ys,
                 "mode": "markers",
                 "name": f"event: {kind}",
                 "marker": {
@@ -187,12 +194,28 @@ def event_marker_dicts(replay: Replay, *, y: str = "context_tokens") -> list[dic
                     "color": color,
                     "line": {"width": 1.2, "color": "#222222"},
                 },
-                "hovertext": [_event_hover(r) for r in rows],
+                "hovertext": [_hover_of(e) for e in rows],
                 "hoverinfo": "text",
                 "legendgroup": "events",
             }
         )
     return traces
+
+
+@lru_cache(maxsize=1 << 14)
+def _hover_of(event: Event) -> str:
+    """An event's hover label, remembered: successive replays of one trace repeat most events."""
+    return _event_hover(
+        {
+            "kind": event.kind,
+            "turn": event.turn,
+            "tokens_before": event.tokens_before,
+            "tokens_after": event.tokens_after,
+            "messages": event.messages,
+            "file_path": event.file_path,
+            "reason": event.reason,
+        }
+    )
 
 
 def event_markers(replay: Replay, *, y: str = "context_tokens") -> list[go.Scatter]:
