@@ -24,9 +24,9 @@ the first visits: a value seen before is no cheaper by design, but per-message f
 a first visit (a new truncation length) are cached.
 
 *Scaling* builds 1,000- and 10,000-turn traces (`tests.synthetic`) and times a repeat replay,
-an explorer move and a scrubber move on each, with the process's resident memory after the trace
-is built and after the explorer has moved (read from /proc), so growth can be compared with the
-trace's own size.
+an explorer move and a scrubber move on each; then, traced by `tracemalloc` in a phase of its
+own, the memory the trace holds and what an explorer adds after five moves, so growth can be
+compared with the trace's own size.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import gc
 import statistics
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -168,11 +169,9 @@ def move_table(trace: ctxlab.Trace, label: str, quick: bool) -> list[dict[str, A
         "| target (median / p90) |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---|")
-    rows = []
     first, again = deepagents_moves(ex, quick)
-    measured: list[tuple[str, str, list[float], list[float]]] = [
-        ("deepagents", "5 sliders", first, again)
-    ]
+    rows = [_row("deepagents", "5 sliders", first, again, real)]
+    _print_row(rows[0])
     for name in ex.policies:
         if name == "deepagents":
             continue
@@ -180,13 +179,8 @@ def move_table(trace: ctxlab.Trace, label: str, quick: bool) -> list[dict[str, A
         if found is None:
             print(f"| {name} | (no slider) | | | | | | |", flush=True)
             continue
-        measured.append((name, found[0], found[1], found[2]))
-        row = _row(*measured[-1], real)
-        rows.append(row)
-        if len(measured) == 2:  # deepagents first, once a preset shows the table started
-            rows.insert(0, _row(*measured[0], real))
-            _print_row(rows[0])
-        _print_row(row)
+        rows.append(_row(name, *found, real))
+        _print_row(rows[-1])
     return rows
 
 
@@ -215,39 +209,48 @@ def _print_row(r: dict[str, Any]) -> None:
     )
 
 
-def rss_mb() -> float:
-    """Resident memory of this process (MB), after a full collection."""
+def memory_mb(turns: int) -> tuple[float, float]:
+    """(MB the trace holds, MB an explorer adds after five moves) as `tracemalloc` counts the
+    Python allocations still alive; a phase of its own, since tracing slows everything."""
     gc.collect()
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    tracemalloc.start()
+    try:
+        trace = synthetic(turns)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+        ex = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+        for value in (0.5, 0.3, 0.7, 0.4, 0.85):
+            ex.control("trigger").value = value
+        gc.collect()
+        total = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return held / 2**20, (total - held) / 2**20
 
 
 def scaling(sizes: tuple[int, ...], quick: bool) -> None:
     """Replay, explorer move, scrubber move and memory at each size (one fresh trace each)."""
     print("\n### Long traces (Deep Agents at its defaults; moves: trigger slider, 5 values)\n")
     print(
-        "| turns | messages | trace MB | replay (repeat) | explorer move (median) "
-        "| scrubber move (median) | explorer + 5 moves MB |"
+        "| turns | messages | replay (repeat) | explorer move (median) | scrubber move (median) "
+        "| trace MB | explorer MB (after 5 moves) |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|")
     rows = {}
     for turns in sizes:
-        before = rss_mb()
         trace = synthetic(turns)
-        trace_mb = rss_mb() - before
         policy = DeepAgents()
         ctxlab.replay(trace, policy)  # every message measured once
         replay_s = min(timed(ctxlab.replay, trace, policy)[1] for _ in range(3))
-        before_ex = rss_mb()
         ex = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
         slider = ex.control("trigger")
         moves = [_move(slider, v) for v in (0.5, 0.3, 0.7, 0.4, 0.85)[: 3 if quick else None]]
-        explorer_mb = rss_mb() - before_ex
         s = Scrubber(ex.replay, trace, turn=0)
         n = len(trace.turns)
         scrub = [_move(s.slider, t) for t in range(0, n, max(1, n // (10 if quick else 40)))]
+        messages = len(trace.messages)
+        del ex, s, trace
+        trace_mb, explorer_mb = memory_mb(turns)
         rows[turns] = r = {
             "replay": replay_s * 1000,
             "move": statistics.median(moves),
@@ -256,15 +259,13 @@ def scaling(sizes: tuple[int, ...], quick: bool) -> None:
             "explorer_mb": explorer_mb,
         }
         print(
-            f"| {turns:,} | {len(trace.messages):,} | {trace_mb:.0f} | {r['replay']:.0f} ms "
-            f"| {r['move']:.0f} ms | {r['scrub']:.1f} ms | {explorer_mb:.0f} |",
+            f"| {turns:,} | {messages:,} | {r['replay']:.0f} ms | {r['move']:.0f} ms "
+            f"| {r['scrub']:.1f} ms | {trace_mb:.0f} | {explorer_mb:.0f} |",
             flush=True,
         )
-        del ex, s, trace
     small, large = min(rows), max(rows)
     if small != large:
-        k = large / small
-        print(f"\ngrowth from {small:,} to {large:,} turns ({k:.0f}x the turns):")
+        print(f"\ngrowth from {small:,} to {large:,} turns ({large / small:.0f}x the turns):")
         for key, label in (
             ("replay", "replay"),
             ("move", "explorer move"),
