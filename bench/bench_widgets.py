@@ -14,8 +14,9 @@ comm round trip and plotly.js redraw.
 *The yardstick* is the real deepagents middleware (tests/deepagents_oracle.py, hooks mode, as
 bench.bench_replay drives it) replaying the same trace once, timed in the same run (collector
 paused, like `timeit`): every move is printed as `middleware / move`, so a machine twice as slow
-or twice as loaded gives the same ratios. Goal at 1,000 turns: deepagents' median move at least
-400x faster, every catalogue preset's at least 200x, each p90 at least half of that.
+or twice as loaded gives the same ratios (the CPU ratio, CPU time of the middleware over a
+move's CPU time, is the steadier on a shared box). Goal at 1,000 turns: deepagents' median
+move at least 400x faster, every catalogue preset's at least 200x, each p90 at least half of that.
 
 Each preset (every name `ctxlab policies` lists) is picked in the dropdown, then one slider
 moves through five values from its default and back (`first visit`); the same five moves again
@@ -99,10 +100,11 @@ def synthetic(turns: int) -> ctxlab.Trace:
     return make_trace(turns, fmt="anthropic", seed=1, model=MODEL, provider="anthropic", big=0.03)
 
 
-def middleware_seconds(trace: ctxlab.Trace) -> float:
-    """Seconds the real deepagents middleware takes to replay `trace` once, with the window,
-    counter and output reserve ctxlab's Deep Agents policy resolves for it."""
+def middleware_seconds(trace: ctxlab.Trace) -> tuple[float, float]:
+    """(wall, CPU) seconds the real deepagents middleware takes to replay `trace` once, with
+    the window, counter and output reserve ctxlab's Deep Agents policy resolves for it."""
     settings = DeepAgents().resolve(trace)
+    cpu = time.process_time()
     _, seconds = timed(
         run_oracle,
         trace,
@@ -111,33 +113,39 @@ def middleware_seconds(trace: ctxlab.Trace) -> float:
         max_tokens=settings.max_output_tokens,
         tools=trace.tools,
     )
-    return seconds
+    return seconds, time.process_time() - cpu
 
 
-def _move(slider: Any, value: Any) -> float:
-    start = time.perf_counter()
+def _move(slider: Any, value: Any, cpu: list[float] | None = None) -> float:
+    """Wall milliseconds of one move (its CPU milliseconds appended to `cpu`)."""
+    start, used = time.perf_counter(), time.process_time()
     slider.value = value  # what a release delivers to the kernel
+    if cpu is not None:
+        cpu.append((time.process_time() - used) * 1000)
     return (time.perf_counter() - start) * 1000
 
 
-def deepagents_moves(ex: ThresholdExplorer, quick: bool) -> tuple[list[float], list[float]]:
-    """Every Deep Agents slider through its values (first visits), then again (seen before)."""
+def deepagents_moves(
+    ex: ThresholdExplorer, quick: bool
+) -> tuple[str, list[float], list[float], list[float]]:
+    """Every Deep Agents slider through its values (first visits), then again (seen before);
+    also the first visits' CPU milliseconds."""
     ex.choice.value = "deepagents"
     first: list[float] = []
     again: list[float] = []
+    cpu: list[float] = []
     for name, values in DEEPAGENTS_MOVES.items():
         slider = ex.control(name)
         start = slider.value
-        for bucket in (first, again):
-            for value in values[: 3 if quick else None]:
-                bucket.append(_move(slider, value))
+        first.extend(_move(slider, v, cpu) for v in values[: 3 if quick else None])
+        again.extend(_move(slider, v) for v in values[: 3 if quick else None])
         slider.value = start
-    return first, again
+    return "5 sliders", first, again, cpu
 
 
 def preset_moves(
     ex: ThresholdExplorer, name: str, quick: bool
-) -> tuple[str, list[float], list[float]] | None:
+) -> tuple[str, list[float], list[float], list[float]] | None:
     """Pick preset `name`, move one slider through five values and back, twice; None when
     the preset has no slider."""
     ex.choice.value = name
@@ -152,9 +160,10 @@ def preset_moves(
     if isinstance(slider.value, int):
         values = [int(v) for v in values]
     values = values[: 3 if quick else None]
-    first = [_move(slider, v) for v in values]
+    cpu: list[float] = []
+    first = [_move(slider, v, cpu) for v in values]
     again = [_move(slider, v) for v in values]
-    return slider.description, first, again
+    return slider.description, first, again, cpu
 
 
 def move_table(trace: ctxlab.Trace, label: str, quick: bool) -> list[dict[str, Any]]:
@@ -163,39 +172,45 @@ def move_table(trace: ctxlab.Trace, label: str, quick: bool) -> list[dict[str, A
     ex = ThresholdExplorer(trace, debounce=0)
     deepagents_moves(ex, quick=True)  # first-use setup (imports, caches) before any timing
     real = middleware_seconds(trace)
-    print(f"real deepagents middleware, one replay: {real:.2f} s\n")
+    print(f"real deepagents middleware, one replay: {real[0]:.2f} s ({real[1]:.2f} s CPU)\n")
     print(
         "| preset | slider | median | p90 | seen before (median) | median ratio | p90 ratio "
-        "| target (median / p90) |"
+        "| CPU ratio (median) | target (median / p90) |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---|")
-    first, again = deepagents_moves(ex, quick)
-    rows = [_row("deepagents", "5 sliders", first, again, real)]
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+    rows = [_row("deepagents", *deepagents_moves(ex, quick), real)]
     _print_row(rows[0])
     for name in ex.policies:
         if name == "deepagents":
             continue
         found = preset_moves(ex, name, quick)
         if found is None:
-            print(f"| {name} | (no slider) | | | | | | |", flush=True)
+            print(f"| {name} | (no slider) | | | | | | | |", flush=True)
             continue
         rows.append(_row(name, *found, real))
         _print_row(rows[-1])
     return rows
 
 
-def _row(name: str, slider: str, first: list[float], again: list[float], real: float) -> dict:
+def _row(
+    name: str,
+    slider: str,
+    first: list[float],
+    again: list[float],
+    cpu: list[float],
+    real: tuple[float, float],
+) -> dict[str, Any]:
     median, p90 = statistics.median(first), _p90(first)
-    target = TARGET.get(name, PRESET_TARGET)
     return {
         "name": name,
         "slider": slider,
         "median": median,
         "p90": p90,
         "again": statistics.median(again),
-        "ratio": real * 1000 / median,
-        "ratio_p90": real * 1000 / p90,
-        "target": target,
+        "ratio": real[0] * 1000 / median,
+        "ratio_p90": real[0] * 1000 / p90,
+        "ratio_cpu": real[1] * 1000 / statistics.median(cpu),
+        "target": TARGET.get(name, PRESET_TARGET),
     }
 
 
@@ -204,6 +219,7 @@ def _print_row(r: dict[str, Any]) -> None:
     print(
         f"| {r['name']} | {r['slider']} | {r['median']:.1f} ms | {r['p90']:.1f} ms "
         f"| {r['again']:.1f} ms | {r['ratio']:.0f}x | {r['ratio_p90']:.0f}x "
+        f"| {r['ratio_cpu']:.0f}x "
         f"| {r['target']:.0f}x / {r['target'] / 2:.0f}x{' met' if met else ''} |",
         flush=True,
     )
