@@ -258,7 +258,7 @@ def scaling(sizes: tuple[int, ...], quick: bool) -> None:
         policy = DeepAgents()
         ctxlab.replay(trace, policy)  # every message measured once
         replay_s = min(timed(ctxlab.replay, trace, policy)[1] for _ in range(3))
-        ex = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+        ex = ThresholdExplorer(trace, debounce=0)  # freezes the collector, as in a notebook
         slider = ex.control("trigger")
         moves = [_move(slider, v) for v in (0.5, 0.3, 0.7, 0.4, 0.85)[: 3 if quick else None]]
         s = Scrubber(ex.replay, trace, turn=0)
@@ -266,6 +266,7 @@ def scaling(sizes: tuple[int, ...], quick: bool) -> None:
         scrub = [_move(s.slider, t) for t in range(0, n, max(1, n // (10 if quick else 40)))]
         messages = len(trace.messages)
         del ex, s, trace
+        gc.unfreeze()
         trace_mb, explorer_mb = memory_mb(turns)
         rows[turns] = r = {
             "replay": replay_s * 1000,
@@ -339,8 +340,12 @@ def main() -> None:
     parser.add_argument("--min-turns", type=int, default=50, help="real traces shorter: skipped")
     parser.add_argument("--no-scaling", action="store_true", help="skip the 10,000-turn rows")
     parser.add_argument("--export", action="store_true", help="also time plots.export")
+    parser.add_argument("--scaling-only", action="store_true", help="only the long-trace rows")
     args = parser.parse_args()
     turns = 200 if args.quick else 1000
+    if args.scaling_only:
+        scaling((200, 2000) if args.quick else (1000, 10_000), args.quick)
+        return
     trace = synthetic(turns)
     move_table(trace, "synthetic", args.quick)
     figure_build(trace)
