@@ -61,8 +61,8 @@ def trace_name(trace: Trace | None, trace_id: str = "", limit: int = 60) -> str:
     """A short readable name for a figure title (plain text: escape it where HTML).
 
     The trace's own name (metadata `name`, `title`, task or instance id), else its id when that
-    reads as a name (`marshmallow-code__marshmallow-1867`), else the first line of the first
-    user request, else the id; one line, cut to `limit` characters with "…". Generated ids
+    reads as a name (`marshmallow-code__marshmallow-1867`), else the first user request, else
+    the id; on one line (whitespace collapsed), cut to `limit` characters with "…". Generated ids
     (UUIDs, long runs of mixed letters and digits) say nothing to a reader, so a request wins
     over them.
     """
