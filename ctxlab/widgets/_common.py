@@ -130,13 +130,16 @@ def update_in_place(
     (`Plotly.relayout` keys such as `"yaxis.range"`).
 
     Builders keep a fixed trace order and count for a given widget, so only the properties that
-    change between redraws (`x`, `y`, `name`, `hovertext`, `marker`) are sent, as
-    `Plotly.update` messages (one per set of properties the traces have): the values go in as
-    given, numpy arrays as binary buffers, without plotly validating every trace again. That
-    is why a live move costs a fraction of a fresh figure. If the count or the trace types
-    differ (an event kind appeared), the traces are replaced and validated.
+    change between redraws (`x`, `y`, `name`, `hovertext`, `marker`) are sent, and of those only
+    the ones that differ from what this function last sent to `widget` (kept on it as
+    `_ctxlab_sent`), as `Plotly.update` messages (one per set of changed properties): the
+    values go in as given, numpy arrays as binary buffers, without plotly validating every
+    trace again. That is why a live move costs a fraction of a fresh figure. If the count or
+    the trace types differ (an event kind appeared), the traces are replaced and validated.
     """
     data = trace_dicts(fig)
+    sent: list[dict[str, Any]] | None = getattr(widget, "_ctxlab_sent", None)
+    widget._ctxlab_sent = data
     relayout = dict(layout or {})
     if isinstance(fig, go.Figure):
         relayout["title.text"] = fig.layout.title.text
@@ -154,13 +157,30 @@ def update_in_place(
         return
     groups: dict[tuple[str, ...], list[int]] = {}
     for i, new in enumerate(data):
-        groups.setdefault(tuple(p for p in _DATA_PROPS if p in new), []).append(i)
+        old = sent[i] if sent is not None and len(sent) == len(data) else {}
+        changed = tuple(p for p in _DATA_PROPS if p in new and not _same(old.get(p), new[p]))
+        if changed:
+            groups.setdefault(changed, []).append(i)
     for props, indexes in groups.items():
         restyle = {p: [data[i][p] for i in indexes] for p in props}
         widget.plotly_update(restyle_data=restyle, relayout_data=relayout, trace_indexes=indexes)
         relayout = {}
     if relayout:
         widget.plotly_relayout(relayout)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two trace property values are equal (numpy arrays element by element)."""
+    if a is b:
+        return True
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.shape == b.shape
+            and bool(np.array_equal(a, b))
+        )
+    return type(a) is type(b) and a == b
 
 
 def figure_widget(fig: go.Figure, css_class: str) -> go.FigureWidget:
