@@ -83,14 +83,20 @@ def _p90(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
 
 
-def timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float]:
-    """(result, seconds) of one call, collector paused (as `timeit` and bench.bench_replay)."""
+def timed(
+    fn: Callable[..., Any], *args: Any, cpu: list[float] | None = None, **kwargs: Any
+) -> tuple[Any, float]:
+    """(result, seconds) of one call, collector paused (as `timeit` and bench.bench_replay);
+    its CPU seconds appended to `cpu` when given."""
     gc.collect()
     gc.disable()
     try:
-        start = time.perf_counter()
+        start, used = time.perf_counter(), time.process_time()
         result = fn(*args, **kwargs)
-        return result, time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        if cpu is not None:
+            cpu.append(time.process_time() - used)
+        return result, seconds
     finally:
         gc.enable()
 
@@ -104,7 +110,7 @@ def middleware_seconds(trace: ctxlab.Trace) -> tuple[float, float]:
     """(wall, CPU) seconds the real deepagents middleware takes to replay `trace` once, with
     the window, counter and output reserve ctxlab's Deep Agents policy resolves for it."""
     settings = DeepAgents().resolve(trace)
-    cpu = time.process_time()
+    cpu: list[float] = []
     _, seconds = timed(
         run_oracle,
         trace,
@@ -112,8 +118,9 @@ def middleware_seconds(trace: ctxlab.Trace) -> tuple[float, float]:
         anthropic=(trace.provider or "") == "anthropic",
         max_tokens=settings.max_output_tokens,
         tools=trace.tools,
+        cpu=cpu,
     )
-    return seconds, time.process_time() - cpu
+    return seconds, cpu[0]
 
 
 def _move(slider: Any, value: Any, cpu: list[float] | None = None) -> float:
@@ -249,21 +256,27 @@ def scaling(sizes: tuple[int, ...], quick: bool) -> None:
     print("\n### Long traces (Deep Agents at its defaults; moves: trigger slider, 5 values)\n")
     print(
         "| turns | messages | replay (repeat) | explorer move (median) | scrubber move (median) "
-        "| trace MB | explorer MB (after 5 moves) |"
+        "| CPU: replay / move / scrub | trace MB | explorer MB (after 5 moves) |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---|---:|---:|")
     rows = {}
     for turns in sizes:
         trace = synthetic(turns)
         policy = DeepAgents()
         ctxlab.replay(trace, policy)  # every message measured once
-        replay_s = min(timed(ctxlab.replay, trace, policy)[1] for _ in range(3))
+        replay_cpu: list[float] = []
+        replay_s = min(timed(ctxlab.replay, trace, policy, cpu=replay_cpu)[1] for _ in range(3))
         ex = ThresholdExplorer(trace, debounce=0)  # freezes the collector, as in a notebook
         slider = ex.control("trigger")
-        moves = [_move(slider, v) for v in (0.5, 0.3, 0.7, 0.4, 0.85)[: 3 if quick else None]]
+        move_cpu: list[float] = []
+        values = (0.5, 0.3, 0.7, 0.4, 0.85)[: 3 if quick else None]
+        moves = [_move(slider, v, move_cpu) for v in values]
         s = Scrubber(ex.replay, trace, turn=0)
         n = len(trace.turns)
-        scrub = [_move(s.slider, t) for t in range(0, n, max(1, n // (10 if quick else 40)))]
+        scrub_cpu: list[float] = []
+        scrub = [
+            _move(s.slider, t, scrub_cpu) for t in range(0, n, max(1, n // (10 if quick else 40)))
+        ]
         messages = len(trace.messages)
         del ex, s, trace
         gc.unfreeze()
@@ -272,12 +285,16 @@ def scaling(sizes: tuple[int, ...], quick: bool) -> None:
             "replay": replay_s * 1000,
             "move": statistics.median(moves),
             "scrub": statistics.median(scrub),
+            "replay_cpu": min(replay_cpu) * 1000,
+            "move_cpu": statistics.median(move_cpu),
+            "scrub_cpu": statistics.median(scrub_cpu),
             "trace_mb": trace_mb,
             "explorer_mb": explorer_mb,
         }
         print(
             f"| {turns:,} | {messages:,} | {r['replay']:.0f} ms | {r['move']:.0f} ms "
-            f"| {r['scrub']:.1f} ms | {trace_mb:.0f} | {explorer_mb:.0f} |",
+            f"| {r['scrub']:.1f} ms | {r['replay_cpu']:.0f} / {r['move_cpu']:.0f} / "
+            f"{r['scrub_cpu']:.1f} ms | {trace_mb:.0f} | {explorer_mb:.0f} |",
             flush=True,
         )
     small, large = min(rows), max(rows)
@@ -287,11 +304,14 @@ def scaling(sizes: tuple[int, ...], quick: bool) -> None:
             ("replay", "replay"),
             ("move", "explorer move"),
             ("scrub", "scrubber move"),
+            ("replay_cpu", "replay, CPU"),
+            ("move_cpu", "explorer move, CPU"),
+            ("scrub_cpu", "scrubber move, CPU"),
             ("trace_mb", "trace memory"),
             ("explorer_mb", "explorer memory"),
         ):
             a, b = rows[small][key], rows[large][key]
-            print(f"  {label:16s} {b / a:5.1f}x" if a > 0 else f"  {label:16s} n/a")
+            print(f"  {label:20s} {b / a:5.1f}x" if a > 0 else f"  {label:20s} n/a")
 
 
 def real_traces(folder: Path, min_turns: int) -> list[tuple[str, ctxlab.Trace]]:
