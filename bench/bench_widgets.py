@@ -1,37 +1,58 @@
-"""Widget latency on a 1,000-turn trace, and figure export cold vs warm.
+"""Slider moves against the real deepagents middleware, long traces, and figure export.
 
-    .venv/bin/python -m bench.bench_widgets            # 1,000 turns
-    .venv/bin/python -m bench.bench_widgets --quick    # 200 turns, fewer moves
+    .venv/bin/python -m bench.bench_widgets              # 1,000 turns + 10,000-turn scaling
+    .venv/bin/python -m bench.bench_widgets --real       # also the real files in --data
+    .venv/bin/python -m bench.bench_widgets --quick      # 200 turns, fewer moves (smoke run)
+    .venv/bin/python -m bench.bench_widgets --export     # also plots.export per format
 
-*Slider latency* is what the kernel spends between a slider's release reaching Python (the
-`value` trait changing) and the new figure being in the FigureWidget (the `batch_update` that
-sends it to the browser has returned): re-replay with the offline summariser, metrics, traces,
-in-place update, readout. Outside a kernel the explorer's debounce is bypassed, so add its wait
-(`ThresholdExplorer.debounce`, default 30 ms) for release-to-figure inside JupyterLab; the
-browser's own redraw comes on top (0.3-0.6 s round trips in the research notes' measurements
-include kernel, websocket and plotly.js).
+*A slider move* is `ThresholdExplorer(trace, debounce=0)` from a slider's `value` being set (what
+a release delivers to the kernel) to the new data being in the `FigureWidget` (its update
+message sent) and the readout rewritten: re-replay with the offline summariser, metrics, trace
+data, in-place update. Inside JupyterLab add the explorer's debounce (30 ms) and the browser's
+comm round trip and plotly.js redraw.
 
-*Export* times `plots.export` per format: the first static export of a process starts kaleido's
-chromium (cold); later ones reuse it (warm).
+*The yardstick* is the real deepagents middleware (tests/deepagents_oracle.py, hooks mode, as
+bench.bench_replay drives it) replaying the same trace once, timed in the same run (collector
+paused, like `timeit`): every move is printed as `middleware / move`, so a machine twice as slow
+or twice as loaded gives the same ratios (the CPU ratio, CPU time of the middleware over a
+move's CPU time, is the steadier on a shared box). Goal at 1,000 turns: deepagents' median
+move at least 400x faster, every catalogue preset's at least 200x, each p90 at least half of that.
+
+Each preset (every name `ctxlab policies` lists) is picked in the dropdown, then one slider
+moves through five values from its default and back (`first visit`); the same five moves again
+are `seen before`. Deep Agents moves every one of its five sliders. Medians and p90s are over
+the first visits: a value seen before is no cheaper by design, but per-message forms derived on
+a first visit (a new truncation length) are cached.
+
+*Scaling* builds 1,000- and 10,000-turn traces (`tests.synthetic`) and times a repeat replay,
+an explorer move and a scrubber move on each; then, traced by `tracemalloc` in a phase of its
+own, the memory the trace holds and what an explorer adds after five moves, so growth can be
+compared with the trace's own size.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import tempfile
 import time
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import ctxlab
 from ctxlab import plots
 from ctxlab.policies import DeepAgents
 from ctxlab.widgets import Scrubber, ThresholdExplorer
+from tests.deepagents_oracle import run_oracle
 from tests.synthetic import make_trace
 
 MODEL = "claude-sonnet-4-5"
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-traces"
 
-MOVES = {
+DEEPAGENTS_MOVES = {
     "trigger": [0.25, 0.3, 0.5, 0.7, 0.85, 0.4, 0.2, 0.15],
     "keep": [0.05, 0.2, 0.1, 0.3, 0.02],
     "window": [150_000, 100_000, 300_000, 200_000],
@@ -39,43 +60,9 @@ MOVES = {
     "max_arg_length": [500, 5_000, 200, 2_000],
 }
 
-
-def _stats(ms: list[float]) -> str:
-    ms = sorted(ms)
-    p90 = ms[min(len(ms) - 1, int(round(0.9 * (len(ms) - 1))))]
-    return f"median {statistics.median(ms):.1f} ms, p90 {p90:.1f} ms, max {ms[-1]:.1f} ms"
-
-
-def explorer_latency(trace: ctxlab.Trace, quick: bool) -> list[float]:
-    """Each slider through its values, then through them again (a user going back and forth:
-    message forms derived on the first visit of a value are cached), then the replay alone."""
-    ex = ThresholdExplorer(trace, debounce=0)
-    first: list[float] = []
-    again: list[float] = []
-    for name, values in MOVES.items():
-        slider = ex.control(name)
-        for bucket in (first, again):
-            for value in values[: 3 if quick else None]:
-                start = time.perf_counter()
-                slider.value = value  # what a release delivers to the kernel
-                bucket.append((time.perf_counter() - start) * 1000)
-                assert ex.replay is not None and ex.last_latency_ms is not None
-        slider.value = values[-1]
-    replay_ms = []
-    for _ in range(5):
-        start = time.perf_counter()
-        ctxlab.replay(trace, ex.policy, ex.summarizer)
-        replay_ms.append((time.perf_counter() - start) * 1000)
-    print(f"  explorer, first visit of a value  {_stats(first)}  over {len(first)} moves")
-    print(f"  explorer, value seen before       {_stats(again)}  over {len(again)} moves")
-    print(f"  of which the replay alone         {_stats(replay_ms)}")
-    return first + again
-
-
-CATALOGUE = {
+PRESET_SLIDER = {
     "langchain-summarization": "trigger",
     "clear-tool-uses": "trigger",
-    "sliding-window": None,
     "observation-masking": "n",
     "openhands-llm-summarizing": "max_size",
     "openhands-recent": "max_events",
@@ -85,77 +72,310 @@ CATALOGUE = {
     "inspect-edit": "threshold",
     "inspect-summary": "threshold",
 }
-"""Catalogue presets and the slider moved for each (None: the first slider)."""
+"""The slider moved for a preset (any other preset: its first slider)."""
+
+TARGET = {"deepagents": 400.0}
+PRESET_TARGET = 200.0
 
 
-def catalogue_latency(trace: ctxlab.Trace, quick: bool) -> None:
-    """Per preset: pick it in the dropdown, then move one slider through five values (from
-    its default down to a quarter of its range above the minimum and back)."""
+def _p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
+
+
+def timed(
+    fn: Callable[..., Any], *args: Any, cpu: list[float] | None = None, **kwargs: Any
+) -> tuple[Any, float]:
+    """(result, seconds) of one call, collector paused (as `timeit` and bench.bench_replay);
+    its CPU seconds appended to `cpu` when given."""
+    gc.collect()
+    gc.disable()
+    try:
+        start, used = time.perf_counter(), time.process_time()
+        result = fn(*args, **kwargs)
+        seconds = time.perf_counter() - start
+        if cpu is not None:
+            cpu.append(time.process_time() - used)
+        return result, seconds
+    finally:
+        gc.enable()
+
+
+def synthetic(turns: int) -> ctxlab.Trace:
+    """The benchmark trace (bench.bench_replay's, provider set so prices apply)."""
+    return make_trace(turns, fmt="anthropic", seed=1, model=MODEL, provider="anthropic", big=0.03)
+
+
+def middleware_seconds(trace: ctxlab.Trace) -> tuple[float, float]:
+    """(wall, CPU) seconds the real deepagents middleware takes to replay `trace` once, with
+    the window, counter and output reserve ctxlab's Deep Agents policy resolves for it."""
+    settings = DeepAgents().resolve(trace)
+    cpu: list[float] = []
+    _, seconds = timed(
+        run_oracle,
+        trace,
+        window=settings.window or 200_000,
+        anthropic=(trace.provider or "") == "anthropic",
+        max_tokens=settings.max_output_tokens,
+        tools=trace.tools,
+        cpu=cpu,
+    )
+    return seconds, cpu[0]
+
+
+def _move(slider: Any, value: Any, cpu: list[float] | None = None) -> float:
+    """Wall milliseconds of one move (its CPU milliseconds appended to `cpu`)."""
+    start, used = time.perf_counter(), time.process_time()
+    slider.value = value  # what a release delivers to the kernel
+    if cpu is not None:
+        cpu.append((time.process_time() - used) * 1000)
+    return (time.perf_counter() - start) * 1000
+
+
+def deepagents_moves(
+    ex: ThresholdExplorer, quick: bool
+) -> tuple[str, list[float], list[float], list[float]]:
+    """Every Deep Agents slider through its values (first visits), then again (seen before);
+    also the first visits' CPU milliseconds."""
+    ex.choice.value = "deepagents"
+    first: list[float] = []
+    again: list[float] = []
+    cpu: list[float] = []
+    for name, values in DEEPAGENTS_MOVES.items():
+        slider = ex.control(name)
+        start = slider.value
+        first.extend(_move(slider, v, cpu) for v in values[: 3 if quick else None])
+        again.extend(_move(slider, v) for v in values[: 3 if quick else None])
+        slider.value = start
+    return "5 sliders", first, again, cpu
+
+
+def preset_moves(
+    ex: ThresholdExplorer, name: str, quick: bool
+) -> tuple[str, list[float], list[float], list[float]] | None:
+    """Pick preset `name`, move one slider through five values and back, twice; None when
+    the preset has no slider."""
+    ex.choice.value = name
+    names = [c.name for c in ex.controls]
+    if not names:
+        return None
+    wanted = PRESET_SLIDER.get(name)
+    slider = ex.control(wanted if wanted in names else names[0])
+    lo, hi, start = slider.min, slider.max, slider.value
+    span = (hi - lo) or 1
+    values = [start * 0.9 + lo * 0.1, lo + span * 0.6, lo + span * 0.3, lo + span * 0.45, start]
+    if isinstance(slider.value, int):
+        values = [int(v) for v in values]
+    values = values[: 3 if quick else None]
+    cpu: list[float] = []
+    first = [_move(slider, v, cpu) for v in values]
+    again = [_move(slider, v) for v in values]
+    return slider.description, first, again, cpu
+
+
+def move_table(trace: ctxlab.Trace, label: str, quick: bool) -> list[dict[str, Any]]:
+    """Every preset's moves on `trace` as ratios to the middleware timed in the same run."""
+    print(f"\n### {label}: {len(trace.turns)} turns, {len(trace.messages)} messages\n", flush=True)
     ex = ThresholdExplorer(trace, debounce=0)
-    for name, control in CATALOGUE.items():
-        if name not in ex.policies:
+    deepagents_moves(ex, quick=True)  # first-use setup (imports, caches) before any timing
+    real = middleware_seconds(trace)
+    print(f"real deepagents middleware, one replay: {real[0]:.2f} s ({real[1]:.2f} s CPU)\n")
+    print(
+        "| preset | slider | median | p90 | seen before (median) | median ratio | p90 ratio "
+        "| CPU ratio (median) | target (median / p90) |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+    rows = [_row("deepagents", *deepagents_moves(ex, quick), real)]
+    _print_row(rows[0])
+    for name in ex.policies:
+        if name == "deepagents":
             continue
-        ex.choice.value = name
-        names = [c.name for c in ex.controls]
-        if not names:
+        found = preset_moves(ex, name, quick)
+        if found is None:
+            print(f"| {name} | (no slider) | | | | | | | |", flush=True)
             continue
-        slider = ex.control(control if control in names else names[0])
-        lo, hi, start = slider.min, slider.max, slider.value
-        span = (hi - lo) or 1
-        values = [start * 0.9 + lo * 0.1, lo + span * 0.6, lo + span * 0.3, lo + span * 0.45, start]
-        if isinstance(slider.value, int):
-            values = [int(v) for v in values]
-        ms = []
-        for value in values[: 3 if quick else None]:
-            t = time.perf_counter()
-            slider.value = value
-            ms.append((time.perf_counter() - t) * 1000)
-        print(f"  {name:30s} {slider.description:28s} {_stats(ms)}")
+        rows.append(_row(name, *found, real))
+        _print_row(rows[-1])
+    return rows
 
 
-def scrubber_latency(trace: ctxlab.Trace, quick: bool) -> list[float]:
-    policy = DeepAgents(stress=0.25)
-    s = Scrubber(ctxlab.replay(trace, policy), trace, policy=policy, turn=0)
-    n = len(trace.turns)
-    ms = []
-    for turn in range(0, n, max(1, n // (10 if quick else 40))):
-        start = time.perf_counter()
-        s.slider.value = turn
-        ms.append((time.perf_counter() - start) * 1000)
-    print(f"  scrubber turn slider    {_stats(ms)}  over {len(ms)} moves")
-    return ms
+def _row(
+    name: str,
+    slider: str,
+    first: list[float],
+    again: list[float],
+    cpu: list[float],
+    real: tuple[float, float],
+) -> dict[str, Any]:
+    median, p90 = statistics.median(first), _p90(first)
+    return {
+        "name": name,
+        "slider": slider,
+        "median": median,
+        "p90": p90,
+        "again": statistics.median(again),
+        "ratio": real[0] * 1000 / median,
+        "ratio_p90": real[0] * 1000 / p90,
+        "ratio_cpu": real[1] * 1000 / statistics.median(cpu),
+        "target": TARGET.get(name, PRESET_TARGET),
+    }
+
+
+def _print_row(r: dict[str, Any]) -> None:
+    met = r["ratio"] >= r["target"] and r["ratio_p90"] >= r["target"] / 2
+    print(
+        f"| {r['name']} | {r['slider']} | {r['median']:.1f} ms | {r['p90']:.1f} ms "
+        f"| {r['again']:.1f} ms | {r['ratio']:.0f}x | {r['ratio_p90']:.0f}x "
+        f"| {r['ratio_cpu']:.0f}x "
+        f"| {r['target']:.0f}x / {r['target'] / 2:.0f}x{' met' if met else ''} |",
+        flush=True,
+    )
+
+
+def memory_mb(turns: int) -> tuple[float, float]:
+    """(MB the trace holds, MB an explorer adds after five moves) as `tracemalloc` counts the
+    Python allocations still alive; a phase of its own, since tracing slows everything."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        trace = synthetic(turns)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+        ex = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+        for value in (0.5, 0.3, 0.7, 0.4, 0.85):
+            ex.control("trigger").value = value
+        gc.collect()
+        total = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return held / 2**20, (total - held) / 2**20
+
+
+def scaling(sizes: tuple[int, ...], quick: bool) -> None:
+    """Replay, explorer move, scrubber move and memory at each size (one fresh trace each)."""
+    print("\n### Long traces (Deep Agents at its defaults; moves: trigger slider, 5 values)\n")
+    print(
+        "| turns | messages | replay (repeat) | explorer move (median) | scrubber move (median) "
+        "| CPU: replay / move / scrub | trace MB | explorer MB (after 5 moves) |"
+    )
+    print("|---:|---:|---:|---:|---:|---|---:|---:|")
+    rows = {}
+    for turns in sizes:
+        trace = synthetic(turns)
+        policy = DeepAgents()
+        ctxlab.replay(trace, policy)  # every message measured once
+        replay_cpu: list[float] = []
+        replay_s = min(timed(ctxlab.replay, trace, policy, cpu=replay_cpu)[1] for _ in range(3))
+        ex = ThresholdExplorer(trace, debounce=0)  # freezes the collector, as in a notebook
+        slider = ex.control("trigger")
+        move_cpu: list[float] = []
+        values = (0.5, 0.3, 0.7, 0.4, 0.85)[: 3 if quick else None]
+        moves = [_move(slider, v, move_cpu) for v in values]
+        s = Scrubber(ex.replay, trace, turn=0)
+        n = len(trace.turns)
+        scrub_cpu: list[float] = []
+        scrub = [
+            _move(s.slider, t, scrub_cpu) for t in range(0, n, max(1, n // (10 if quick else 40)))
+        ]
+        messages = len(trace.messages)
+        del ex, s, trace
+        gc.unfreeze()
+        trace_mb, explorer_mb = memory_mb(turns)
+        rows[turns] = r = {
+            "replay": replay_s * 1000,
+            "move": statistics.median(moves),
+            "scrub": statistics.median(scrub),
+            "replay_cpu": min(replay_cpu) * 1000,
+            "move_cpu": statistics.median(move_cpu),
+            "scrub_cpu": statistics.median(scrub_cpu),
+            "trace_mb": trace_mb,
+            "explorer_mb": explorer_mb,
+        }
+        print(
+            f"| {turns:,} | {messages:,} | {r['replay']:.0f} ms | {r['move']:.0f} ms "
+            f"| {r['scrub']:.1f} ms | {r['replay_cpu']:.0f} / {r['move_cpu']:.0f} / "
+            f"{r['scrub_cpu']:.1f} ms | {trace_mb:.0f} | {explorer_mb:.0f} |",
+            flush=True,
+        )
+    small, large = min(rows), max(rows)
+    if small != large:
+        print(f"\ngrowth from {small:,} to {large:,} turns ({large / small:.0f}x the turns):")
+        for key, label in (
+            ("replay", "replay"),
+            ("move", "explorer move"),
+            ("scrub", "scrubber move"),
+            ("replay_cpu", "replay, CPU"),
+            ("move_cpu", "explorer move, CPU"),
+            ("scrub_cpu", "scrubber move, CPU"),
+            ("trace_mb", "trace memory"),
+            ("explorer_mb", "explorer memory"),
+        ):
+            a, b = rows[small][key], rows[large][key]
+            print(f"  {label:20s} {b / a:5.1f}x" if a > 0 else f"  {label:20s} n/a")
+
+
+def real_traces(folder: Path, min_turns: int) -> list[tuple[str, ctxlab.Trace]]:
+    """Every trace of `min_turns` or more in the real files under `folder`."""
+    found = []
+    for path in sorted(folder.glob("*/*")):
+        if path.name == "SOURCE.txt" or path.is_dir():
+            continue
+        try:
+            loaded = ctxlab.load(path)
+        except Exception as exc:  # noqa: BLE001 - a bench reports and goes on
+            print(f"(skipped {path.name}: {exc})")
+            continue
+        for trace in loaded if isinstance(loaded, list) else [loaded]:
+            if len(trace.turns) >= min_turns:
+                found.append((f"{path.parent.name}/{path.name}", trace))
+    return found
 
 
 def export_times(trace: ctxlab.Trace) -> None:
     replay = ctxlab.replay(trace, DeepAgents(stress=0.25))
     fig = plots.context_tokens(replay)
     with tempfile.TemporaryDirectory() as tmp:
-        for label, ext in (
-            ("cold", "pdf"),
-            ("warm", "pdf"),
-            ("warm", "png"),
-            ("warm", "svg"),
-            ("warm", "pdf"),
-            ("-", "html"),
-        ):
+        for label, ext in (("cold", "pdf"), ("warm", "pdf"), ("warm", "png"), ("-", "html")):
             start = time.perf_counter()
             path = plots.export(fig, Path(tmp) / f"f.{ext}")
             took = time.perf_counter() - start
             print(f"  export {label:4} {ext:4} {took:6.2f} s  {path.stat().st_size / 1e3:8.0f} kB")
 
 
+def figure_build(trace: ctxlab.Trace) -> None:
+    """`plots.context_tokens` (a fresh, validated figure) against the replay it draws."""
+    policy = DeepAgents(trigger=("fraction", 0.25), keep=("fraction", 0.10))
+    replay = ctxlab.replay(trace, policy)
+    replays = [timed(ctxlab.replay, trace, policy)[1] for _ in range(5)]
+    builds = [timed(plots.context_tokens, replay)[1] for _ in range(5)]
+    r, b = statistics.median(replays) * 1000, statistics.median(builds) * 1000
+    print(f"\nfigure build {b:.1f} ms vs its replay {r:.1f} ms: {b / r:.0%} (target < 20%)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="200 turns, fewer moves")
+    parser.add_argument("--real", action="store_true", help="also every real trace in --data")
+    parser.add_argument("--data", type=Path, default=DATA, help=f"real traces (default {DATA})")
+    parser.add_argument("--min-turns", type=int, default=50, help="real traces shorter: skipped")
+    parser.add_argument("--no-scaling", action="store_true", help="skip the 10,000-turn rows")
+    parser.add_argument("--export", action="store_true", help="also time plots.export")
+    parser.add_argument("--scaling-only", action="store_true", help="only the long-trace rows")
     args = parser.parse_args()
     turns = 200 if args.quick else 1000
-    trace = make_trace(turns, fmt="anthropic", seed=1, model=MODEL, provider="anthropic", big=0.03)
-    print(f"trace: {turns} turns, {len(trace.messages)} messages")
-    explorer_latency(trace, args.quick)
-    print("  catalogue presets in the explorer (slider release to new figure):")
-    catalogue_latency(trace, args.quick)
-    scrubber_latency(trace, args.quick)
-    export_times(trace)
+    if args.scaling_only:
+        scaling((200, 2000) if args.quick else (1000, 10_000), args.quick)
+        return
+    trace = synthetic(turns)
+    move_table(trace, "synthetic", args.quick)
+    figure_build(trace)
+    if args.real:
+        for label, real in real_traces(args.data, args.min_turns):
+            move_table(real, label, args.quick)
+    if not args.no_scaling:
+        scaling((200, 2000) if args.quick else (1000, 10_000), args.quick)
+    if args.export:
+        export_times(trace)
 
 
 if __name__ == "__main__":

@@ -262,6 +262,16 @@ def _question_lines(text: str) -> list[str]:
     return [ln for ln in text.splitlines() if ln.strip().endswith("?")]
 
 
+def _called_paths(message: AIMessage) -> list[tuple[str, str]]:
+    """(path, tool) of each tool call of `message` naming a `file_path` or `path`."""
+    out = []
+    for call in message.tool_calls:
+        path = call.get("args", {}).get("file_path") or call.get("args", {}).get("path")
+        if isinstance(path, str):
+            out.append((path, call["name"]))
+    return out
+
+
 class _Conversation:
     """The facts extractors read, each computed at most once per summary and only if a section
     asks for it (replays summarise often; most prompts need three or four of these)."""
@@ -323,16 +333,16 @@ class _Conversation:
         """Path -> the tools whose call named it (`file_path` or `path`), in call order, then
         paths only seen in tool results and requests (-> `["mentioned"]`)."""
         found: dict[str, list[str]] = {}
+        mentions = []
         for m in self.messages:
             if isinstance(m, AIMessage):
-                for call in m.tool_calls:
-                    path = call.get("args", {}).get("file_path") or call.get("args", {}).get("path")
-                    if isinstance(path, str):
-                        found.setdefault(path, []).append(call["name"])
-        for m in self.messages:
-            if isinstance(m, ToolMessage | HumanMessage):
-                for path in self.memo(m, "paths", lambda m=m: PATH.findall(self.text(m)[:4000])):
-                    found.setdefault(path, ["mentioned"])
+                for path, tool in self.memo(m, "called", lambda m=m: _called_paths(m)):
+                    found.setdefault(path, []).append(tool)
+            elif isinstance(m, ToolMessage | HumanMessage):
+                mentions.append(m)
+        for m in mentions:
+            for path in self.memo(m, "paths", lambda m=m: PATH.findall(self.text(m)[:4000])):
+                found.setdefault(path, ["mentioned"])
         return found
 
     def artifacts(self, section: Section, limit: int) -> list[str]:

@@ -16,16 +16,21 @@ from ctxlab.palette import (
     SERIES_DASHES,
     STATUS_COLORS,
 )
-from ctxlab.plots.annotations import default_labels, thresholds
+from ctxlab.plots.annotations import default_labels, replay_name, thresholds, trace_name
 from ctxlab.plots.checks import same_trace
 from ctxlab.plots.exporter import FORMATS, KALEIDO, export
 from ctxlab.plots.figures import (
     comparison,
     composition,
     context_tokens,
+    context_trace_dicts,
     context_traces,
+    event_marker_dicts,
     event_markers,
     events_timeline,
+    numbers,
+    paper_layout,
+    paper_template,
     style,
     sweep_heatmap,
 )
@@ -45,17 +50,24 @@ __all__ = [
     "STATUS_COLORS",
     "comparison",
     "composition",
+    "context_trace_dicts",
     "context_tokens",
     "context_traces",
     "default_labels",
     "esc",
+    "event_marker_dicts",
     "event_markers",
     "events_timeline",
     "export",
+    "numbers",
+    "paper_layout",
+    "paper_template",
     "recorded_traces",
+    "replay_name",
     "retention",
     "same_trace",
     "style",
     "sweep_heatmap",
     "thresholds",
+    "trace_name",
 ]

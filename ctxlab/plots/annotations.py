@@ -1,13 +1,17 @@
-"""What figures write beside the numbers: a policy's threshold lines and replays' legend labels.
+"""What figures write beside the numbers: a policy's threshold lines, replays' legend labels and
+the readable name of the trace a title names.
 
-Both ask the policy rather than guess from its settings: lines come from the policy's own
-`thresholds(trace)`, labels from the parameters the named policy has by default.
+Lines and labels ask the policy rather than guess from its settings: lines come from the
+policy's own `thresholds(trace)`, labels from the parameters the named policy has by default.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import HumanMessage
 
 if TYPE_CHECKING:
     from ctxlab.replay import Replay
@@ -43,4 +47,43 @@ def default_labels(replays: Sequence[Replay]) -> list[str]:
     return out
 
 
-__all__ = ["default_labels", "thresholds"]
+NAME_KEYS = ("name", "title", "task_name", "instance_id", "task", "agent_name")
+"""Metadata a reader would call a trace's name, in order of preference."""
+
+_GENERATED = re.compile(
+    r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}"  # a UUID
+    r"|(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z\d]{16,}",  # a long run of mixed letters and digits
+    re.IGNORECASE,
+)
+
+
+def trace_name(trace: Trace | None, trace_id: str = "", limit: int = 60) -> str:
+    """A short readable name for a figure title (plain text: escape it where HTML).
+
+    The trace's own name (metadata `name`, `title`, task or instance id), else its id when that
+    reads as a name (`marshmallow-code__marshmallow-1867`), else the first user request, else
+    the id; on one line (whitespace collapsed), cut to `limit` characters with "…". Generated ids
+    (UUIDs, long runs of mixed letters and digits) say nothing to a reader, so a request wins
+    over them.
+    """
+    trace_id = trace.trace_id if trace is not None else trace_id
+    found = ""
+    if trace is not None:
+        found = next((str(v) for k in NAME_KEYS if (v := trace.metadata.get(k))), "")
+    if not found and trace_id and not _GENERATED.search(trace_id):
+        found = trace_id
+    if not found and trace is not None:
+        first = next(
+            (m for m in trace.messages if isinstance(m, HumanMessage) and m.text.strip()), None
+        )
+        found = first.text.strip() if first is not None else ""
+    text = " ".join((found or trace_id).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def replay_name(replay: Replay, limit: int = 60) -> str:
+    """`trace_name` of the trace `replay` replayed (its id alone when it carries no trace)."""
+    return trace_name(replay.trace, replay.trace_id, limit)
+
+
+__all__ = ["default_labels", "replay_name", "thresholds", "trace_name"]

@@ -1,5 +1,6 @@
-"""What every widget shares: the export bar, the debouncer, in-place figure updates and the
-metrics readout. The per-message state a strip shows is `ctxlab.timeline` (no ipywidgets).
+"""What every widget shares: the export bar, the debouncer, in-place figure updates, the y-axis
+zoom and log-scale controls and the metrics readout. The per-message state a strip shows is
+`ctxlab.timeline` (no ipywidgets).
 
 Widgets only read `Replay`s and `Trace`s (DESIGN: one direction).
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as W
+import numpy as np
 import plotly.graph_objects as go
 
 from ctxlab import plots
@@ -111,32 +113,74 @@ _DATA_PROPS = ("x", "y", "name", "hovertext", "marker")
 """What changes between redraws of one builder; styling stays as first drawn."""
 
 
-def update_in_place(
-    widget: go.FigureWidget, fig: go.Figure | Sequence[Any], title: str | None = None
-) -> None:
-    """Copy `fig`'s traces and title into `widget` in one message (`batch_update`).
+def trace_dicts(fig: go.Figure | Sequence[Any]) -> list[dict[str, Any]]:
+    """Trace dicts of a figure, of plotly trace objects or of dicts (kept as they are)."""
+    data = fig.data if isinstance(fig, go.Figure) else fig
+    return [d if isinstance(d, dict) else d.to_plotly_json() for d in data]
 
-    Builders keep a fixed trace order and count for a given widget, so the browser only
-    restyles; if the count differs (a new event kind appeared) the traces are replaced.
+
+def update_in_place(
+    widget: go.FigureWidget,
+    fig: go.Figure | Sequence[Any],
+    title: str | None = None,
+    layout: dict[str, Any] | None = None,
+) -> None:
+    """Copy `fig`'s traces (a figure, trace objects or plain trace dicts, as
+    `ctxlab.plots.context_trace_dicts` gives) into `widget`, with `title` and `layout`
+    (`Plotly.relayout` keys such as `"yaxis.range"`).
+
+    Builders keep a fixed trace order and count for a given widget, so only the properties that
+    change between redraws (`x`, `y`, `name`, `hovertext`, `marker`) are sent, and of those only
+    the ones that differ from what this function last sent to `widget` (kept on it as
+    `_ctxlab_sent`), as `Plotly.update` messages (one per set of changed properties): the
+    values go in as given, numpy arrays as binary buffers, without plotly validating every
+    trace again. That is why a live move costs a fraction of a fresh figure. If the count or
+    the trace types differ (an event kind appeared), the traces are replaced and validated.
     """
-    data = list(fig.data) if isinstance(fig, go.Figure) else list(fig)
-    with widget.batch_update():
-        if len(widget.data) == len(data) and all(
-            a.type == b.type for a, b in zip(widget.data, data, strict=True)
-        ):
-            for old, new in zip(widget.data, data, strict=True):
-                for prop in _DATA_PROPS:
-                    value = getattr(new, prop, None)
-                    if value is not None or getattr(old, prop, None) is not None:
-                        setattr(old, prop, value)
-        else:
+    data = trace_dicts(fig)
+    sent: list[dict[str, Any]] | None = getattr(widget, "_ctxlab_sent", None)
+    widget._ctxlab_sent = data
+    relayout = dict(layout or {})
+    if isinstance(fig, go.Figure):
+        relayout["title.text"] = fig.layout.title.text
+    if title is not None:
+        relayout["title.text"] = title
+    same = len(widget.data) == len(data) and all(
+        old.type == new.get("type", "scatter") for old, new in zip(widget.data, data, strict=True)
+    )
+    if not same:
+        with widget.batch_update():
             widget.data = ()
             widget.add_traces(data)
-        if isinstance(fig, go.Figure):
-            widget.layout.title = fig.layout.title
-            widget.layout.shapes = fig.layout.shapes
-        if title is not None:
-            widget.layout.title.text = title
+        if relayout:
+            widget.plotly_relayout(relayout)
+        return
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, new in enumerate(data):
+        old = sent[i] if sent is not None and len(sent) == len(data) else {}
+        changed = tuple(p for p in _DATA_PROPS if p in new and not _same(old.get(p), new[p]))
+        if changed:
+            groups.setdefault(changed, []).append(i)
+    for props, indexes in groups.items():
+        restyle = {p: [data[i][p] for i in indexes] for p in props}
+        widget.plotly_update(restyle_data=restyle, relayout_data=relayout, trace_indexes=indexes)
+        relayout = {}
+    if relayout:
+        widget.plotly_relayout(relayout)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two trace property values are equal (numpy arrays element by element)."""
+    if a is b:
+        return True
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.shape == b.shape
+            and bool(np.array_equal(a, b))
+        )
+    return type(a) is type(b) and a == b
 
 
 def figure_widget(fig: go.Figure, css_class: str) -> go.FigureWidget:
@@ -145,6 +189,78 @@ def figure_widget(fig: go.Figure, css_class: str) -> go.FigureWidget:
     widget = go.FigureWidget(data=fig.data, layout=fig.layout)
     widget.add_class(css_class)
     return widget
+
+
+# --------------------------------------------------------------------------- y axis
+
+ZOOMS = ("auto", "window", "data")
+"""`YAxis.zoom` values: fit the data when they use under a third of the chart's full height
+(`auto`), always show every line up to the window (`window`), or fit the replayed context
+(`data`)."""
+
+
+def y_extent(data: Sequence[dict[str, Any]]) -> tuple[float, float, float]:
+    """(top of the stacked context, top of everything drawn, lowest positive context) of
+    context-chart trace dicts: the stacked areas are the replay's context; the rest (baseline,
+    window and trigger lines, markers, the recording) only count for the full height."""
+    stacked = [np.asarray(d["y"], dtype=float) for d in data if d.get("stackgroup")]
+    context = np.sum(stacked, axis=0) if stacked else np.zeros(0)
+    top = float(context.max()) if context.size else 0.0
+    full = top
+    for d in data:
+        if not d.get("stackgroup") and d.get("y") is not None and len(d["y"]):
+            ys = np.asarray([v for v in d["y"] if v is not None], dtype=float)
+            full = max(full, float(ys.max()) if ys.size else 0.0)
+    positive = context[context > 0]
+    low = float(positive.min()) if positive.size else 1.0
+    return top, full, low
+
+
+def y_axis_layout(data: Sequence[dict[str, Any]], zoom: str, log: bool) -> dict[str, Any]:
+    """`Plotly.relayout` keys for the y axis of a context chart (`ZOOMS`, log scale or not)."""
+    if zoom not in ZOOMS:
+        raise ValueError(f"zoom must be one of {', '.join(ZOOMS)}; got {zoom!r}")
+    top, full, low = y_extent(data)
+    fit = zoom == "data" or (zoom == "auto" and 0 < top < full / 3)
+    if log:
+        hi = (top if fit else full) * 1.3 or 10.0
+        return {
+            "yaxis.type": "log",
+            "yaxis.autorange": False,
+            "yaxis.range": [float(np.log10(max(1.0, low / 2))), float(np.log10(max(hi, 10.0)))],
+        }
+    if fit:
+        return {"yaxis.type": "linear", "yaxis.autorange": False, "yaxis.range": [0, top * 1.08]}
+    return {"yaxis.type": "linear", "yaxis.autorange": True, "yaxis.range": None}
+
+
+class YAxis(W.HBox):
+    """Zoom and log-scale controls of a context chart: `zoom` (`ZOOMS`; default `auto`) and
+    `log_scale` (a checkbox). The owner calls `relayout(data)` for the relayout keys of its current
+    trace dicts and is told of changes through `on_change`."""
+
+    def __init__(self, on_change: Callable[[], None]) -> None:
+        self.zoom = W.ToggleButtons(
+            options=[("auto", "auto"), ("window", "window"), ("fit data", "data")],
+            value="auto",
+            description="y axis",
+            tooltips=[
+                "fit the data when they use under a third of the window",
+                "show the window and every line",
+                "fit the replayed context",
+            ],
+            style={"button_width": "70px"},
+        )
+        self.zoom.add_class("ctx-zoom")
+        self.log_scale = W.Checkbox(value=False, description="log scale", indent=False)
+        self.log_scale.add_class("ctx-log")
+        self.zoom.observe(lambda _: on_change(), names="value")
+        self.log_scale.observe(lambda _: on_change(), names="value")
+        super().__init__([self.zoom, self.log_scale])
+
+    def relayout(self, data: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """Relayout keys for `data` under the current settings (`y_axis_layout`)."""
+        return y_axis_layout(data, self.zoom.value, self.log_scale.value)
 
 
 # --------------------------------------------------------------------------- metrics

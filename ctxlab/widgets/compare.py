@@ -102,8 +102,8 @@ class Compare(W.VBox):
 
     def redraw(self) -> None:
         """Redraw the curves for the chosen metric, in place."""
-        update_in_place(self.figure, self._figure())
-        self.figure.layout.yaxis.title.text = self._figure().layout.yaxis.title.text
+        fig = self._figure()
+        update_in_place(self.figure, fig, layout={"yaxis.title.text": fig.layout.yaxis.title.text})
 
     def export(self, path: Any) -> Any:
         """Write the chart (PNG, SVG, PDF or HTML by suffix)."""

@@ -7,7 +7,8 @@ tool-result limit and argument max length for Deep Agents; every numeric paramet
 `(kind, number)` size) for others.
 Sliders fire on release; a short debounce coalesces bursts; each change re-replays the trace
 (the engine's warm replay of a 1,000-turn trace takes tens of milliseconds) and updates the
-FigureWidget in place. The readout gives peak and cumulative tokens, events, and cost with and
+FigureWidget in place (only the changed data and the title are sent; zoom and log scale above
+the chart). The readout gives peak and cumulative tokens, events, and cost with and
 without cache when the model has a price; `last_latency_ms` is what the bench measures.
 """
 
@@ -33,6 +34,7 @@ from ctxlab.trace import Trace
 from ctxlab.widgets._common import (
     Debouncer,
     ExportBar,
+    YAxis,
     figure_widget,
     metrics,
     now_ms,
@@ -335,11 +337,15 @@ class ThresholdExplorer(W.VBox):
             ) from None
         if freeze_gc:
             gc.freeze()
+        self.yaxis = YAxis(self._relayout)
+        self._traces = plots.context_trace_dicts(self.replay, lines=self._lines())
         self.figure = figure_widget(self._figure(), "ctx-explorer-chart")
         self.exporter = ExportBar(lambda: self.figure, "explorer")
         self.readout.value = readout_html(metrics(self.replay, trace), None, self.replays)
         self.choice.observe(self._policy_changed, names="value")
-        super().__init__([self.choice, self.sliders, self.readout, self.figure, self.exporter])
+        super().__init__(
+            [self.choice, self.sliders, self.readout, self.yaxis, self.figure, self.exporter]
+        )
         self.add_class("ctx-explorer")
 
     # -- controls -----------------------------------------------------------------------
@@ -402,13 +408,19 @@ class ThresholdExplorer(W.VBox):
         assert self.replay is not None
         m = m or metrics(self.replay, self.trace)
         return (
-            f"{esc(self.policy.name)} on {esc(self.trace.trace_id, 40)}: peak {m['peak']:,}, "
-            f"cumulative {m['cumulative']:,}, {m['events']} events"
+            f"{esc(self.policy.name)} on {esc(plots.trace_name(self.trace, limit=48))}: "
+            f"peak {m['peak']:,}, cumulative {m['cumulative']:,}, {m['events']} events"
         )
 
     def _figure(self) -> go.Figure:
         assert self.replay is not None
-        return plots.context_tokens(self.replay, lines=self._lines(), title=self._title())
+        fig = plots.context_tokens(self.replay, lines=self._lines(), title=self._title())
+        fig.plotly_relayout(self.yaxis.relayout(self._traces))
+        return fig
+
+    def _relayout(self) -> None:
+        """Apply the y-axis controls to the chart as it is."""
+        self.figure.plotly_relayout(self.yaxis.relayout(self._traces))
 
     def apply(self) -> None:
         """Re-replay with the sliders' values and redraw in place (sliders call this)."""
@@ -425,8 +437,9 @@ class ThresholdExplorer(W.VBox):
         self.policy, self.replay = policy, result
         self.replays += 1
         m = metrics(result, self.trace)  # once: with the catalogue it prices every turn
+        self._traces = plots.context_trace_dicts(result, lines=self._lines())
         update_in_place(
-            self.figure, plots.context_traces(result, lines=self._lines()), self._title(m)
+            self.figure, self._traces, self._title(m), self.yaxis.relayout(self._traces)
         )
         self.last_latency_ms = now_ms() - start
         self.readout.value = readout_html(m, self.last_latency_ms, self.replays)

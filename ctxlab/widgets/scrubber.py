@@ -3,9 +3,9 @@
 A turn slider with a play button drives three views that update in place: the context-tokens
 chart (a FigureWidget: stacked kinds, baseline, window/trigger lines, a marker per event, the
 recording's own input tokens and compactions when the trace has them, and a cursor on the
-current turn), the context strip (one block per message, sized by tokens,
-coloured by status, hover for before/after; pick a block for its full text) and the list of
-events so far. Clicking a point on the chart jumps to that turn.
+current turn; zoom to the data and a log scale above it), the context strip (one block per
+message, sized by tokens, coloured by status, hover for before/after; pick a block for its
+full text) and the list of events so far. Clicking a point on the chart jumps to that turn.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from ctxlab.timeline import Block, Timeline, block_detail, events_html, strip_ht
 from ctxlab.trace import Trace
 from ctxlab.widgets._common import (
     ExportBar,
+    YAxis,
     figure_widget,
     metrics,
     readout_html,
@@ -61,12 +62,14 @@ def cursor_shape(turn: int) -> dict[str, Any]:
     }
 
 
-def title_at(replay: Replay, turn: int) -> str:
-    """Chart title naming the turn and its tokens (the browser test reads it)."""
+def title_at(replay: Replay, turn: int, trace: Trace | None = None) -> str:
+    """Chart title naming the turn, its tokens, the policy and the trace (`trace`, else the
+    replay's: `plots.trace_name`); the browser test reads it."""
     row = replay.turns.row(turn, named=True)
+    name = plots.trace_name(trace, replay.trace_id, 48) if trace else plots.replay_name(replay, 48)
     return (
         f"turn {turn}: {row['context_tokens']:,} tokens "
-        f"(baseline {row['baseline_tokens']:,}) · {esc(replay.policy)}"
+        f"(baseline {row['baseline_tokens']:,}) · {esc(replay.policy)} on {esc(name)}"
     )
 
 
@@ -129,6 +132,8 @@ class Scrubber(W.VBox):
             value=start, min=0, max=n - 1, interval=play_interval_ms, description="play"
         )
         W.jslink((self.play, "value"), (self.slider, "value"))
+        self.yaxis = YAxis(self._relayout)
+        self._traces = plots.context_trace_dicts(replay, lines=self.lines, recorded=trace)
         self.figure = figure_widget(self._figure(start), "ctx-chart")
         for trace_ in self.figure.data[:-1]:
             trace_.on_click(self._clicked)
@@ -153,6 +158,7 @@ class Scrubber(W.VBox):
             [
                 W.HBox([self.play, self.slider]),
                 self.readout,
+                self.yaxis,
                 self.figure,
                 self.strip,
                 self.block,
@@ -167,8 +173,15 @@ class Scrubber(W.VBox):
     def _figure(self, turn: int) -> go.Figure:
         fig = plots.context_tokens(self.replay, lines=self.lines, recorded=self.trace)
         fig.add_trace(cursor_trace(self.replay, turn))
-        fig.update_layout(title_text=title_at(self.replay, turn), shapes=[cursor_shape(turn)])
+        fig.update_layout(
+            title_text=title_at(self.replay, turn, self.trace), shapes=[cursor_shape(turn)]
+        )
+        fig.plotly_relayout(self.yaxis.relayout(self._traces))
         return fig
+
+    def _relayout(self) -> None:
+        """Apply the y-axis controls (zoom, log scale) to the chart."""
+        self.figure.plotly_relayout(self.yaxis.relayout(self._traces))
 
     @property
     def turn(self) -> int:
@@ -184,7 +197,7 @@ class Scrubber(W.VBox):
         with self.figure.batch_update():
             self.figure.data[-1].x = cursor.x
             self.figure.data[-1].y = cursor.y
-            self.figure.layout.title.text = title_at(self.replay, turn)
+            self.figure.layout.title.text = title_at(self.replay, turn, self.trace)
             self.figure.layout.shapes = [cursor_shape(turn)]
         self._blocks = self.timeline.blocks(turn)
         self.strip.value = strip_html(self._blocks, turn)
