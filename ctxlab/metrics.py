@@ -21,11 +21,13 @@ Everything is computed from a `Replay` (its calls, events, files) and the trace 
 * **information** (offline proxies): goal retention (the first user request is still in the
   request, verbatim, after compaction), references after eviction (later recorded tool calls
   naming a path whose every mention was evicted), recoverability (evicted content found in the
-  replay's virtual files).
+  replay's virtual files), needed-but-lost (facts the recorded agent used again after they were
+  evicted and lost by then: Tier 1 of `ctxlab.evaluate`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
@@ -283,6 +285,19 @@ def recoverability(replay: Replay, trace: Trace, probe: int = 200) -> float | No
     return found / counted if counted else None
 
 
+def needed_lost(replay: Replay, trace: Trace | None = None) -> int | None:
+    """Facts the recorded agent used again after eviction that were lost by then
+    (`ctxlab.evaluate`'s headline, Tier 1 only); None without the replayed trace."""
+    from ctxlab.evaluation import evaluate
+
+    trace = replay.trace if replay.trace is not None else trace
+    if trace is None:
+        return None
+    if replay.trace is None:
+        replay = dataclasses.replace(replay, trace=trace)
+    return evaluate(replay).needed_lost
+
+
 def summary(
     replay: Replay,
     trace: Trace,
@@ -354,6 +369,7 @@ def summary(
         "goal_retention": goal_retention(replay, trace),
         "references_after_eviction": references_after_eviction(replay, trace),
         "recoverability": recoverability(replay, trace),
+        "needed_lost": needed_lost(replay, trace),
     }
 
 
@@ -369,6 +385,7 @@ __all__ = [
     "cache_frame",
     "common_prefixes",
     "goal_retention",
+    "needed_lost",
     "recoverability",
     "references_after_eviction",
     "summary",

@@ -194,12 +194,12 @@ PROBES = Table(
         Column("turn", _I),
         *_cols("kind question expected answer", _S),
         *_cols("score ceiling_score", _F),
+        *_cols("ceiling_answer fact category judged_by", _S),
         Column("extra", _S, "JSON"),
     ),
 )
-"""`Evaluation.probes` (Tier 2) plus its replay and order; `extra` holds the frame's columns
-beyond `ctxlab.probes.PROBE_COLUMNS` (ceiling answer, fact, judge...) as one JSON object, so
-the table keeps whatever the probes module adds."""
+"""`Evaluation.probes` (Tier 2) plus its replay and order: `ctxlab.probes.PROBE_COLUMNS` and
+`EXTRA_COLUMNS`; `extra` holds any other column of the frame as one JSON object per row."""
 
 PROBE_CACHE = Table(
     "probe_cache",

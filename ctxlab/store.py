@@ -617,7 +617,8 @@ class Store:
         return self._for("facts", replay_key, "seq")
 
     def probes(self, replay_key: str | None = None) -> pl.DataFrame:
-        """Stored Tier 2 probes, of one replay or all (extra probe columns in `extra`, JSON)."""
+        """Stored Tier 2 probes, of one replay or all (columns the table does not name are
+        in `extra`, as JSON)."""
         return self._for("probes", replay_key, "seq")
 
     def probe_cache(self) -> StoreProbeCache:
@@ -672,7 +673,7 @@ class StoreProbeCache:
 
 
 PROBE_COLUMNS = PROBES.names[2:-1]
-"""The probe columns the `probes` table has one column each for (the rest go to `extra`)."""
+"""The probe columns the `probes` table has a column for (any others go to `extra`)."""
 
 
 def fact_rows(facts: pl.DataFrame) -> pl.DataFrame:
