@@ -116,9 +116,13 @@ def run(args: argparse.Namespace) -> int:
     from ctxlab.summarizers import Extractive, Fixed
 
     if args.dry_run and not args.model:
-        raise FlagError("--dry-run", "", "prices the probe calls of a model: add --model")
+        raise FlagError(
+            "--dry-run", "--dry-run", "prices a model's probe calls: add --model PROVIDER:NAME"
+        )
     if args.judge and not args.model:
-        raise FlagError("--judge", args.judge, "grades the probes of a model: add --model")
+        raise FlagError(
+            "--judge", args.judge, "grades the probes a model answers: add --model PROVIDER:NAME"
+        )
     policy = build_policy(args)
     model = chat_model("--model", args.model, offline=args.dry_run) if args.model else None
     judge = chat_model("--judge", args.judge, offline=args.dry_run) if args.judge else None
