@@ -151,6 +151,7 @@ def test_probes_run_through_the_stores_cache(tmp_path: Path, trace: ctxlab.Trace
     key = store.replays()["replay_key"].item()
     assert store.probes(key).height == first.probes.height
     cached = store.query("SELECT count(*) n FROM probe_cache")["n"].item()
-    again = _evaluate([result], model, None, Store(tmp_path / "s.duckdb"))[0]
-    assert again.probes.equals(first.probes)
+    fresh = ContextModel()
+    again = _evaluate([result], fresh, None, Store(tmp_path / "s.duckdb"))[0]
+    assert again.probes.equals(first.probes) and fresh.log == []
     assert store.query("SELECT count(*) n FROM probe_cache")["n"].item() == cached

@@ -187,9 +187,11 @@ def test_probe_answers_come_from_the_store_on_a_rerun(tmp_path: Path, trace: ctx
     first = evaluate(result, model, cache=store.probe_cache())
     asked = store.query("SELECT count(*) n FROM probe_cache")["n"][0]
     assert asked > 0
-    broken = ContextModel(fail=True)
-    second = evaluate(result, broken, cache=Store(tmp_path / "s.duckdb").probe_cache())
+    assert model.log
+    fresh = ContextModel()
+    second = evaluate(result, fresh, cache=Store(tmp_path / "s.duckdb").probe_cache())
     assert second.probes.equals(first.probes)
+    assert fresh.log == []  # every answer came from the store
     assert store.query("SELECT count(*) n FROM probe_cache")["n"][0] == asked
 
 

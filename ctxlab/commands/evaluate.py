@@ -83,29 +83,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def chat_model(flag: str, spec: str, *, offline: bool = False) -> BaseChatModel:
-    """The chat model `spec` (`provider:name`) names, through LangChain's `init_chat_model`.
+    """The chat model `spec` (`provider:name`) names (`ctxlab.model_spec.model_from_spec`).
 
     `offline`: for a dry run, which only counts and prices calls: a provider that refuses to
     start without an API key gets a placeholder key, since nothing will be sent."""
+    from ctxlab.model_spec import ModelSpecError, model_from_spec
+
     try:
-        from langchain.chat_models import init_chat_model
-    except ImportError:
-        raise FlagError(
-            flag,
-            spec,
-            "needs LangChain's init_chat_model: pip install langchain and the provider's "
-            "package (e.g. langchain-anthropic)",
-        ) from None
-    try:
-        return init_chat_model(spec)
-    except Exception as exc:  # providers raise their own errors (ValueError, ImportError, ...)
-        problem = " ".join(str(exc).split())
+        return model_from_spec(spec)
+    except ModelSpecError as exc:
         if offline:
             try:
-                return init_chat_model(spec, api_key="not-sent-in-a-dry-run")
-            except Exception:  # the first error is the one to show
+                return model_from_spec(spec, api_key="not-sent-in-a-dry-run")
+            except ModelSpecError:  # the first error is the one to show
                 pass
-        raise FlagError(flag, spec, problem) from None
+        raise FlagError(flag, spec, str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
