@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "Evaluation": "ctxlab.evaluation",
     "RecordedCompaction": "ctxlab.trace",
     "Replay": "ctxlab.replay",
     "Store": "ctxlab.store",
@@ -28,6 +29,7 @@ _EXPORTS = {
     "TraceList": "ctxlab.load",
     "TraceLoadWarning": "ctxlab.load",
     "Turn": "ctxlab.trace",
+    "evaluate": "ctxlab.evaluation",
     "from_messages": "ctxlab.trace",
     "load": "ctxlab.load",
     "load_all": "ctxlab.load",
@@ -40,6 +42,7 @@ _SUBMODULES = ("policies", "summarizers", "plots", "widgets")
 """Submodules reachable as attributes of `ctxlab` without importing them by name."""
 
 __all__ = [
+    "Evaluation",
     "RecordedCompaction",
     "Replay",
     "Store",
@@ -48,6 +51,7 @@ __all__ = [
     "TraceList",
     "TraceLoadWarning",
     "Turn",
+    "evaluate",
     "from_messages",
     "load",
     "load_all",
@@ -60,6 +64,7 @@ __all__ = [
 if TYPE_CHECKING:
     from ctxlab import policies, summarizers
     from ctxlab.errors import TraceFormatError
+    from ctxlab.evaluation import Evaluation, evaluate
     from ctxlab.load import TraceList, TraceLoadWarning, load, load_all
     from ctxlab.replay import Replay, replay
     from ctxlab.store import Store

@@ -1,0 +1,380 @@
+"""The request a replay would have sent at a turn, message by message, rebuilt from its events.
+
+A replay keeps token counts and events, not the requests themselves (1,000 requests of up to
+thousands of messages each would be most of a replay's memory). Fact survival, probes and the
+widgets need what the model would have read, so this module rebuilds it with the semantics of
+`ctxlab.timeline.Timeline`: a kept message as recorded, an offloaded one as the stub the policy
+put in its place, a truncated one with its arguments cut, a masked one as its placeholder, a
+summarised or dropped one absent, and the summary in the place of what it summarised.
+
+Exact for `deepagents` (the stubs, truncated arguments, summary message, system prompt,
+reasoning dropped after a summary, refused parallel file mutations and rolled-back overflow
+turns are those of `ctxlab.policies.deepagents`; token counts match the replay's, see
+tests/test_requests.py) and for the catalogue's `tool-result-offload`. For the other catalogue
+policies the message set is exact but some texts are not reconstructible from events: a
+summary is sent with the harness's wording where it is a fixed prefix (langchain-summarization,
+claude-code, codex, inspect-summary) and as the summariser's text alone otherwise; a masked
+result is the policy's placeholder (`"[masked]"` where the placeholder depends on state the
+event does not keep); a message a harness rewrote while keeping it (codex's shortened user
+messages) counts as summarised, never as kept, so survival errs towards loss. Where a pipeline
+or policy inserts a summary among kept messages, it is placed where the history it replaced
+began.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from ctxlab.message_facts import message_text, summary_message
+
+if TYPE_CHECKING:
+    from ctxlab.policies.base import Event
+    from ctxlab.policies.deepagents.settings import Settings
+    from ctxlab.replay import Replay
+
+REQUEST_STATUSES = ("kept", "offloaded", "truncated", "masked", "summary")
+"""`RequestMessage.status` values; "summary" is any message a compaction inserted."""
+
+ABSENT = ("summarised", "dropped")
+"""Timeline statuses of a message that is not in the request."""
+
+_STICKY = {
+    "offload_tool_result": "offloaded",
+    "offload_human_message": "offloaded",
+    "tail_clip": "offloaded",
+    "summarize": "summarised",
+    "clear_tool_uses": "masked",
+    "mask_observations": "masked",
+    "forget": "dropped",
+    "trim": "dropped",
+}
+"""Event kind -> the status it gives the messages it lists, from its turn on (`Timeline`)."""
+
+_UNDONE_ON_OVERFLOW = frozenset({"summarize", "tail_clip", "offload_human_message"})
+"""Kinds deepagents rolls back when the same call ends in `ContextOverflowError`: they shape
+that turn's request only."""
+
+DEFAULT_PLACEHOLDER = "[masked]"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestMessage:
+    """One message of a rebuilt request: the message as the policy would have sent it, the
+    full-history position it stands for (None for inserted messages) and what the policy did
+    to it (`REQUEST_STATUSES`)."""
+
+    message: BaseMessage
+    source: int | None
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """From `turn` on (through `until`, when the change was rolled back), message status."""
+
+    turn: int
+    status: str
+    event: Event
+    until: int | None = None
+
+    def active(self, turn: int) -> bool:
+        return self.turn <= turn and (self.until is None or turn <= self.until)
+
+
+class Requests:
+    """Every request of one replay, rebuilt from its events: the event index is made once,
+    each `at(turn)` then costs the request's length."""
+
+    def __init__(self, replay: Replay) -> None:
+        if replay.trace is None:
+            raise ValueError("rebuilding requests needs the replay's trace (replay.trace)")
+        self.replay = replay
+        self.trace = replay.trace
+        self.messages = replay.trace.messages
+        self.positions: list[int] = replay.turns["position"].to_list()
+        self.deep = _deepagents_settings(replay)
+        events = replay.event_list
+        overflow = {e.turn for e in events if e.kind == "overflow_error"}
+        self.changes: dict[int, list[Change]] = {}
+        self.truncated: dict[int, set[int]] = {}
+        self.summaries: list[Change] = []
+        for event in events:
+            if event.turn is None:
+                continue
+            until = (
+                event.turn if event.turn in overflow and event.kind in _UNDONE_ON_OVERFLOW else None
+            )
+            if event.kind == "truncate_args":
+                self.truncated.setdefault(event.turn, set()).update(event.messages)
+                continue
+            status = _STICKY.get(event.kind) or ("masked" if "mask" in event.kind else None)
+            if status is None:
+                continue
+            change = Change(event.turn, status, event, until)
+            if event.kind == "summarize":
+                self.summaries.append(change)
+            for p in event.messages:
+                self.changes.setdefault(p, []).append(change)
+        self.system_source = (
+            0 if self.messages and isinstance(self.messages[0], SystemMessage) else None
+        )
+        self.base = _deepagents_base(self.messages, self.deep) if self.deep else {}
+        """Deep Agents' edits made as messages join its state (no event): refused parallel
+        mutations, human messages a recording already saved to a file."""
+
+    def status(self, p: int, turn: int, before: Event | None = None) -> tuple[str, Event | None]:
+        """Timeline status of full-history message `p` in the request at `turn` (from the
+        changes made before event `before`, when given)."""
+        found: tuple[str, Event | None] = ("kept", None)
+        for change in self.changes.get(p, ()):
+            if change.turn > turn or change.event is before:
+                break
+            if not change.active(turn):
+                continue
+            if change.status in ABSENT or found[0] not in ABSENT:
+                found = (change.status, change.event)
+        if found[0] == "kept" and p in self.truncated.get(turn, ()):
+            return "truncated", None
+        return found
+
+    def summary(self, turn: int) -> Change | None:
+        """The summarize change whose summary is in the request at `turn`."""
+        current = None
+        for change in self.summaries:
+            if change.turn > turn:
+                break
+            if change.active(turn):
+                current = change
+        return current
+
+    def summary_message(self, change: Change) -> BaseMessage:
+        """The summary message the policy inserted for a summarize event."""
+        event = change.event
+        text = event.summary
+        if text is None:
+            where = f" is in {event.file_path}" if event.file_path else " was not recorded"
+            return summary_message(f"(no summary text recorded; the summarised history{where})")
+        return summary_message(_summary_wording(self.replay, event, text))
+
+    def form(self, p: int, status: str, event: Event | None, turn: int) -> BaseMessage:
+        """Message `p` as sent with `status` (set by `event`) at `turn`."""
+        message = self.messages[p]
+        if status == "kept":
+            base = self.base.get(p)
+            if base is not None:
+                return base[0]
+            if self.deep is not None and isinstance(message, AIMessage):
+                return self._deep_reasoning(p, message, turn)
+            return message
+        if status == "truncated" and self.deep is not None:  # only deepagents truncates
+            from ctxlab.policies.deepagents.message_edits import truncated
+
+            s = self.deep
+            short = truncated(message, s.max_arg_length, s.truncation_text)  # type: ignore[arg-type]
+            return self._deep_reasoning(p, short, turn)
+        if status == "offloaded" and event is not None:
+            if event.kind == "tail_clip":  # clips the message as the state held it then
+                message = self.form(p, *self.status(p, turn, event), turn)
+            return _offloaded(self.messages, p, message, event)
+        if status == "masked":
+            return _masked(self.replay, message)
+        return message
+
+    def _deep_reasoning(self, p: int, message: AIMessage, turn: int) -> BaseMessage:
+        """Deep Agents drops reasoning bound to summarised history from kept AIMessages from
+        each summary's cutoff to the state length when it was made (request-only copies)."""
+        from ctxlab.policies.deepagents.message_edits import drop_bound_reasoning
+
+        if not isinstance(message.content, list):
+            return message
+        until = 0
+        for change in self.summaries:
+            if change.turn > turn:
+                break
+            if change.until is None or change.active(turn):
+                until = max(until, self.positions[change.turn])
+        return drop_bound_reasoning(message) if p < until else message
+
+    def at(self, turn: int) -> list[RequestMessage]:
+        """The request at `turn` (row index of `replay.turns`)."""
+        position = self.positions[turn]
+        out: list[RequestMessage] = []
+        summary = self.summary(turn)
+        start = 0
+        if self.deep is not None:
+            system = self.deep.system
+            source = 0 if self.system_source is not None and system is self.messages[0] else None
+            out.append(RequestMessage(system, source, "kept" if source is not None else "summary"))
+            start = 1 if self.system_source is not None else 0
+            if summary is not None:
+                out.append(RequestMessage(self.summary_message(summary), None, "summary"))
+                summary = None
+        for p in range(start, position):
+            status, event = self.status(p, turn)
+            if status in ABSENT:
+                if summary is not None and status == "summarised":
+                    out.append(RequestMessage(self.summary_message(summary), None, "summary"))
+                    summary = None
+                continue
+            shown = status
+            base = self.base.get(p) if status == "kept" else None
+            if base is not None:
+                shown = base[1]
+            out.append(RequestMessage(self.form(p, status, event, turn), p, shown))
+        if summary is not None:
+            out.append(RequestMessage(self.summary_message(summary), None, "summary"))
+        return out
+
+
+def request_messages(replay: Replay, turn: int) -> list[RequestMessage]:
+    """The replayed request at `turn` (row index of `replay.turns`), message by message; see
+    the module docstring for what is exact. Asking many turns of one replay: `Requests`."""
+    return Requests(replay).at(turn)
+
+
+def _deepagents_settings(replay: Replay) -> Settings | None:
+    from ctxlab.policies.deepagents import DeepAgents
+
+    policy = replay.source_policy
+    if isinstance(policy, DeepAgents) and replay.trace is not None:
+        return policy.resolve(replay.trace)
+    if replay.policy == "deepagents" and replay.trace is not None:
+        return DeepAgents(**replay.params).resolve(replay.trace)
+    return None
+
+
+def _deepagents_base(
+    messages: Sequence[BaseMessage], settings: Settings
+) -> dict[int, tuple[BaseMessage, str]]:
+    """Messages Deep Agents' state holds edited from the moment they join it (no event marks
+    them): a tool result of a same-path parallel file mutation is replaced by the refusal
+    (`masked`), a human message a recording already saved to a file is sent as its stub
+    (`offloaded`)."""
+    from ctxlab import tokens as tk
+    from ctxlab.policies.deepagents.filesystem import rejected_result, truncated_human_message
+    from ctxlab.policies.deepagents.message_edits import NONE_REJECTED, ai_facts
+
+    key = ("deepagents-ai", settings.max_arg_length, settings.truncation_text)
+    calls: dict[Any, dict] = {}
+    rejected = NONE_REJECTED
+    out: dict[int, tuple[BaseMessage, str]] = {}
+    for p, message in enumerate(messages):
+        if isinstance(message, AIMessage):
+            if message.tool_calls:
+                calls, rejected, _ = tk.derived(
+                    message, key, lambda m=message: ai_facts(m, *key[1:])
+                )
+            else:
+                calls, rejected = {}, NONE_REJECTED
+        elif isinstance(message, ToolMessage):
+            if rejected and message.tool_call_id in rejected:
+                call = calls[message.tool_call_id]
+                error = tk.derived(
+                    message,
+                    ("deepagents-rejected", call["name"]),
+                    lambda c=call: rejected_result(c),
+                )
+                out[p] = (error, "masked")
+        elif isinstance(message, HumanMessage) and message.additional_kwargs.get("lc_evicted_to"):
+            path = message.additional_kwargs["lc_evicted_to"]
+            out[p] = (truncated_human_message(message, path), "offloaded")
+    return out
+
+
+def _offloaded(
+    messages: Sequence[BaseMessage], p: int, message: BaseMessage, event: Event
+) -> BaseMessage:
+    """The stub an offload, a human-message eviction or a tail clip put in place of `p`."""
+    from ctxlab.policies.deepagents.filesystem import (
+        sanitize_tool_call_id,
+        tool_stub,
+        truncated_human_message,
+    )
+    from ctxlab.policies.deepagents.texts import read_file_clip
+
+    text = message_text(message)
+    if event.kind == "offload_human_message" and isinstance(message, HumanMessage):
+        tagged = message.model_copy(
+            update={
+                "additional_kwargs": {**message.additional_kwargs, "lc_evicted_to": event.file_path}
+            }
+        )
+        return truncated_human_message(tagged, event.file_path or "")
+    if not isinstance(message, ToolMessage):
+        return message
+    if event.kind == "tail_clip":
+        call = _call_of(messages, p, message.tool_call_id)
+        original = call.get("args", {}).get("file_path") if call else None
+        if call and call.get("name") == "read_file" and isinstance(original, str) and original:
+            return message.model_copy(update={"content": read_file_clip(text, original)})
+        if not message.tool_call_id:
+            return tool_stub(message, event.file_path or "", text)
+        path = f"/large_tool_results/{sanitize_tool_call_id(message.tool_call_id)}"
+        return tool_stub(message, path, text)
+    return tool_stub(message, event.file_path or "", text)
+
+
+def _call_of(messages: Sequence[BaseMessage], p: int, call_id: str) -> dict | None:
+    """The tool call a tool result at `p` answers (the nearest earlier AIMessage making it)."""
+    for j in range(p - 1, -1, -1):
+        m = messages[j]
+        if isinstance(m, AIMessage):
+            found = next((c for c in m.tool_calls if c.get("id") == call_id), None)
+            if found is not None:
+                return found
+    return None
+
+
+def _masked(replay: Replay, message: BaseMessage) -> BaseMessage:
+    """A masked observation with the policy's placeholder (AIMessages stay as they are)."""
+    if not isinstance(message, ToolMessage):
+        return message
+    text = _placeholder(replay)
+    return message.model_copy(update={"content": text, "artifact": None})
+
+
+def _member_params(replay: Replay) -> list[tuple[str, dict[str, Any]]]:
+    members = replay.params.get("policies")
+    if isinstance(members, list) and members:
+        return [(m.get("name", ""), m.get("params", {})) for m in members]
+    return [(replay.policy, replay.params)]
+
+
+def _placeholder(replay: Replay) -> str:
+    from ctxlab.policies.inspect import TOOL_RESULT_PLACEHOLDER
+
+    for name, params in _member_params(replay):
+        if name in ("clear-tool-uses", "openhands-observation-masking") and "placeholder" in params:
+            return str(params["placeholder"])
+        if name == "inspect-edit":
+            return TOOL_RESULT_PLACEHOLDER
+    return DEFAULT_PLACEHOLDER
+
+
+def _summary_wording(replay: Replay, event: Event, text: str) -> str:
+    """The summary message's text: the summariser's `text` in the policy's fixed wording."""
+    from ctxlab.policies.claude_code import CONTINUATION
+    from ctxlab.policies.codex import CODEX_SUMMARY_PREFIX
+    from ctxlab.policies.deepagents.texts import summary_message_text
+    from ctxlab.policies.inspect import SUMMARY_MESSAGE as INSPECT_SUMMARY
+    from ctxlab.policies.langchain import SUMMARY_PREFIX
+
+    names = [name for name, _ in _member_params(replay)]
+    if replay.policy == "deepagents":
+        return summary_message_text(event.file_path or "", text)
+    if "langchain-summarization" in names:
+        return f"{SUMMARY_PREFIX}{text}"
+    if "claude-code" in names:
+        return f"{CONTINUATION}{text}"
+    if "codex" in names:
+        return f"{CODEX_SUMMARY_PREFIX}\n{text}"
+    if "inspect-summary" in names:
+        return INSPECT_SUMMARY.format(summary=text)
+    return text
+
+
+__all__ = ["REQUEST_STATUSES", "RequestMessage", "Requests", "request_messages"]
