@@ -76,9 +76,10 @@ SELECT r.replay_key, r.trace_id, r.policy, r.params, r.summarizer,
        sum(t.baseline_tokens)::BIGINT AS cumulative_baseline_tokens,
        count(*) AS turns,
        (SELECT count(*) FROM events e WHERE e.replay_key = r.replay_key) AS events,
-       (SELECT count_if(f.status_when_needed = 'lost')::BIGINT FROM facts f
-        WHERE f.replay_key = r.replay_key HAVING count(*) > 0) AS needed_lost
+       n.needed_lost
 FROM replays r JOIN turns t USING (replay_key)
+LEFT JOIN (SELECT replay_key, count(*) FILTER (status_when_needed = 'lost') AS needed_lost
+           FROM facts GROUP BY replay_key) n USING (replay_key)
 GROUP BY ALL;
 CREATE OR REPLACE VIEW events_by_kind AS
 SELECT replay_key, kind, count(*) AS events,

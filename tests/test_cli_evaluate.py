@@ -20,15 +20,15 @@ from tests.context_model import ContextModel
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "traces"
-SHORT = SAMPLES / "deepagents_short_session.jsonl.xz"
-FLAGS = ["--window", "6000", "--trigger", "fraction:0.5", "--keep", "messages:4"]
-PARAMS = {"window": 6000, "trigger": ("fraction", 0.5), "keep": ("messages", 4)}
+LONG = SAMPLES / "deepagents_long_session.jsonl.xz"
+FLAGS = ["--window", "30000", "--trigger", "fraction:0.5", "--keep", "messages:4"]
+PARAMS = {"window": 30000, "trigger": ("fraction", 0.5), "keep": ("messages", 4)}
 SURVIVAL = {"total", "context", "summary", "file", "lost", "needed", "needed_lost"}
 
 
 @pytest.fixture(scope="module")
 def trace() -> ctxlab.Trace:
-    return ctxlab.load(SHORT)[0]
+    return ctxlab.load(LONG)[0]
 
 
 def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
@@ -42,23 +42,26 @@ def test_json_is_the_python_evaluation(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, trace: ctxlab.Trace, policy: str
 ) -> None:
     store = tmp_path / "s.duckdb"
-    argv = ["evaluate", str(SHORT), "--policy", policy, *FLAGS, "--store", str(store)]
+    argv = ["evaluate", str(LONG), "--policy", policy, *FLAGS, "--store", str(store)]
     code, out, err = _run(capsys, [*argv, "--format", "json"])
     assert code == 0
     doc = json.loads(out)
-    assert list(doc) == ["evaluations"] and len(doc["evaluations"]) == 1
-    got = doc["evaluations"][0]
-    assert list(got) == ["trace_id", "policy", "facts", "survival", "probes"]
-    expected = evaluate(replay(trace, get(policy, **PARAMS)))
-    assert got == json.loads(json.dumps(expected.to_json(), default=str))
-    assert got["probes"] == [] and got["facts"]
-    assert list(got["survival"]) == [c for c in CATEGORIES if c in got["survival"]]
-    for counts in got["survival"].values():
-        assert set(counts) == SURVIVAL
+    assert list(doc) == ["evaluations"]
+    traces = list(trace.walk())  # the trace, then its subagents' conversations
+    assert [e["trace_id"] for e in doc["evaluations"]] == [t.trace_id for t in traces]
+    expected = [evaluate(replay(t, get(policy, **PARAMS))) for t in traces]
+    for got, want in zip(doc["evaluations"], expected, strict=True):
+        assert list(got) == ["trace_id", "policy", "facts", "survival", "probes"]
+        assert got == json.loads(json.dumps(want.to_json(), default=str))
+        assert got["probes"] == []
+        assert list(got["survival"]) == [c for c in CATEGORIES if c in got["survival"]]
+        for counts in got["survival"].values():
+            assert set(counts) == SURVIVAL
+    assert doc["evaluations"][0]["facts"]
     assert err.strip() == probes.SKIPPED  # stdout stays JSON
     stored = Store(store, read_only=True)
-    assert stored.facts().height == len(got["facts"])
-    assert stored.replays()["needed_lost"].to_list() == [expected.needed_lost]
+    assert stored.facts().height == sum(e.facts.height for e in expected)
+    assert sorted(stored.replays()["needed_lost"]) == sorted(e.needed_lost for e in expected)
 
 
 def test_deepagents_keeps_in_files_what_summarization_loses(capsys, tmp_path: Path) -> None:
@@ -66,7 +69,7 @@ def test_deepagents_keeps_in_files_what_summarization_loses(capsys, tmp_path: Pa
     drops (`file`), LangChain's summarisation has no file (`lost`)."""
     docs = {}
     for policy in ("deepagents", "langchain-summarization"):
-        argv = ["evaluate", str(SHORT), "--policy", policy, *FLAGS, "--format", "json"]
+        argv = ["evaluate", str(LONG), "--policy", policy, *FLAGS, "--format", "json"]
         code, out, _ = _run(capsys, [*argv, "--store", str(tmp_path / "s.duckdb")])
         assert code == 0
         docs[policy] = {f["fact"]: f for f in json.loads(out)["evaluations"][0]["facts"]}
@@ -77,7 +80,7 @@ def test_deepagents_keeps_in_files_what_summarization_loses(capsys, tmp_path: Pa
 
 
 def test_table_fits_the_terminal_and_names_what_was_lost(capsys, tmp_path: Path) -> None:
-    argv = ["evaluate", str(SHORT), "--policy", "langchain-summarization", *FLAGS]
+    argv = ["evaluate", str(LONG), "--policy", "langchain-summarization", *FLAGS]
     code, out, err = _run(capsys, [*argv, "--store", str(tmp_path / "s.duckdb")])
     assert code == 0 and err == ""
     lines = out.splitlines()
@@ -85,9 +88,10 @@ def test_table_fits_the_terminal_and_names_what_was_lost(capsys, tmp_path: Path)
     assert any(line.split()[:2] == ["category", "total"] for line in lines)
     assert any("needed-but-lost" in line for line in lines)
     assert lines[-1] == probes.SKIPPED
-    doc = evaluate(replay(ctxlab.load(SHORT)[0], get("langchain-summarization", **PARAMS)))
-    if doc.needed_lost:
-        assert f"needed but lost ({doc.needed_lost}):" in out
+    doc = evaluate(replay(ctxlab.load(LONG)[0], get("langchain-summarization", **PARAMS)))
+    assert doc.needed_lost > 0
+    assert f"needed but lost ({doc.needed_lost}):" in out
+    assert f"{doc.needed_lost} lost by then (needed-but-lost)" in out
 
 
 def test_a_folder_gives_one_evaluation_per_trace(capsys, tmp_path: Path) -> None:
@@ -107,7 +111,7 @@ def test_dry_run_prices_the_calls_and_calls_nothing(
     call would fail without the key). Nothing is written: the store is not even created."""
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     store = tmp_path / "s.duckdb"
-    argv = ["evaluate", str(SHORT), "--policy", "langchain-summarization", *FLAGS, "--dry-run"]
+    argv = ["evaluate", str(LONG), "--policy", "langchain-summarization", *FLAGS, "--dry-run"]
     argv += ["--model", "anthropic:claude-sonnet-4-5", "--store", str(store)]
     code, out, err = _run(capsys, argv)
     assert code == 0, err
@@ -132,7 +136,7 @@ def test_dry_run_prices_the_calls_and_calls_nothing(
 )
 def test_bad_flags_are_one_line_and_exit_2(capsys, tmp_path: Path, argv, message) -> None:
     code, out, err = _run(
-        capsys, ["evaluate", str(SHORT), "--store", str(tmp_path / "s.duckdb"), *argv]
+        capsys, ["evaluate", str(LONG), "--store", str(tmp_path / "s.duckdb"), *argv]
     )
     assert code == 2 and out == ""
     assert err.startswith("ctxlab: error: ") and len(err.strip().splitlines()) == 1

@@ -23,13 +23,13 @@ from ctxlab.survival import STATUSES
 from tests.context_model import ContextModel, RubricJudge
 
 REPO = Path(__file__).resolve().parents[1]
-SHORT = REPO / "traces" / "deepagents_short_session.jsonl.xz"
-POLICY = {"window": 6000, "trigger": ("fraction", 0.5), "keep": ("messages", 4)}
+LONG = REPO / "traces" / "deepagents_long_session.jsonl.xz"
+POLICY = {"window": 30000, "trigger": ("fraction", 0.5), "keep": ("messages", 4)}
 
 
 @pytest.fixture(scope="module")
 def trace() -> ctxlab.Trace:
-    return ctxlab.load(SHORT)[0]
+    return ctxlab.load(LONG)[0]
 
 
 @pytest.fixture(scope="module")

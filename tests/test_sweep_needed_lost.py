@@ -21,15 +21,15 @@ from ctxlab.sweep import sweep
 from ctxlab.widgets.compare import metrics_table_html
 
 REPO = Path(__file__).resolve().parents[1]
-SHORT = REPO / "traces" / "deepagents_short_session.jsonl.xz"
+LONG = REPO / "traces" / "deepagents_long_session.jsonl.xz"
 GRID = {"trigger": ["fraction:0.5", "fraction:0.85"], "keep": ["messages:4"]}
-PARAMS = {"window": 6000, "keep": ("messages", 4)}
+PARAMS = {"window": 30000, "keep": ("messages", 4)}
 TRIGGERS = {"fraction:0.5": ("fraction", 0.5), "fraction:0.85": ("fraction", 0.85)}
 
 
 @pytest.fixture(scope="module")
 def trace() -> ctxlab.Trace:
-    return ctxlab.load(SHORT)[0]
+    return ctxlab.load(LONG)[0]
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -38,8 +38,8 @@ def test_every_cell_is_evaluated_and_its_facts_stored(
 ) -> None:
     """Serial and worker processes alike: each cell's `needed_lost` and stored facts are what
     `ctxlab.evaluate` gives on the same replay."""
-    policy = get("langchain-summarization", window=6000)
-    out = sweep(SHORT, policy, GRID, store=tmp_path / "s.duckdb", workers=workers, progress=False)
+    policy = get("langchain-summarization", window=30000)
+    out = sweep(LONG, policy, GRID, store=tmp_path / "s.duckdb", workers=workers, progress=False)
     assert out.height == 2
     assert out.columns.index("needed_lost") > out.columns.index("cumulative_input_tokens")
     store = Store(tmp_path / "s.duckdb")
@@ -51,8 +51,8 @@ def test_every_cell_is_evaluated_and_its_facts_stored(
 
 
 def test_sweep_command_prints_needed_lost(capsys, tmp_path: Path) -> None:
-    argv = ["sweep", str(SHORT), "--db", str(tmp_path / "s.duckdb"), "--policy", "deepagents"]
-    argv += ["--window", "6000", "--grid", "trigger=fraction:0.5", "--format", "json"]
+    argv = ["sweep", str(LONG), "--db", str(tmp_path / "s.duckdb"), "--policy", "deepagents"]
+    argv += ["--window", "30000", "--grid", "trigger=fraction:0.5", "--format", "json"]
     argv += ["--workers", "1"]
     assert main(argv) == 0
     rows = json.loads(capsys.readouterr().out)
@@ -70,14 +70,14 @@ def test_summary_and_compare_report_needed_lost(capsys, trace: ctxlab.Trace) -> 
     result = replay(trace, get("langchain-summarization", **PARAMS, trigger=("fraction", 0.5)))
     assert summary(result, trace)["needed_lost"] == expected["langchain-summarization"]
     assert "needed_lost" in COLUMNS
-    argv = ["compare", str(SHORT), "--window", "6000", "--json"]
+    argv = ["compare", str(LONG), "--window", "30000", "--json"]
     for name in policies:
         argv += ["--policy", name]
     assert main(argv) == 0
     rows = json.loads(capsys.readouterr().out)["replays"]
-    got = {r["policy"]: r["needed_lost"] for r in rows}
+    got = {r["policy"]: r["needed_lost"] for r in rows if r["trace_id"] == trace.trace_id}
     window_only = {
-        name: evaluate(replay(trace, get(name, window=6000))).needed_lost for name in policies
+        name: evaluate(replay(trace, get(name, window=30000))).needed_lost for name in policies
     }
     assert got == window_only
     assert main([a for a in argv if a != "--json"]) == 0  # the table
