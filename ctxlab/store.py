@@ -22,8 +22,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import threading
 import time
+import weakref
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -623,8 +625,8 @@ class Store:
         return self._for("probes", replay_key, "seq")
 
     def probe_cache(self) -> StoreProbeCache:
-        """The probe-call cache in this store (`ctxlab.probes.ProbeCache`): answers are
-        written as they come, so an interrupted run keeps them and a rerun asks nothing twice."""
+        """The probe-call cache in this store (`ctxlab.probes.ProbeCache`, see
+        `StoreProbeCache`): a rerun asks no call twice."""
         return StoreProbeCache(self)
 
     def messages(self, trace_key: str) -> pl.DataFrame:
@@ -641,36 +643,67 @@ class Store:
 
 
 class StoreProbeCache:
-    """`ctxlab.probes.ProbeCache` backed by a store's `probe_cache` table. Safe to share
-    between the threads that run probes concurrently (one short connection per call, behind
-    a lock); answers read once are remembered."""
+    """`ctxlab.probes.ProbeCache` backed by a store's `probe_cache` table.
 
-    def __init__(self, store: Store) -> None:
+    Opening the DuckDB file costs tens of milliseconds, more than a deterministic test model
+    takes to answer, so the table is read once (at the first `get` or `put`) and answers are
+    written in batches: one as soon as it comes when the last write is `batch_seconds` old
+    (a real model's answers, seconds apart, are each written at once), else with the next
+    batch, at `flush()`, or when the cache is garbage-collected or the interpreter exits.
+    Safe to share between the threads that run probes concurrently. Answers other processes
+    store after the first read are not seen (a rerun sees them)."""
+
+    def __init__(self, store: Store, batch_seconds: float = 1.0) -> None:
         self.store = store
-        self._seen: dict[str, str] = {}
+        self.batch_seconds = batch_seconds
+        self._answers: dict[str, str] | None = None
+        self._pending: list[tuple[str, str, str, datetime]] = []
+        self._written = -math.inf
         self._lock = threading.Lock()
+        weakref.finalize(self, _write_probe_answers, store, self._pending)
+
+    def _read(self) -> dict[str, str]:
+        if self._answers is None:
+            with self.store._connect(write=False) as con:
+                rows = con.execute("SELECT cache_key, answer FROM probe_cache").fetchall()
+            self._answers = dict(rows)
+        return self._answers
 
     def get(self, key: str) -> str | None:
         """The cached answer of the call with this key, or None."""
         with self._lock:
-            if key not in self._seen:
-                with self.store._connect(write=False) as con:
-                    row = con.execute(
-                        "SELECT answer FROM probe_cache WHERE cache_key = ?", [key]
-                    ).fetchone()
-                if row is None:
-                    return None
-                self._seen[key] = row[0]
-            return self._seen[key]
+            return self._read().get(key)
 
     def put(self, key: str, answer: str, model: str) -> None:
-        """Store an answer; a key already stored keeps its first answer."""
-        with self._lock, self.store._transaction() as con:
-            con.execute(
-                "INSERT INTO probe_cache VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                [key, model, answer, _now()],
+        """Keep an answer; a key already cached keeps its first answer."""
+        with self._lock:
+            answers = self._read()
+            if key in answers:
+                return
+            answers[key] = answer
+            self._pending.append((key, model, answer, _now()))
+            if time.monotonic() - self._written >= self.batch_seconds:
+                self._flush()
+
+    def flush(self) -> None:
+        """Write the answers not yet written."""
+        with self._lock:
+            self._flush()
+
+    def _flush(self) -> None:
+        _write_probe_answers(self.store, self._pending)
+        self._written = time.monotonic()
+
+
+def _write_probe_answers(store: Store, rows: list[tuple[str, str, str, datetime]]) -> None:
+    """Insert cached probe answers in one transaction (first answer per key wins) and empty
+    `rows`, the list the cache keeps them in."""
+    if rows:
+        with store._transaction() as con:
+            con.executemany(
+                "INSERT INTO probe_cache VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", rows
             )
-            self._seen.setdefault(key, answer)
+        del rows[:]
 
 
 PROBE_COLUMNS = PROBES.names[2:-1]

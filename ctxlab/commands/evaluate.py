@@ -155,6 +155,7 @@ def _evaluate(
     out = []
     for result in replays:
         evaluation = evaluate(result, model, judge, cache=cache)
+        cache.flush()
         store.save_evaluation(evaluation)
         out.append(evaluation)
     return out
