@@ -91,7 +91,7 @@ def test_table_fits_the_terminal_and_names_what_was_lost(capsys, tmp_path: Path)
     doc = evaluate(replay(ctxlab.load(LONG)[0], get("langchain-summarization", **PARAMS)))
     assert doc.needed_lost > 0
     assert f"needed but lost ({doc.needed_lost}):" in out
-    assert f"{doc.needed_lost} lost by then (needed-but-lost)" in out
+    assert f"needed again after eviction: needed-but-lost {doc.needed_lost}," in out
 
 
 def test_a_folder_gives_one_evaluation_per_trace(capsys, tmp_path: Path) -> None:

@@ -189,7 +189,8 @@ def _dry_run(
         print(json.dumps({"dry_run": out}, default=str))
         return
     for result, calls in runs:
-        print(f"{result.trace_id}: {result.policy}: {probes.cost_line(calls)}")
+        print(_one_line(f"{result.trace_id}: {result.policy}", WIDTH))
+        print(_one_line(probes.cost_line(calls), WIDTH))
         if calls.height:
             by_turn = (
                 calls.group_by("turn", "kind", "model", maintain_order=True)
@@ -223,8 +224,8 @@ def render(evaluation: Evaluation) -> str:
     params = ", ".join(f"{k}={v}" for k, v in sorted(evaluation.params.items()))
     lines = [
         _one_line(f"{evaluation.trace_id}: {evaluation.policy} ({params})", WIDTH),
-        f"{facts.height} facts; {needed.height} needed again after eviction: "
-        f"{lost.height} lost by then (needed-but-lost), {by_file} recoverable only from a file",
+        f"{facts.height} facts, {needed.height} needed again after eviction: needed-but-lost "
+        f"{lost.height}, recoverable only from a file {by_file}",
     ]
     if evaluation.survival.height:
         lines.append(table(evaluation.survival.columns, evaluation.survival.rows()))
