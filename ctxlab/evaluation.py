@@ -9,7 +9,7 @@ reading it works the same either way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -79,11 +79,14 @@ class Evaluation:
 
 
 _EXTRACTED: list[tuple[Trace, list[Fact]]] = []
-"""The facts of the last few traces evaluated (a sweep evaluates one trace under many
-policies; `Trace` takes no weak references, so a few are held)."""
 
 
-def _extracted(trace: Trace, extract: Callable[[Trace], list[Fact]]) -> list[Fact]:
+def trace_facts(trace: Trace) -> list[Fact]:
+    """`ctxlab.facts.extract(trace)`, kept for the last few traces asked about: a sweep
+    evaluates one trace under many policies, and extraction depends on the trace alone (`Trace`
+    takes no weak references, so the last four are held)."""
+    from ctxlab.facts import extract
+
     for seen, facts in _EXTRACTED:
         if seen is trace:
             return facts
@@ -111,12 +114,11 @@ def evaluate(
     the kinds `probes` names ("auto": every kind the model and judge allow) at `turns` (default:
     each compaction event), scored against the same probes on the uncompacted context; `judge`
     scores free-text probes; `cache` keeps model answers between runs."""
-    from ctxlab.facts import extract
     from ctxlab.survival import follow, survival_table
 
     if replay.trace is None:
         raise ValueError("evaluate needs the replay's trace (replay.trace)")
-    facts = follow(replay, _extracted(replay.trace, extract))
+    facts = follow(replay, trace_facts(replay.trace))
     probe_frame = empty_probes()
     if model is not None:
         from ctxlab import probes as tier2
@@ -134,4 +136,4 @@ def evaluate(
     )
 
 
-__all__ = ["PROBE_SCHEMA", "TIER2_HINT", "Evaluation", "empty_probes", "evaluate"]
+__all__ = ["PROBE_SCHEMA", "TIER2_HINT", "Evaluation", "empty_probes", "evaluate", "trace_facts"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -56,6 +56,17 @@ MAX_FACT_CHARS = 300
 """Longest fact text: longer commands, goals and sentences are cut at a space before this
 (a verbatim prefix, so `mentions` still finds them); longer instruction sentences are skipped
 (pasted material, not a constraint someone wrote)."""
+
+SCAN_EDGE_CHARS = 10_000
+"""A message text longer than twice this is read at its first and last `SCAN_EDGE_CHARS`
+(cut at line ends); the middle of a long log, listing or file dump is skipped. What a long
+output establishes is at its edges (the command's header, the error and summary at the end:
+what Deep Agents' own head/tail preview keeps), and this bounds extraction's cost per message."""
+
+MAX_ARG_SCAN_CHARS = 2_000
+"""Longest tool-call argument read for paths and urls: longer ones are file contents, edits
+and patches the call writes (their target is another, short argument), and exactly what Deep
+Agents' argument truncation cuts."""
 
 MAX_INVOCATION_CHARS = 200
 """Longest `name({args})` invocation kept as a `command` fact: longer argument sets are file
@@ -140,14 +151,23 @@ def normalise(text: str) -> str:
     return " ".join(text.split())
 
 
-@lru_cache(maxsize=65536)
 def keys(fact: Fact) -> tuple[str, ...]:
     """The normalised forms `mentions` looks for: the fact's text, and the same text escaped as
     a JSON string when that differs (a command or todo with quotes, backslashes or newlines is
     written that way inside a tool call's arguments)."""
-    plain = normalise(fact.text)
-    escaped = normalise(json.dumps(fact.text, ensure_ascii=False)[1:-1])
-    return (plain,) if escaped == plain else (plain, escaped)
+    return tuple(key for key, _ in _keys(fact.text))
+
+
+@lru_cache(maxsize=65536)
+def _keys(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """`keys` of a fact text (they depend on the text alone), each with its word runs."""
+    plain = normalise(text)
+    escaped = normalise(json.dumps(text, ensure_ascii=False)[1:-1])
+    found = (plain,) if escaped == plain else (plain, escaped)
+    return tuple((key, frozenset(_RUN.findall(key))) for key in found)
+
+
+_RUN = re.compile(r"\w+")
 
 
 def mentions(text: str, fact: Fact) -> bool:
@@ -167,7 +187,7 @@ def mentions(text: str, fact: Fact) -> bool:
 
 def mentions_normalised(haystack: str, fact: Fact) -> bool:
     """`mentions` for a text already passed through `normalise`."""
-    return any(key in haystack and _bounded(haystack, key) for key in keys(fact))
+    return any(key in haystack and _bounded(haystack, key) for key, _ in _keys(fact.text))
 
 
 def _word(ch: str) -> bool:
@@ -202,6 +222,37 @@ def _bounded(haystack: str, key: str) -> bool:
     return False
 
 
+class Haystack:
+    """A text prepared for many `mentions` checks: `fact in Haystack(text)` is
+    `mentions(text, fact)`, answered faster.
+
+    The text is normalised once, and the set of its word runs is built on the first check: a
+    fact whose key holds a word run the text lacks cannot be in it (a whole-token occurrence
+    keeps every word run of the key whole, also after a `\\n`/`\\t` escape, which is why the runs
+    of the text with those escapes spaced out count too), so most facts are ruled out with a
+    set lookup instead of a substring search. Survival builds one per message it checks.
+    """
+
+    __slots__ = ("text", "_runs")
+
+    def __init__(self, text: str) -> None:
+        self.text = normalise(text)
+        self._runs: frozenset[str] | None = None
+
+    def __contains__(self, fact: object) -> bool:
+        if not isinstance(fact, Fact):
+            return False
+        runs = self._runs
+        if runs is None:
+            spaced = self.text.replace("\\n", " ").replace("\\t", " ")
+            runs = self._runs = frozenset(_RUN.findall(self.text)).union(_RUN.findall(spaced))
+        text = self.text
+        for key, key_runs in _keys(fact.text):
+            if key_runs <= runs and key in text and _bounded(text, key):
+                return True
+        return False
+
+
 # --- what is not the user's or the agent's own text -------------------------------------------
 
 _HARNESS_BLOCK = re.compile(
@@ -226,16 +277,31 @@ _HARNESS_START = (
     "This session is being continued from a previous conversation",
     "Another language model started to solve this problem",
     "Old environment output: (",
+    "Your task is to create a detailed summary of the conversation so far",
 )
 """Starts of texts a harness or a compaction writes (skill and AGENTS.md expansions, Deep
 Agents offload stubs and summary message, LangChain, Claude Code and Codex summaries,
-SWE-agent's masked observation): such a message holds no facts of its own."""
+SWE-agent's masked observation, Claude Code's compaction prompt): such a message holds no
+facts of its own."""
 
 _HARNESS_WHOLE = {"[cleared]", "Error: parallel file mutations to the same path are not allowed."}
 
 _CLIP_NOTICE = re.compile(
     r"\n\n\[Output was truncated due to context window size limits\..*\]$", re.S
 )
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+"""Terminal colour and cursor codes in captured command output."""
+
+
+_BLANKED = (
+    (_ANSI, "\x1b"),
+    (_CLIP_NOTICE, "[Output was truncated"),
+    (_HARNESS_BLOCK, "<"),
+    (_COMMAND_ARGS, "command-args>"),
+)
+"""What `_own_text` blanks out, each with a substring it needs (a scan is skipped without)."""
 
 
 def _injected(text: str) -> bool:
@@ -245,15 +311,32 @@ def _injected(text: str) -> bool:
 
 def _own_text(text: str) -> str:
     """A message's text without the harness blocks inside it (offsets kept: blanked out)."""
-    text = _CLIP_NOTICE.sub(lambda m: " " * len(m.group()), text)
-    text = _HARNESS_BLOCK.sub(lambda m: " " * len(m.group()), text)
-    return _COMMAND_ARGS.sub(lambda m: " " * len(m.group()), text)
+    for pattern, mark in _BLANKED:
+        if mark in text:
+            text = pattern.sub(_spaces, text)
+    return text
+
+
+def _edges(text: str) -> str:
+    """`text` without its middle: the first and last `SCAN_EDGE_CHARS` (cut at line ends)
+    joined by a line break. Offsets past the cut shift, but their order, all extraction uses
+    them for, is kept; no fact spans the break."""
+    if len(text) <= 2 * SCAN_EDGE_CHARS:
+        return text
+    head = text.rfind("\n", 0, SCAN_EDGE_CHARS) + 1 or SCAN_EDGE_CHARS
+    tail = text.find("\n", len(text) - SCAN_EDGE_CHARS)
+    tail = len(text) - SCAN_EDGE_CHARS if tail < 0 else tail
+    return text[:head] + "\n" + text[tail:]
+
+
+def _spaces(match: re.Match[str]) -> str:
+    return " " * len(match.group())
 
 
 # --- patterns ----------------------------------------------------------------------------
 
 URL = re.compile(r"\b(?:https?|ftp|wss?)://[^\s<>\"'`{}|\\^]+")
-_URL_TAIL = ".,;:!?*'\")]}"
+_URL_TAIL = ".,;:!?*'\")]}$"
 
 _EXTENSIONS = (
     "py|pyi|pyx|ipynb|js|mjs|cjs|jsx|ts|tsx|vue|svelte|json|jsonl|yaml|yml|toml|ini|cfg|conf|"
@@ -263,7 +346,7 @@ _EXTENSIONS = (
     "log|diff|patch|pdf|png|jpg|jpeg|gif|svg|webp|ico|zip|gz|tgz|xz|bz2|tar|whl|so|dylib|dll|"
     "exe|pkl|pt|npy|npz|h5|onnx|wasm|eval|traj"
 )
-_BEFORE = r"(?:(?<=\\[nt])|(?<![\w/.~:@\-\\$%]))"
+_BEFORE = r"(?:(?<![\w/.~:@\-\\$%)}\]])|(?<=\\[nt]))"
 """A fact starts the text, or follows a character that cannot continue it; `\n` and `\t`
 escapes count as separators (tool results are often JSON-encoded text)."""
 
@@ -271,7 +354,7 @@ PATH = re.compile(
     _BEFORE + r"(?:"
     r"(?:~|\.{1,2})?+/[\w.\-+@]++(?:/[\w.\-+@]++)*+/?+"  # /abs/path, ~/x, ./x, ../x
     r"|[\w.\-+@]++(?:/[\w.\-+@]++)++/?+"  # rel/path
-    r"|[\w\-+@][\w.\-+@]*+"  # file.ext (checked in `_path`)
+    r"|[\w\-+@]++(?:\.[\w\-+@]++)++"  # file.ext (the extension is checked in `_path`)
     r")"
     r"(?![\w/(])"
 )
@@ -284,12 +367,32 @@ _ALL_DIGITS = re.compile(r"^[\d/.\-:]+$")
 _BRAND_JS = re.compile(r"^[A-Z]\w*\.js$")
 
 
+_DIRS = frozenset(
+    "src lib libs tests test spec specs docs doc app apps bin scripts script deps vendor "
+    "node_modules packages pkg cmd internal build dist out target config configs conf etc "
+    "examples example assets static public include tools data fixtures benchmarks bench "
+    "notebooks templates components pages hooks types utils api migrations".split()
+)
+"""First parts that make an extension-less relative path (`src/agents/core`) a path rather
+than a slash-separated list of words (`mount/handle_params`, `Elixir/Phoenix/Ash`)."""
+
+_NOT_FACTS = ("/dev/null", "/large_tool_results/", "/conversation_history/")
+"""Paths that are plumbing, not the task's: the null device, and Deep Agents' own offload and
+history files (a policy's artefacts: `ctxlab.survival` reports them as `file`)."""
+
+
 def _path(raw: str) -> str | None:
-    """`raw` as a path fact, or None: absolute paths with an extension or two parts,
-    relative ones with an extension, a trailing slash or two slashes; never a date, fraction
-    or version (`2024/01/02`, `3/4`), never a product name (`Next.js`)."""
+    """`raw` as a path fact, or None.
+
+    Absolute (`/`, `~/`, `./`, `../`): an extension or two parts. Relative: an extension, or a
+    trailing slash, or a first part that is a usual directory name (`src/`, `tests/`...), or
+    a dot-directory (`.github/workflows`). Bare names need a known extension. Never a date,
+    fraction or version (`2024/01/02`, `3/4`), a product (`Next.js`), a git diff side
+    (`a/src/x.py` is `src/x.py`: stripped by the caller) or `_NOT_FACTS`."""
     p = raw.rstrip(_PATH_TAIL)
     if not 3 <= len(p) <= MAX_PATH_CHARS or _ALL_DIGITS.match(p) or _BRAND_JS.match(p):
+        return None
+    if p == "/dev/null" or p.startswith(_NOT_FACTS[1:]):
         return None
     body = p.rstrip("/")
     parts = body.split("/")
@@ -300,14 +403,17 @@ def _path(raw: str) -> str | None:
     if all(s in {".", "..", "~"} for s in parts):
         return None
     ext = bool(_HAS_EXT.search(parts[-1]))
-    slashes = body.count("/")
     if p.startswith(("/", "~/", "./", "../")):
         return p if ext or len(parts) >= 2 else None
-    if slashes == 0:
+    if len(parts) == 1:
         return p if ext and not p.endswith("/") else None
-    if ext or slashes >= 2 or p.endswith("/"):
+    if ext or p.endswith("/") or parts[0] in _DIRS or parts[0].startswith("."):
         return p
     return None
+
+
+_DIFF_SIDE = re.compile(r"^[ab]/(?=[\w.])")
+"""`a/` and `b/` in front of a path in a git diff header."""
 
 
 _NUM = r"(?:\d{1,3}(?:,\d{3})++|\d++)(?:\.\d++)?+"
@@ -344,11 +450,13 @@ _SMALL_COUNT = re.compile(r"^\d\s?+(?!passed|failed|skipped|errors?|errored|fail
 _IP_LIKE = re.compile(r"^\d+\.\d+\.\d+\.\d+$")
 
 IDENTIFIER = re.compile(
-    r"(?<![\w.\-/@$#:\\])"
+    r"(?<![\w.\-/@$#:\\<])"
+    r"(?=[A-Za-z0-9]*+_|\w*+\.[A-Za-z_]|\w*+\(\)|[A-Z]?[a-z0-9]++[A-Z])"
     r"[A-Za-z_]\w*+(?:\.[A-Za-z_]\w*+)*+(?:\(\))?+"
     r"(?![\w\-/@(])"
 )
-"""Word tokens, dotted ones and calls (possessive: always whole); `_identifier` decides."""
+"""Word tokens with an underscore, a dot, a call's `()` or an inner capital, whole (possessive);
+`_identifier` decides. Plain words fail the lookahead in C, never reaching Python."""
 
 _SNAKE = re.compile(r"^_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*$")
 _CAMEL = re.compile(r"^[a-z][a-z0-9]+(?:[A-Z][a-z0-9]+)+[A-Z]?$")
@@ -361,9 +469,11 @@ _BRANDS = frozenset(
     "SQLite DuckDB MongoDB WebSocket WebSockets OAuth iPhone iPad VSCode VsCode JetBrains "
     "PyCharm IntelliJ CloudFlare DigitalOcean HuggingFace ChatGPT ClickHouse NextJs ReactJs "
     "NodeJs VueJs VueJS TodoMVC McDonald McKinsey OpenTelemetry PowerShell AutoGen CrewAI "
-    "LlamaIndex SwiftUI".split()
+    "LlamaIndex SwiftUI HexDocs GitHubActions CircleCI".split()
 )
-_DOMAIN_TAIL = re.compile(r"\.(?:com|org|net|io|ai|dev|gov|edu|uk|co|app|sh|me|us|de|fr)$")
+_DOMAIN_TAIL = re.compile(
+    r"\.(?:com|org|net|io|ai|dev|gov|edu|uk|co|app|sh|me|us|de|fr|pm|info|xyz|tv|ly|gg|cloud)$"
+)
 _ID_NOISE = re.compile(
     r"^(?:toolu|call|msg|run|chatcmpl|resp|req|sess|sesn|fc|item|rs|evt|ws)_|[0-9a-f]{8,}", re.I
 )
@@ -407,34 +517,49 @@ def _identifier(token: str) -> bool:
 
 
 _ERROR = re.compile(
-    r"^[ \t]*(?:E[ \t]+)?(?:[\w./\\-]+:\d+(?::\d+)?:[ \t]*)?"
+    r"[ \t]*(?:E[ \t]+)?(?:[\w./\\-]+:\d+(?::\d+)?:[ \t]*)?"
     r"(?P<fact>"
     r"(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault)(?::[ \t]+\S.*)?"
     r"|(?:error|ERROR|Error|fatal|FATAL|Fatal|panic|npm ERR!)(?:\[[\w\-]+\])?[:!][ \t]+\S.*"
     r"|FAILED[ \t]+\S.*"
-    r"|.*\b(?:[Ee]xit(?:ed)?(?: with)? (?:code|status)|returned non-zero exit status)"
-    r"[: ]+[1-9]\d*\b.*"
-    r"|.*\bcommand not found\b.*"
-    r"|.*\bSegmentation fault\b.*"
-    r")$",
-    re.M,
+    r"|<tool_use_error>.*?(?=</tool_use_error>|$)"
+    r")(?:</tool_use_error>)?$"
 )
-"""An error line: an exception line (`ValueError: ...`, a Traceback's last line), an
-`error:`/`fatal:`/`panic:` line, a pytest `FAILED` line, a non-zero exit status."""
+"""An error line, read from its start: an exception line (`ValueError: ...`, a Traceback's
+last line), an `error:`/`fatal:`/`panic:` line, a pytest `FAILED` line, a Claude Code
+`<tool_use_error>`."""
+
+_ERROR_ANYWHERE = re.compile(
+    r"[^\n]*\b(?:(?:[Ee]xit(?:ed)?(?: with)? (?:code|status)|returned non-zero exit status)"
+    r"[: ]+[1-9]\d*\b|command not found\b|Segmentation fault\b)[^\n]*"
+)
+"""An error line known by a phrase anywhere in it: a non-zero exit status, `command not
+found`, `Segmentation fault` (tried only on lines holding `_ANYWHERE_HINTS`)."""
+
+_ANYWHERE_HINTS = ("xit", "not found", "egmentation")
+
+_FIRST_LINE = re.compile(
+    r"^(?![ \t]*(?:npm )?warn(?:ing)?\b)[ \t]*\S(?:(?!\\n)[^\n])*", re.M | re.I
+)
+"""The first line of a failed result that is not a warning (a `\\n` escape ends it too)."""
+
+_CODE_END = re.compile(r"[,;{(\[]$|=>|\)\s*\{")
+"""An `error:` line ending like code (`error: vi.fn(),`): an object field, not an error."""
 
 _ERROR_CODE_LINE = re.compile(
-    r"^\s*(?:raise|except|catch|throw|class|def|import|from|return)\b|"
-    r"^\s*\d+[\t→|:]|^\s*\d+ {2}"
+    r"[ \t]*(?:(?:raise|except|catch|throw|class|def|import|from|return)\b|\d+(?:[\t→|:]| {2}))"
 )
+"""A line of code or of a numbered file listing (`raise ValueError(...)`, `  12\tValueError:`):
+it names an error, it does not report one."""
 
 _INSTRUCTION = re.compile(
-    r"(?<![\w\-])(?:must|never|don'?t|do not|doesn'?t need|only|always|make sure|ensure|avoid|"
-    r"should(?: not|n'?t)|must not|mustn'?t|cannot|can'?t|no need to|without|instead of)"
+    r"(?<![\w\-])(?:must|never|don['’]?t|do not|doesn['’]?t need|only|always|make sure|ensure|"
+    r"avoid|should(?: not|n['’]?t)|mustn['’]?t|cannot|can['’]?t|no need to)"
     r"(?![\w\-])",
     re.I,
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])[ \t]+(?=[\"'(`*A-Z0-9])|\n+")
-_LIST_MARK = re.compile(r"^(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+|#+\s+)")
+_LIST_MARK = re.compile(r"^(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)")
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _QUOTED_BLOCK = re.compile(
     r"<(issue_description|pr_description|issue|code|file|document)>.*?</\1>|"
@@ -460,31 +585,33 @@ def extract(trace: Trace) -> list[Fact]:
     distinct `normalise`d text (its first appearance wins, whatever the category).
 
     Deterministic and linear in the history's size. System messages, summaries and harness
-    texts (offload stubs, injected reminders, skill and AGENTS.md expansions) give no facts.
+    texts (offload stubs, injected reminders, skill and AGENTS.md expansions, the prompt a
+    Claude Code slash command expands to) give no facts.
     """
     facts: list[Fact] = []
     seen: set[str] = set()
     goal_done = False
     call_names: dict[str, str] = {}
+    expansion = False
     for position, message in enumerate(trace.messages):
         found: list[_Found] = []
         if isinstance(message, SystemMessage) or message_facts.is_summary(message):
             continue
         raw = message_facts.message_text(message)
-        if _injected(raw):
+        after_command, expansion = expansion, "<command-name>" in raw
+        if _injected(raw) or (after_command and isinstance(message, HumanMessage)):
             continue
-        text = _own_text(raw)
+        text = _own_text(_edges(raw))
+        calls: list[list[_Found]] = []
         if isinstance(message, AIMessage):
             found.extend(_prose(text))
-            base = len(raw) + 1
             for call in message.tool_calls:
                 if call.get("id"):
                     call_names[call["id"]] = call["name"]
-                found.extend(_call(call, base))
-                base += len(invocation(call["name"], call.get("args"))) + 1
+                calls.append(_call(call))
         elif isinstance(message, ToolMessage):
             tool = (message.name or call_names.get(message.tool_call_id, "")).lower()
-            found.extend(_result(text, tool))
+            found.extend(_result(text, tool, message.status == "error"))
         elif isinstance(message, HumanMessage) or not isinstance(message, AIMessage):
             if not goal_done:
                 goal = _goal(text)
@@ -493,7 +620,7 @@ def extract(trace: Trace) -> list[Fact]:
                     goal_done = True
             found.extend(_prose(text, human=True))
         found.sort(key=lambda f: f.offset)
-        for item in found:
+        for item in found + [item for call in calls for item in call]:
             key = normalise(item.text)
             if key and key not in seen:
                 seen.add(key)
@@ -514,38 +641,110 @@ def _blank(text: str, spans: Sequence[tuple[int, int]]) -> str:
     return "".join(out)
 
 
+def _lines(text: str, hits: Iterable[int]) -> list[tuple[int, int]]:
+    """The (start, end) spans of the lines of `text` holding the ascending positions `hits`.
+
+    Extraction runs its patterns only on lines a cheap scan (`str.find`, a pattern starting
+    with a literal) flagged: every fact but a goal or instruction lies within one line, so the
+    result is what a scan of the whole text gives, at a fraction of its cost on large results.
+    """
+    spans: list[tuple[int, int]] = []
+    end = -1
+    for at in hits:
+        if at <= end:
+            continue
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        if end < 0:
+            end = len(text)
+        spans.append((start, end))
+    return spans
+
+
+def _finds(text: str, needles: Sequence[str]) -> list[int]:
+    """Every position of any of `needles` in `text`, ascending (C-speed `str.find` loops)."""
+    hits: list[int] = []
+    for needle in needles:
+        at = text.find(needle)
+        while at >= 0:
+            hits.append(at)
+            at = text.find(needle, at + 1)
+    hits.sort()
+    return hits
+
+
+_EXT_AT = re.compile(r"\.(?:" + _EXTENSIONS + r")\b", re.I)
+
+
+def _path_hints(text: str) -> list[int]:
+    """Where a path can be: a slash, or a dot starting a known extension."""
+    return [at for at in _finds(text, ("/", ".")) if text[at] == "/" or _EXT_AT.match(text, at)]
+
+
 def _urls_paths(text: str) -> tuple[list[_Found], str]:
     """URLs and paths of `text`, and the text with both blanked out (so their parts are not
     taken for numbers or identifiers)."""
     found: list[_Found] = []
     spans: list[tuple[int, int]] = []
-    for m in URL.finditer(text):
-        url = m.group().rstrip(_URL_TAIL)
-        if url.count("(") > url.count(")") and m.group()[len(url) : len(url) + 1] == ")":
-            url += ")"
-        if len(url) > len(m.group(0).split("://")[0]) + 4 and _fits(text, m.start(), url):
-            found.append(_Found(m.start(), url, "url"))
-        spans.append(m.span())
+    for a, b in _lines(text, _finds(text, ("://",))):
+        for m in URL.finditer(text, a, b):
+            url = m.group().rstrip(_URL_TAIL)
+            if url.count("(") > url.count(")") and m.group()[len(url) : len(url) + 1] == ")":
+                url += ")"
+            if len(url) > len(m.group().split("://")[0]) + 4 and _fits(text, m.start(), url):
+                found.append(_Found(m.start(), url, "url"))
+            spans.append(m.span())
     masked = _blank(text, spans)
     spans = []
-    for m in PATH.finditer(masked):
-        path = _path(m.group())
-        if path is not None and _fits(masked, m.start(), path):
-            found.append(_Found(m.start(), path, "path"))
-            spans.append(m.span())
+    for a, b in _lines(masked, _path_hints(masked)):
+        for m in PATH.finditer(masked, a, b):
+            raw, start = m.group(), m.start()
+            if _DIFF_SIDE.match(raw):
+                raw, start = raw[2:], start + 2
+            path = _path(raw)
+            if path is not None and _fits(masked, start, path):
+                found.append(_Found(start, path, "path"))
+                spans.append(m.span())
     return found, _blank(masked, spans)
 
 
+_NUMBER_AT = re.compile(r"\d(?:[ ,]?[%a-zA-Zµ×]|\.\d+\.\d)|\$\d")
+"""Where a measured number can be: a digit before a unit, `%` or a version's dots, or `$`."""
+
+
+def _number_hints(text: str) -> list[int]:
+    return [at for at in _finds(text, "0123456789$") if _NUMBER_AT.match(text, at)]
+
+
+_PROGRESS = re.compile(r"\[\s*\d+%\]")
+"""A progress indicator (`[ 52%]` in pytest's output), not a measured share."""
+
+_HARNESS_LINE = re.compile(r"(?:Chunk ID|Wall time|Original token count|Total output lines):")
+"""Codex's header lines on a command's output (its own timing and sizes, not the command's)."""
+
+
 def _numbers(text: str) -> Iterator[_Found]:
-    for m in NUMBER.finditer(text):
-        value = m.group()
-        if _IP_LIKE.match(value):
+    for a, b in _lines(text, _number_hints(text)):
+        if _HARNESS_LINE.match(text, a):
             continue
-        if _SMALL_COUNT.match(value) and not value.endswith(("%", "ms", "s")):
-            continue
-        if not _fits(text, m.start(), value):
-            continue
-        yield _Found(m.start(), value, "number")
+        for m in NUMBER.finditer(text, a, b):
+            value = m.group()
+            if _IP_LIKE.match(value):
+                continue
+            if _SMALL_COUNT.match(value) and not value.endswith(("%", "ms", "s")):
+                continue
+            if value.endswith("%") and _in_progress(text, m.start(), a):
+                continue
+            if _fits(text, m.start(), value):
+                yield _Found(m.start(), value, "number")
+
+
+def _in_progress(text: str, at: int, line_start: int) -> bool:
+    """Is the percentage at `at` a `[ 52%]` progress indicator?"""
+    k = at - 1
+    while k > line_start and text[k] == " ":
+        k -= 1
+    return text[k] == "[" and _PROGRESS.match(text, k) is not None
 
 
 def _identifiers(text: str) -> Iterator[_Found]:
@@ -569,24 +768,72 @@ def _prose(text: str, human: bool = False) -> list[_Found]:
     return found
 
 
-def _result(text: str, tool: str) -> list[_Found]:
-    """Facts of a tool result: urls and paths; errors and numbers unless it shows a file."""
+_VENDORED = re.compile(
+    r"(?:^|/)(?:node_modules|site-packages|dist-packages|\.venv|\.git|__pycache__)/"
+)
+"""Third-party and tooling trees: a listing of them in a tool result is not the task's paths."""
+
+
+def _result(text: str, tool: str, failed: bool) -> list[_Found]:
+    """Facts of a tool result: urls and paths (not inside vendored trees); errors and numbers
+    unless it shows a file. A result marked failed with no error line gives its first line."""
     found, masked = _urls_paths(text)
+    found = [f for f in found if f.category != "path" or not _VENDORED.search(f.text)]
+    errors = list(_errors(text)) if tool not in READ_TOOLS or failed else []
+    if failed and not errors:
+        first = _FIRST_LINE.search(text)
+        if first is not None and first.group().strip().lower() != "error":
+            errors.append(_Found(first.start(), _clip(first.group().rstrip()), "error"))
+    found.extend(errors)
     if tool not in READ_TOOLS:
         found.extend(_numbers(masked))
-        found.extend(_errors(text))
     return found
 
 
+_ERROR_HINTS = (
+    "rror",
+    "RROR",
+    "xception",
+    "atal",
+    "ATAL",
+    "panic",
+    "ERR!",
+    "FAILED",
+    "xit",
+    "nterrupt",
+    "Fault",
+    "not found",
+    "egmentation",
+    "tool_use_error",
+)
+"""Substrings every `_ERROR` line holds one of (found with `str.find`, then the line is read)."""
+
+
 def _errors(text: str) -> Iterator[_Found]:
-    for m in _ERROR.finditer(text):
-        line_start = text.rfind("\n", 0, m.start()) + 1
-        line = text[line_start : m.end()]
-        if _ERROR_CODE_LINE.match(line):
+    for a, b in _lines(text, _finds(text, _ERROR_HINTS)):
+        if _ERROR_CODE_LINE.match(text, a, b):
             continue
-        fact = _clip(m.group("fact").strip())
+        m = _ERROR.match(text, a, b)
+        if m is not None:
+            start, fact = m.start("fact"), m.group("fact")
+        elif any(hint in text[a:b] for hint in _ANYWHERE_HINTS):
+            m = _ERROR_ANYWHERE.match(text, a, b)
+            if m is None:
+                continue
+            line = m.group()
+            start, fact = a + len(line) - len(line.lstrip()), line
+        else:
+            continue
+        fact = _clip(fact.strip())
+        if fact.startswith("<tool_use_error>"):
+            fact = fact[len("<tool_use_error>") :].strip()
+            if fact:
+                yield _Found(start + len("<tool_use_error>"), fact, "error")
+            continue
+        if _CODE_END.search(fact):
+            continue
         if len(fact) >= 4:
-            yield _Found(m.start("fact"), fact, "error")
+            yield _Found(start, fact, "error")
 
 
 def _instructions(text: str) -> Iterator[_Found]:
@@ -614,9 +861,24 @@ def _instructions(text: str) -> Iterator[_Found]:
         yield _Found(offset + lead, stripped, "instruction")
 
 
+_TASK_TITLE = re.compile(
+    r"(?:<(?:issue_description|pr_description)>|^ISSUE:)[ \t]*\n\s*(?P<title>\S[^\n]*)", re.M
+)
+"""The issue a benchmark task quotes (OpenHands' `<issue_description>`, SWE-agent's `ISSUE:`):
+its first line is the task's title."""
+
+_MARKUP_LINE = re.compile(r"^[ \t]*<[^>\n]*>[ \t]*$", re.M)
+
+
 def _goal(text: str) -> _Found | None:
     """The first request: the whole message if short, else its first line, else that line's
-    first sentence, else a prefix cut at a space (always verbatim, so `mentions` finds it)."""
+    first sentence, else a prefix cut at a space (always verbatim, so `mentions` finds it).
+    A benchmark task's message gives the quoted issue's title; lines that are only markup tags
+    (`<uploaded_files>`) are passed over."""
+    title = _TASK_TITLE.search(text)
+    if title is not None:
+        return _Found(title.start("title"), _clip(title.group("title").strip()), "goal")
+    text = _MARKUP_LINE.sub(lambda m: " " * len(m.group()), text)
     stripped = text.strip()
     if not stripped:
         return None
@@ -638,9 +900,10 @@ def _clip(text: str) -> str:
     return text[: cut if cut > MAX_FACT_CHARS // 2 else MAX_FACT_CHARS].rstrip()
 
 
-def _call(call: dict[str, Any], base: int) -> list[_Found]:
-    """Facts of one tool call: its shell command or its invocation, plan items, and the
-    paths and urls in its arguments."""
+def _call(call: dict[str, Any]) -> list[_Found]:
+    """Facts of one tool call, in order: its shell command or its invocation, plan items, and
+    the paths and urls in its arguments. An invocation needs a non-blank string argument
+    (polls like Codex's `write_stdin` with no input are not invocations anyone names again)."""
     name = call["name"]
     args = call.get("args") or {}
     lower = name.lower()
@@ -651,18 +914,19 @@ def _call(call: dict[str, Any], base: int) -> list[_Found]:
         for i, item in enumerate(items if isinstance(items, list) else []):
             content = item.get(key) if isinstance(item, dict) else None
             if isinstance(content, str) and content.strip():
-                found.append(_Found(base + i, _clip(content.strip()), "todo"))
+                found.append(_Found(i, _clip(content.strip()), "todo"))
         return found
+    values = list(_strings(args))
     command = _shell_command(lower, args)
     if command is not None:
-        found.append(_Found(base, command, "command"))
-    else:
+        found.append(_Found(0, command, "command"))
+    elif any(v.strip() for v in values) and sum(map(len, values)) < MAX_INVOCATION_CHARS:
         text = invocation(name, args)
-        if args and len(text) <= MAX_INVOCATION_CHARS and "\\n" not in text:
-            found.append(_Found(base, text, "command"))
-    for i, value in enumerate(_strings(args)):
-        for item in _urls_paths(value)[0]:
-            found.append(_Found(base + 1 + i, item.text, item.category))
+        if len(text) <= MAX_INVOCATION_CHARS and "\\n" not in text:
+            found.append(_Found(0, text, "command"))
+    for value in values:
+        if len(value) <= MAX_ARG_SCAN_CHARS:
+            found.extend(sorted(_urls_paths(value)[0], key=lambda f: f.offset))
     return found
 
 
@@ -694,6 +958,7 @@ def _strings(value: Any) -> Iterator[str]:
 __all__ = [
     "CATEGORIES",
     "Fact",
+    "Haystack",
     "extract",
     "invocation",
     "keys",

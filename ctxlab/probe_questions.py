@@ -13,6 +13,7 @@ questions, byte for byte.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -71,9 +72,24 @@ CONTINUATION = (
     "three sentences; do not call tools."
 )
 DECISION = (
-    "What decisions has the agent made so far in this task, and why? Answer in at most three "
+    'Earlier in this conversation the agent said: "{claim}". Why? Answer in at most two '
     "sentences; do not call tools."
 )
+REASON = re.compile(r"\s(?:because|since|so that|in order to|instead of)\s", re.I)
+"""Where a statement of the agent gives its reason: the claim is what comes before."""
+SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+MIN_CLAIM_WORDS = 3
+
+
+def reasoned(text: str) -> tuple[str, str] | None:
+    """The last sentence of `text` that gives a reason, as (claim, whole sentence), or None."""
+    for sentence in reversed([s.strip() for s in SENTENCE.split(text) if s.strip()]):
+        found = REASON.search(sentence)
+        if found and len(sentence[: found.start()].split()) >= MIN_CLAIM_WORDS:
+            return sentence[: found.start()].strip(), sentence
+    return None
+
+
 NEXT_ACTION = "(none: the replayed request is sent as is and the model's next tool call compared)"
 """What the `question` column says of a next-action probe, which asks nothing."""
 
@@ -113,8 +129,8 @@ def _unplaced(noun: str) -> str:
     """A fact found neither verbatim in its message's text nor in a tool argument (the
     extractor normalised it): asked for by kind alone."""
     return (
-        f"Earlier in this conversation, which {noun}s were mentioned? List every one. "
-        + ANSWER_ONLY.format(noun=noun)
+        f"Earlier in this conversation, which {noun}s were mentioned? List every one exactly "
+        "as written, one a line; do not call tools."
     )
 
 

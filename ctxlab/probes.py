@@ -12,9 +12,11 @@ it:
 * `next_action`: the request sent as is, with the trace's tools bound; 1.0 if the model's first
   tool call has the recorded call's tool and arguments, 0.5 the tool only, 0 otherwise (asked only
   at turns whose recorded output calls a tool);
-* `continuation` and `decision`: free text graded 0-5 by a judge model (`ctxlab.probe_judge`)
-  against the full-context answer, divided by 5. Without a judge they are not asked: their rows
-  stay, with null answers and scores (`NO_JUDGE` says so).
+* `continuation` ("what should the agent do next?") and `decision` ("the agent said X: why?",
+  X the latest reasoned statement of the agent the request no longer holds verbatim, else the
+  latest): free text graded 0-5 by a judge model (`ctxlab.probe_judge`) against the
+  full-context answer and what the recorded run did or said, divided by 5. Without a judge
+  they are not asked: their rows stay, with null answers and scores (`NO_JUDGE` says so).
 
 `plan` decides the probes (no model), `dry_run` prices their calls (no model call), `run` asks
 them through a `ProbeCache`, so a rerun is free. Probe lists, questions and frames depend only on
@@ -37,8 +39,8 @@ from langchain_core.rate_limiters import BaseRateLimiter
 
 from ctxlab import probe_questions as q
 from ctxlab import tokens as tk
-from ctxlab.facts import Fact, mentions
-from ctxlab.message_facts import chars_per_token
+from ctxlab.facts import Fact, mentions, mentions_normalised, normalise
+from ctxlab.message_facts import chars_per_token, message_text
 from ctxlab.pricing import rates_for
 from ctxlab.probe_calls import (
     Call,
@@ -50,8 +52,8 @@ from ctxlab.probe_calls import (
     model_name,
     with_rate_limiter,
 )
-from ctxlab.probe_judge import judge_prompt, parse_grade
-from ctxlab.requests import request_messages
+from ctxlab.probe_judge import judge_prompt, parse_grade, recorded
+from ctxlab.requests import Requests
 
 if TYPE_CHECKING:
     from ctxlab.replay import Replay
@@ -153,6 +155,8 @@ def plan(
     if bad:
         raise ValueError(f"turns {bad} out of range: the replay has turns 0-{count - 1}")
     evicted = facts.filter(pl.col("evicted_turn").is_not_null()).with_row_index("order")
+    requests = Requests(replay)
+    changed = _changed_paths(trace, evicted) if "artifact" in kinds else []
     out: list[Probe] = []
     previous = -1
     for turn in chosen:
@@ -160,15 +164,15 @@ def plan(
         if "recall" in kinds:
             out += _recall(trace, evicted, previous, turn, max_facts)
         if "artifact" in kinds:
-            out += _artifact(trace, evicted, turn, position)
+            out += _artifact(changed, turn, position)
         if "next_action" in kinds:
             out += _next_action(trace, turn)
         if "continuation" in kinds:
             output = trace.turns[turn].output
-            recorded = Reply.of(output).shown() if output is not None else ""
-            out.append(Probe(turn, "continuation", q.CONTINUATION, recorded))
+            did = Reply.of(output).shown() if output is not None else ""
+            out.append(Probe(turn, "continuation", q.CONTINUATION, did))
         if "decision" in kinds:
-            out.append(Probe(turn, "decision", q.DECISION, ""))
+            out += _decision(trace, requests, turn, position)
         previous = turn
     return out
 
@@ -209,24 +213,29 @@ def _recall(
     return out
 
 
-def _artifact(trace: Trace, evicted: pl.DataFrame, turn: int, position: int) -> list[Probe]:
-    written = [
-        json.dumps(call.get("args", {}), ensure_ascii=False)
-        for m in trace.messages[:position]
-        if isinstance(m, AIMessage)
-        for call in m.tool_calls
-        if WRITING_TOOLS.search(call["name"])
-    ]
+def _changed_paths(trace: Trace, evicted: pl.DataFrame) -> list[tuple[Fact, int, int]]:
+    """Evicted path facts a writing tool was called with: (fact, its evicted turn, the
+    position of the first such call), in the facts' order."""
     paths = [
-        fact
-        for fact in map(
-            _fact,
-            evicted.filter(
-                (pl.col("category") == "path") & (pl.col("evicted_turn") <= turn)
-            ).iter_rows(named=True),
-        )
-        if any(mentions(args, fact) for args in written)
+        (_fact(row), row["evicted_turn"])
+        for row in evicted.filter(pl.col("category") == "path").iter_rows(named=True)
     ]
+    first: dict[int, int] = {}
+    for p, m in enumerate(trace.messages):
+        if not isinstance(m, AIMessage):
+            continue
+        for call in m.tool_calls:
+            if not WRITING_TOOLS.search(call["name"]):
+                continue
+            args = normalise(json.dumps(call.get("args", {}), ensure_ascii=False))
+            for i, (fact, _) in enumerate(paths):
+                if i not in first and mentions_normalised(args, fact):
+                    first[i] = p
+    return [(fact, turn, first[i]) for i, (fact, turn) in enumerate(paths) if i in first]
+
+
+def _artifact(changed: list[tuple[Fact, int, int]], turn: int, position: int) -> list[Probe]:
+    paths = [fact for fact, evicted, written in changed if evicted <= turn and written < position]
     if not paths:
         return []
     expected = "\n".join(f.text for f in paths)
@@ -243,10 +252,32 @@ def _next_action(trace: Trace, turn: int) -> list[Probe]:
     return [Probe(turn, "next_action", q.NEXT_ACTION, expected, action=action)]
 
 
+def _decision(trace: Trace, requests: Requests, turn: int, position: int) -> list[Probe]:
+    """The agent's latest reasoned statement ("X because Y") before `position`, preferring one
+    the request at `turn` no longer holds as written; none if the agent never gave a reason."""
+    found: tuple[str, str] | None = None
+    for p in range(position - 1, -1, -1):
+        message = trace.messages[p]
+        if not isinstance(message, AIMessage):
+            continue
+        said = q.reasoned(message_text(message))
+        if said is None:
+            continue
+        if requests.status(p, turn)[0] != "kept":
+            found = said
+            break
+        found = found or said
+    if found is None:
+        return []
+    claim, sentence = found
+    return [Probe(turn, "decision", q.DECISION.format(claim=claim), sentence)]
+
+
 def tool_schemas(trace: Trace) -> tuple[dict[str, Any], ...]:
-    """The tools next-action probes bind: the trace's schemas as sent, else one per tool the
-    recorded agent called, with the argument names it passed (a model cannot call a tool it
-    is not offered)."""
+    """The tools every probe call binds: the trace's schemas as sent, else one per tool the
+    recorded agent called, with the argument names it passed. The request as the agent sent it
+    offered them, a model cannot call a tool it is not offered (next action), and some
+    providers refuse a history holding tool calls without tool definitions."""
     if trace.tools:
         return tuple(trace.tools)
     seen: dict[str, dict[str, None]] = {}
@@ -268,17 +299,18 @@ def tool_schemas(trace: Trace) -> tuple[dict[str, Any], ...]:
 
 
 class _Contexts:
-    """The two contexts of each probe turn, built once: the replayed request and the full
-    history before the call."""
+    """The two contexts of each probe turn, built once: the replayed request
+    (`ctxlab.requests.Requests`, its event index made once for all turns) and the full history
+    before the call."""
 
     def __init__(self, replay: Replay) -> None:
-        self.replay = replay
         self.trace = _trace(replay)
+        self.requests = Requests(replay)
         self.compacted = memoize(self._compacted)
         self.full = memoize(self._full)
 
     def _compacted(self, turn: int) -> tuple[BaseMessage, ...]:
-        return tuple(r.message for r in request_messages(self.replay, turn))
+        return tuple(r.message for r in self.requests.at(turn))
 
     def _full(self, turn: int) -> tuple[BaseMessage, ...]:
         return tuple(self.trace.messages[: self.trace.turns[turn].position])
@@ -359,8 +391,6 @@ def run(
             if probe.kind in JUDGED:
                 row["score"], row["ceiling_score"] = grades[id(probe)]
                 row["judged_by"] = model_name(judge) if judge is not None else None
-                if probe.kind == "decision":
-                    row["expected"] = ceiling.shown()
             else:
                 row["score"], row["ceiling_score"] = _score(probe, answer), _score(probe, ceiling)
         rows.append(row)
@@ -381,9 +411,8 @@ def _judge(
     calls = []
     for probe in judged:
         answer, ceiling = answers[id(probe)]
-        recorded = probe.expected if probe.kind == "continuation" else None
         for graded in (answer, ceiling):
-            prompt = judge_prompt(probe.question, ceiling.shown(), graded.shown(), recorded)
+            prompt = judge_prompt(probe.question, ceiling.shown(), graded.shown(), recorded(probe))
             calls.append(Call(judge, prompt, (HumanMessage(content=prompt),)))
     replies = ask(calls, cache, max_concurrency=max_concurrency)
     return {
@@ -433,9 +462,8 @@ def dry_run(
             tokens = _tokens(model, call.messages, call.tools)
             rows.append(_priced(probe, label, model, tokens, hit))
         if probe.kind in JUDGED and judge is not None:
-            recorded = probe.expected if probe.kind == "continuation" else None
             filler = "x" * int(ANSWER_TOKENS * tk.CHARS_PER_TOKEN)
-            prompt = judge_prompt(probe.question, filler, filler, recorded)
+            prompt = judge_prompt(probe.question, filler, filler, recorded(probe))
             tokens = _tokens(judge, (HumanMessage(content=prompt),), ())
             rows += [
                 _priced(probe, label, judge, tokens, None) for label in ("judge", "judge_ceiling")

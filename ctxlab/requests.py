@@ -7,18 +7,18 @@ widgets need what the model would have read, so this module rebuilds it with the
 put in its place, a truncated one with its arguments cut, a masked one as its placeholder, a
 summarised or dropped one absent, and the summary in the place of what it summarised.
 
-Exact for `deepagents` (the stubs, truncated arguments, summary message, system prompt,
+Exact for `deepagents`: the stubs, truncated arguments, summary message, system prompt,
 reasoning dropped after a summary, refused parallel file mutations and rolled-back overflow
-turns are those of `ctxlab.policies.deepagents`; token counts match the replay's, see
-tests/test_requests.py) and for the catalogue's `tool-result-offload`. For the other catalogue
-policies the message set is exact but some texts are not reconstructible from events: a
-summary is sent with the harness's wording where it is a fixed prefix (langchain-summarization,
-claude-code, codex, inspect-summary) and as the summariser's text alone otherwise; a masked
-result is the policy's placeholder (`"[masked]"` where the placeholder depends on state the
-event does not keep); a message a harness rewrote while keeping it (codex's shortened user
-messages) counts as summarised, never as kept, so survival errs towards loss. Where a pipeline
-or policy inserts a summary among kept messages, it is placed where the history it replaced
-began.
+turns are those of `ctxlab.policies.deepagents`, and tests/test_requests.py checks every
+request message for message against the real middleware. Every built-in preset's rebuilt
+requests have the replay's message and token counts at every turn (same test file): summaries
+carry each harness's fixed wording (JetBrains' checkpoints accumulate as its stage sends them),
+masked results each policy's placeholder. What events cannot tell is approximated
+conservatively: a policy registered from outside gets its summary as the summariser's text
+alone and `"[masked]"` as placeholder; a message a harness rewrote while keeping it (codex's
+shortened long user messages) is listed by its event as gone, so it counts as summarised,
+never kept; a summary inserted among kept messages is placed where the history it replaced
+began (codex sends the user messages it keeps before its summary).
 """
 
 from __future__ import annotations
@@ -119,6 +119,13 @@ class Requests:
                 self.summaries.append(change)
             for p in event.messages:
                 self.changes.setdefault(p, []).append(change)
+        members = dict(_member_params(replay))
+        jetbrains = members.get("jetbrains-llm-summary") or members.get("jetbrains-hybrid")
+        self.checkpoints = None
+        """JetBrains' checkpoints accumulate in the request instead of replacing each other."""
+        if jetbrains is not None:
+            static = jetbrains.get("enable_static_checkpointing", True)
+            self.checkpoints = "static" if static else "kept"
         self.system_source = (
             0 if self.messages and isinstance(self.messages[0], SystemMessage) else None
         )
@@ -141,15 +148,16 @@ class Requests:
             return "truncated", None
         return found
 
-    def summary(self, turn: int) -> Change | None:
-        """The summarize change whose summary is in the request at `turn`."""
-        current = None
-        for change in self.summaries:
-            if change.turn > turn:
-                break
-            if change.active(turn):
-                current = change
-        return current
+    def summaries_at(self, turn: int) -> list[Change]:
+        """The summarize changes whose summaries are in the request at `turn`, in order: the
+        latest one, or for JetBrains' checkpoints every one so far (on the call that makes a
+        new one with static checkpointing, that one alone)."""
+        active = [c for c in self.summaries if c.turn <= turn and c.active(turn)]
+        if not self.checkpoints:
+            return active[-1:]
+        if self.checkpoints == "static" and active and active[-1].turn == turn:
+            return active[-1:]
+        return active
 
     def summary_message(self, change: Change) -> BaseMessage:
         """The summary message the policy inserted for a summarize event."""
@@ -158,7 +166,7 @@ class Requests:
         if text is None:
             where = f" is in {event.file_path}" if event.file_path else " was not recorded"
             return summary_message(f"(no summary text recorded; the summarised history{where})")
-        return summary_message(_summary_wording(self.replay, event, text))
+        return _summary_form(self.replay, event, text)
 
     def form(self, p: int, status: str, event: Event | None, turn: int) -> BaseMessage:
         """Message `p` as sent with `status` (set by `event`) at `turn`."""
@@ -203,30 +211,31 @@ class Requests:
         """The request at `turn` (row index of `replay.turns`)."""
         position = self.positions[turn]
         out: list[RequestMessage] = []
-        summary = self.summary(turn)
+        pending = [
+            RequestMessage(self.summary_message(c), None, "summary")
+            for c in self.summaries_at(turn)
+        ]
         start = 0
         if self.deep is not None:
             system = self.deep.system
             source = 0 if self.system_source is not None and system is self.messages[0] else None
             out.append(RequestMessage(system, source, "kept" if source is not None else "summary"))
             start = 1 if self.system_source is not None else 0
-            if summary is not None:
-                out.append(RequestMessage(self.summary_message(summary), None, "summary"))
-                summary = None
+            out.extend(pending)
+            pending = []
         for p in range(start, position):
             status, event = self.status(p, turn)
             if status in ABSENT:
-                if summary is not None and status == "summarised":
-                    out.append(RequestMessage(self.summary_message(summary), None, "summary"))
-                    summary = None
+                if status == "summarised":
+                    out.extend(pending)
+                    pending = []
                 continue
             shown = status
             base = self.base.get(p) if status == "kept" else None
             if base is not None:
                 shown = base[1]
             out.append(RequestMessage(self.form(p, status, event, turn), p, shown))
-        if summary is not None:
-            out.append(RequestMessage(self.summary_message(summary), None, "summary"))
+        out.extend(pending)
         return out
 
 
@@ -331,9 +340,13 @@ def _call_of(messages: Sequence[BaseMessage], p: int, call_id: str) -> dict | No
 
 def _masked(replay: Replay, message: BaseMessage) -> BaseMessage:
     """A masked observation with the policy's placeholder (AIMessages stay as they are)."""
+    from ctxlab.policies.masking import _swe_placeholder
+
     if not isinstance(message, ToolMessage):
         return message
     text = _placeholder(replay)
+    if text is None:  # SWE-agent's placeholder counts the lines it hides
+        text = _swe_placeholder(message)
     return message.model_copy(update={"content": text, "artifact": None})
 
 
@@ -344,7 +357,9 @@ def _member_params(replay: Replay) -> list[tuple[str, dict[str, Any]]]:
     return [(replay.policy, replay.params)]
 
 
-def _placeholder(replay: Replay) -> str:
+def _placeholder(replay: Replay) -> str | None:
+    """The placeholder text of the policy's masking stage; None for SWE-agent's, which depends
+    on the message."""
     from ctxlab.policies.inspect import TOOL_RESULT_PLACEHOLDER
 
     for name, params in _member_params(replay):
@@ -352,6 +367,8 @@ def _placeholder(replay: Replay) -> str:
             return str(params["placeholder"])
         if name == "inspect-edit":
             return TOOL_RESULT_PLACEHOLDER
+        if name in ("observation-masking", "swe-agent-masking", "jetbrains-hybrid"):
+            return None
     return DEFAULT_PLACEHOLDER
 
 
@@ -375,6 +392,18 @@ def _summary_wording(replay: Replay, event: Event, text: str) -> str:
     if "inspect-summary" in names:
         return INSPECT_SUMMARY.format(summary=text)
     return text
+
+
+def _summary_form(replay: Replay, event: Event, text: str) -> BaseMessage:
+    """The message a summarize event inserted: a user-role summary, or for JetBrains' policies
+    an assistant "Checkpoint for the last n turns:" message."""
+    from ctxlab.policies.jetbrains import checkpoint_item
+
+    members = dict(_member_params(replay))
+    for name in ("jetbrains-llm-summary", "jetbrains-hybrid"):
+        if name in members:
+            return checkpoint_item(int(members[name].get("n", 21)), text).msg
+    return summary_message(_summary_wording(replay, event, text))
 
 
 __all__ = ["REQUEST_STATUSES", "RequestMessage", "Requests", "request_messages"]

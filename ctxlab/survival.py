@@ -14,11 +14,13 @@ own test.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from xml.sax.saxutils import unescape
 
 import polars as pl
 
@@ -26,8 +28,6 @@ from ctxlab.facts import CATEGORIES, Fact, keys, mentions_normalised, message_te
 from ctxlab.requests import ABSENT, Requests
 
 if TYPE_CHECKING:
-    from langchain_core.messages import BaseMessage
-
     from ctxlab.replay import Replay
     from ctxlab.trace import Trace
 
@@ -66,6 +66,27 @@ def normalised(texts: Sequence[str]) -> pl.Series:
     return series.str.replace_all(SPACE, " ").str.strip_chars(" ")
 
 
+HISTORY_MARK = "<message type="
+"""How a file of messages rendered by LangChain's `get_buffer_string(format="xml")` starts
+each message (deepagents' history files, the catalogue's `write_history`)."""
+
+_TOOL_CALL = re.compile(r"<tool_call id=(?:\"[^\"]*\"|'[^']*') name=\"([^\"]*)\">(.*?)</tool_call>")
+
+
+def file_view(text: str) -> str:
+    """A virtual file's text as facts are looked for in it. A history file renders messages as
+    XML: text escaped (`&lt;`), each tool call as `<tool_call id=.. name="ls">{"path": "/"}
+    </tool_call>`; reading it back gives the call `ls({"path": "/"})` that `ctxlab.facts`
+    names a command by, and the text unescaped. Other files are searched as they are."""
+    if HISTORY_MARK not in text:
+        return text
+    return unescape(_TOOL_CALL.sub(r"\1(\2)", text))
+
+
+LONG_TEXT = 20_000
+"""Characters above which matches are confirmed around their offsets, not by scanning."""
+
+
 class Finder:
     """Which facts a text holds, for many texts at once: the texts are normalised and searched
     for every fact's `ctxlab.facts.keys` in one Aho-Corasick pass (overlapping matches, so a
@@ -91,35 +112,45 @@ class Finder:
         rows = found.list.len().gt(0).arg_true().to_list()
         if not rows:
             return out
-        at = norm.gather(rows).str.find_many(self.patterns, overlapping=True).to_list()
         hay = norm.gather(rows).to_list()
         hits = found.gather(rows).to_list()
-        for row, text, matched, offsets in zip(rows, hay, hits, at, strict=True):
-            out[row] = self._confirm(text, matched, offsets)
+        index, facts = self.index, self.facts
+        long = [k for k, text in enumerate(hay) if len(text) > LONG_TEXT]
+        offsets = dict(
+            zip(
+                long,
+                norm.gather([rows[k] for k in long])
+                .str.find_many(self.patterns, overlapping=True)
+                .to_list(),
+                strict=True,
+            )
+        )
+        for k, (row, text, matched) in enumerate(zip(rows, hay, hits, strict=True)):
+            if k in offsets:
+                out[row] = self._confirm(text, matched, offsets[k])
+            else:
+                candidates = {i for key in set(matched) for i in index[key]}
+                out[row] = {i for i in candidates if mentions_normalised(text, facts[i])}
         return out
 
     def _confirm(self, text: str, matched: list[str], offsets: list[int]) -> set[int]:
-        """The facts with an occurrence `mentions_normalised` accepts, checked on a window
-        around each match: its real neighbours inside, and `_` (a word character, which only
-        makes boundaries stricter) standing for text beyond, so an occurrence cut by the window
-        edge never passes while the match itself is judged on the real text around it."""
+        """`mentions_normalised` for the facts matched in a long text, checked on a window
+        around each match (UTF-8 byte `offsets`, as polars gives them) instead of the whole
+        text: the match's real neighbours inside, and `_` (a word character, which only makes
+        boundaries stricter) standing for text beyond, so an occurrence cut by the window edge
+        never passes while the match itself is judged on the real text around it."""
         index, facts = self.index, self.facts
+        data = text.encode()
         held: set[int] = set()
-        pairs = zip(matched, offsets, strict=True) if len(matched) == len(offsets) else None
-        for key, at in pairs or ():
+        for key, at in zip(matched, offsets, strict=True):
             todo = [i for i in index[key] if i not in held]
             if not todo:
                 continue
-            end = at + len(key)
-            if text[at:end] != key:  # offsets not aligned with matches: decide on the text
-                pairs = None
-                break
-            start, stop = max(0, at - 2), min(len(text), end + 2)
-            window = f"{'__' if start else ''}{text[start:stop]}{'__' if stop < len(text) else ''}"
+            end = at + len(key.encode())
+            start, stop = max(0, at - 8), min(len(data), end + 8)
+            window = data[start:stop].decode("utf-8", "ignore")  # cut characters dropped
+            window = f"{'__' if start else ''}{window}{'__' if stop < len(data) else ''}"
             held.update(i for i in todo if mentions_normalised(window, facts[i]))
-        if pairs is None:
-            candidates = {i for key in set(matched) for i in index[key]}
-            held = {i for i in candidates if mentions_normalised(text, facts[i])}
         return held
 
     def one(self, text: str) -> set[int]:
@@ -206,11 +237,35 @@ class Survival:
         """`held[p]`: facts message `p` holds as recorded."""
         self.positions = plan.positions
         self.last = len(self.positions) - 1
-        messages = plan.messages
+        self.truncated_turns: dict[int, list[int]] = {}
+        for turn, ps in plan.truncated.items():
+            for p in ps:
+                if self.held[p]:
+                    self.truncated_turns.setdefault(p, []).append(turn)
+        self._texts: dict[object, str] = {}
+        """Texts to search, by key; searched together in one pass (`_search`)."""
+        segments = self._segments()
+        summaries = self._summary_segments()
+        writes = self._writes()
+        found = dict(zip(self._texts, self.finder.find(list(self._texts.values())), strict=True))
         self.context = [_Spans([]) for _ in self.facts]
-        self._contexts(messages)
-        self.summary = self._summaries()
-        self.file_turn = self._files()
+        for p, start, end, key in segments:
+            shown = self.held[p] if key is None else self.held[p] & found[key]
+            for i in shown:
+                self.context[i].parts.append((start, end))
+        self.summary = [_Spans([]) for _ in self.facts]
+        for start, end, shown_keys in summaries:
+            for i in set().union(*(found[k] for k in shown_keys)):
+                self.summary[i].parts.append((start, end))
+        for spans in (*self.context, *self.summary):
+            spans.close()
+        self.file_turn: list[int | None] = [None] * len(self.facts)
+        """Per fact, the first turn from which a virtual file holds it."""
+        for turn, path, candidates in writes:
+            for i in candidates & found[("file", path)]:
+                first = self.file_turn[i]
+                if first is None or turn < first:
+                    self.file_turn[i] = turn
 
     def _breaks(self, p: int, enter: int) -> list[int]:
         """Turns from `enter` at which message `p`'s form in the request may change."""
@@ -225,14 +280,12 @@ class Survival:
                 points.update((t, t + 1))
         return sorted(t for t in points if t <= self.last)
 
-    def _contexts(self, messages: Sequence[BaseMessage]) -> None:
+    def _segments(self) -> list[tuple[int, int, int, object]]:
+        """For each message holding facts, the turn spans of each form it is sent in, with the
+        key of the form's text (None: sent as recorded, holding all its facts); absent spans
+        are left out."""
         plan = self.requests
-        self.truncated_turns: dict[int, list[int]] = {}
-        for turn, ps in plan.truncated.items():
-            for p in ps:
-                if self.held[p]:
-                    self.truncated_turns.setdefault(p, []).append(turn)
-        memo: dict[tuple[int, str, int], set[int]] = {}
+        out = []
         for p, held in enumerate(self.held):
             if not held:
                 continue
@@ -245,49 +298,39 @@ class Survival:
                 status, event = plan.status(p, start)
                 if status in ABSENT:
                     continue
-                if status == "kept" and p not in plan.base:
-                    shown = held
-                else:
+                key = None
+                if status != "kept" or p in plan.base:
                     key = (p, status, id(event) if status != "truncated" else 0)
-                    shown = memo.get(key)
-                    if shown is None:
-                        text = message_text(plan.form(p, status, event, start))
-                        shown = memo[key] = held & self.finder.one(text)
-                for i in shown:
-                    self.context[i].parts.append((start, end))
-        for spans in self.context:
-            spans.close()
+                    if key not in self._texts:
+                        self._texts[key] = message_text(plan.form(p, status, event, start))
+                out.append((p, start, end, key))
+        return out
 
-    def _summaries(self) -> list[_Spans]:
-        """Per fact, the turns at which the request's summary holds it."""
+    def _summary_segments(self) -> list[tuple[int, int, list[object]]]:
+        """Turn spans with the keys of the summaries the request holds over each."""
         plan = self.requests
-        spans = [_Spans([]) for _ in self.facts]
-        points = sorted(
-            {c.turn for c in plan.summaries}
-            | {c.until + 1 for c in plan.summaries if c.until is not None}
-        )
-        points = [t for t in points if t <= self.last]
-        memo: dict[int, set[int]] = {}
-        for k, start in enumerate(points):
-            end = points[k + 1] - 1 if k + 1 < len(points) else self.last
-            change = plan.summary(start)
-            if change is None:
-                continue
-            shown = memo.get(id(change))
-            if shown is None:
-                text = message_text(plan.summary_message(change))
-                shown = memo[id(change)] = self.finder.one(text)
-            for i in shown:
-                spans[i].parts.append((start, end))
-        return [s.close() for s in spans]
+        points = {c.turn for c in plan.summaries} | {c.turn + 1 for c in plan.summaries}
+        points |= {c.until + 1 for c in plan.summaries if c.until is not None}
+        ordered = sorted(t for t in points if t <= self.last)
+        out = []
+        for k, start in enumerate(ordered):
+            end = ordered[k + 1] - 1 if k + 1 < len(ordered) else self.last
+            keys: list[object] = []
+            for change in plan.summaries_at(start):
+                key = ("summary", id(change))
+                if key not in self._texts:
+                    self._texts[key] = message_text(plan.summary_message(change))
+                keys.append(key)
+            if keys:
+                out.append((start, end, keys))
+        return out
 
-    def _files(self) -> list[int | None]:
-        """Per fact, the first turn from which a virtual file holds it: an event wrote the file
-        from the messages holding it, and the file's text holds it (a history file renders
-        messages as XML; what it escapes or truncated arguments dropped is not there)."""
+    def _writes(self) -> list[tuple[int, str, set[int]]]:
+        """File writes as (turn, path, facts of the messages written): a fact is in a file from
+        the write of a message holding it, if the file's text holds it (a history file renders
+        messages as XML; what truncated arguments dropped is not there)."""
         files = self.replay.files
-        in_file: dict[str, set[int]] = {}
-        first: list[int | None] = [None] * len(self.facts)
+        out = []
         for event in self.replay.event_list:
             path = event.file_path
             if event.turn is None or path is None or path not in files:
@@ -298,12 +341,10 @@ class Survival:
                     candidates |= self.held[p]
             if not candidates:
                 continue
-            if path not in in_file:
-                in_file[path] = self.finder.one(files[path])
-            for i in candidates & in_file[path]:
-                if first[i] is None or event.turn < first[i]:
-                    first[i] = event.turn
-        return first
+            if ("file", path) not in self._texts:
+                self._texts[("file", path)] = file_view(files[path])
+            out.append((event.turn, path, candidates))
+        return out
 
     def status(self, i: int, turn: int) -> str:
         """Status (`STATUSES`) of fact `i` at `turn`."""
@@ -400,6 +441,7 @@ __all__ = [
     "Finder",
     "Survival",
     "TraceIndex",
+    "file_view",
     "follow",
     "index",
     "normalised",

@@ -6,15 +6,18 @@ in the messages before it, and answers with what it finds there, so on the full 
 everything and on a compacted request exactly what survived:
 
 * a recall question quoting a cue ('came right after this text: "..."'): the rest of the line
-  after each place the cue appears (or, "right before", the start of the line before it);
+  after each place the cue appears, or the next line if nothing follows ("right before": the
+  start of the line before it, or the line above);
 * 'pass as `key` to the `tool` tool' / 'what exact call did the agent make to the `tool` tool':
   that argument (the whole call) of every such call in the context, and every text line of a
   non-assistant message naming the tool (a summary's "- /path (edit_file)");
+* 'what exact ... did the `tool` tool return?': every result of that tool in the context, and
+  every text line naming the tool;
 * the user's first request: the first human message (a summary, once the request is compacted);
 * "Which files did the agent change": the paths writing tools were called with, and text lines
   naming a writing tool;
-* "what exactly should the agent do next": its next action, as text; "What decisions": every
-  line that says "because";
+* "what exactly should the agent do next": its next action, as text; 'the agent said: "X". Why?':
+  every line holding X;
 * no question (a next-action request): it follows the plan found in its context (lines
   `N. tool {json arguments}`), calling the first step whose call is not in the context.
 
@@ -42,6 +45,7 @@ AFTER = re.compile(r'came right after this text: "(.*)"\? ')
 BEFORE = re.compile(r'came right before this text: "(.*)"\? ')
 TOOL_ARGUMENT = re.compile(r"pass as `(.+?)` to the `(.+?)` tool")
 TOOL_CALL = re.compile(r"what exact call did the agent make to the `(.+?)` tool")
+SAID = re.compile(r'the agent said: "(.*)"\. Why\?')
 TOOL_RESULT = re.compile(r"did the `(.+?)` tool return\?")
 
 
@@ -71,10 +75,17 @@ class ContextModel(BaseChatModel):
     test can count the calls a run really made."""
 
     log: list[list[BaseMessage]] = Field(default_factory=list)
+    model_name: str = "context-model"
+    """The name it reports (its identity in cache keys; a priced name makes `dry_run` price
+    it)."""
 
     @property
     def _llm_type(self) -> str:
         return "context-model"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": self.model_name}
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
@@ -144,10 +155,9 @@ class ContextModel(BaseChatModel):
         if "should the agent do next" in question:
             step = _next_step(context)
             return UNKNOWN if step is None else f"Next: {step[0]} {json.dumps(step[1])}"
-        if "What decisions" in question:
-            return _distinct(
-                [ln.strip() for t in texts for ln in t.splitlines() if "because" in ln]
-            )
+        if found := SAID.search(question):
+            claim = found.group(1)
+            return _distinct([ln.strip() for t in texts for ln in t.splitlines() if claim in ln])
         return UNKNOWN
 
     def next_action(self, context: Sequence[BaseMessage], tools: set[str]) -> AIMessage:

@@ -191,9 +191,11 @@ class DictStateBackend(StateBackend):
 
 @dataclass
 class OracleResult:
-    """Per-turn (turn, context_tokens, messages) rows, events as tuples, files as text."""
+    """Per-turn (turn, context_tokens, messages) rows, events as tuples, files as text, and
+    each sent request's messages by turn (turns that overflowed sent none)."""
 
     turns: list[tuple[int, int, int]] = field(default_factory=list)
+    requests: dict[int, list[BaseMessage]] = field(default_factory=dict)
     events: list[tuple] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
 
@@ -346,6 +348,7 @@ class _Observer:
         """Innermost handler: the request as the model would receive it."""
         count = self.count(request.messages)
         self.out.turns.append((self.turn, count, len(request.messages)))
+        self.out.requests[self.turn] = list(request.messages)
         self.recorded = True
         self._close_summary(count)
         for m in request.messages:

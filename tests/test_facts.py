@@ -8,7 +8,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from ctxlab.facts import (
     CATEGORIES,
+    SCAN_EDGE_CHARS,
     Fact,
+    Haystack,
     extract,
     invocation,
     mentions,
@@ -224,3 +226,189 @@ def test_mentions(text, fact_text, category, expected) -> None:
 
 def test_normalise_collapses_whitespace_only() -> None:
     assert normalise("  A\n\t b  C ") == "A b C"
+
+
+def test_haystack_agrees_with_mentions() -> None:
+    texts = [
+        'execute({"command": "grep -n \\"x\\" a.py"})\nsee /src/app.py.',
+        '{"output": "ok\\nsrc/app.py\\n"} and myapp.py, v2.3.1',
+        "Don't   touch\tthe tests. export_rows_v2() ran in 23.4 ms",
+    ]
+    facts = [
+        Fact(text, category, 0)
+        for text, category in [
+            ('grep -n "x" a.py', "command"),
+            ("/src/app.py", "path"),
+            ("src/app.py", "path"),
+            ("app.py", "path"),
+            ("v2.3", "number"),
+            ("v2.3.1", "number"),
+            ("Don't touch the tests.", "instruction"),
+            ("export_rows", "identifier"),
+            ("export_rows_v2()", "identifier"),
+            ("23.4 ms", "number"),
+            ("absent", "identifier"),
+        ]
+    ]
+    for text in texts:
+        haystack = Haystack(text)
+        for fact in facts:
+            assert (fact in haystack) is mentions(text, fact), (text, fact)
+
+
+def _tool_trace(tool: str, result: str, args: dict | None = None):
+    return from_messages(
+        [
+            HumanMessage("Run the checks."),
+            AIMessage("", tool_calls=[{"id": "t1", "name": tool, "args": args or {"x": "y"}}]),
+            ToolMessage(result, tool_call_id="t1"),
+        ]
+    )
+
+
+def test_errors_are_reported_lines_not_code() -> None:
+    result = (
+        "Traceback (most recent call last):\n"
+        '  File "/w/app.py", line 3, in <module>\n'
+        "    raise KeyError('k')\n"
+        "KeyError: 'k'\n"
+        "  12\tValueError: when the input is bad (a docstring line)\n"
+        "src/app.ts:4:7: error TS2304: Cannot find name 'x'.\n"
+        "  error: vi.fn(),\n"
+        "npm warn config\n"
+        "FAILED tests/test_a.py::test_b - AssertionError\n"
+        "[The command completed with exit code 2.]\n"
+    )
+    errors = [f.text for f in extract(_tool_trace("execute", result)) if f.category == "error"]
+    assert errors == [
+        "KeyError: 'k'",
+        "FAILED tests/test_a.py::test_b - AssertionError",
+        "[The command completed with exit code 2.]",
+    ]
+
+
+def test_a_failed_result_without_an_error_line_gives_its_first_line() -> None:
+    trace = from_messages(
+        [
+            HumanMessage("Edit it."),
+            AIMessage(
+                "", tool_calls=[{"id": "t1", "name": "Edit", "args": {"file_path": "/a.py"}}]
+            ),
+            ToolMessage(
+                "<tool_use_error>File has not been read yet.</tool_use_error>",
+                tool_call_id="t1",
+                status="error",
+            ),
+        ]
+    )
+    assert [f.text for f in extract(trace) if f.category == "error"] == [
+        "File has not been read yet."
+    ]
+
+
+def test_file_contents_give_no_errors_or_numbers() -> None:
+    content = "ValueError: not raised here\nthe cache took 23.4 ms\nsee /etc/app.conf"
+    facts = extract(_tool_trace("read_file", content, {"file_path": "/w/notes.txt"}))
+    assert {(f.category, f.text) for f in facts} >= {("path", "/etc/app.conf")}
+    assert not [f for f in facts if f.category in {"error", "number"}]
+
+
+def test_long_results_are_read_at_their_edges() -> None:
+    filler = "x = 1\n" * (SCAN_EDGE_CHARS // 3)
+    result = "head at /w/first.py\n" + filler + "middle /w/middle.py\n" + filler + "ValueError: end"
+    texts = {f.text for f in extract(_tool_trace("execute", result))}
+    assert {"/w/first.py", "ValueError: end"} <= texts
+    assert "/w/middle.py" not in texts
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "command"),
+    [
+        ("Bash", {"command": "ls -la\necho done", "description": "list"}, "ls -la"),
+        ("exec_command", {"cmd": "git status --short"}, "git status --short"),
+        ("shell", {"command": ["bash", "-lc", "make test"]}, "make test"),
+        (
+            "read_file",
+            {"file_path": "/a.py", "limit": 5},
+            'read_file({"file_path": "/a.py", "limit": 5})',
+        ),
+        ("write_stdin", {"session_id": 7, "chars": ""}, None),
+        ("write_file", {"file_path": "/a.py", "content": "x" * 500}, None),
+    ],
+)
+def test_commands_and_invocations(tool, args, command) -> None:
+    trace = from_messages(
+        [HumanMessage("Go."), AIMessage("", tool_calls=[{"id": "1", "name": tool, "args": args}])]
+    )
+    commands = [f.text for f in extract(trace) if f.category == "command"]
+    assert commands == ([command] if command else [])
+    for fact in extract(trace):
+        assert mentions(message_text(trace.messages[fact.message]), fact)
+
+
+def test_todo_tools_and_checklists() -> None:
+    trace = from_messages(
+        [
+            HumanMessage("Plan:\n- [ ] write the parser\n- [x] read the spec"),
+            AIMessage(
+                "",
+                tool_calls=[
+                    {
+                        "id": "1",
+                        "name": "TodoWrite",
+                        "args": {"todos": [{"content": "Ship it", "status": "pending"}]},
+                    },
+                    {
+                        "id": "2",
+                        "name": "update_plan",
+                        "args": {"plan": [{"step": "Run tests", "status": "pending"}]},
+                    },
+                ],
+            ),
+        ]
+    )
+    todos = [(f.text, f.message) for f in extract(trace) if f.category == "todo"]
+    assert todos == [
+        ("write the parser", 0),
+        ("read the spec", 0),
+        ("Ship it", 1),
+        ("Run tests", 1),
+    ]
+
+
+def test_harness_injected_user_texts_give_nothing() -> None:
+    trace = from_messages(
+        [
+            HumanMessage(
+                "<command-message>orchestrator is running</command-message>\n"
+                "<command-name>/orchestrator</command-name>\n"
+                "<command-args>create a TODO app</command-args>"
+            ),
+            HumanMessage("Split tasks. You must never use /tmp/scratch.py for anything."),
+            HumanMessage("<system-reminder>Always use /etc/hidden.md</system-reminder>Fix it."),
+        ]
+    )
+    facts = extract(trace)
+    assert [(f.text, f.category) for f in facts] == [("create a TODO app", "goal")]
+
+
+def test_commands_are_found_again_in_later_model_output() -> None:
+    read = {"name": "read_file", "args": {"file_path": "/src/app.py"}}
+    run = {"name": "execute", "args": {"command": 'pytest -k "export and not slow"'}}
+    trace = from_messages(
+        [
+            HumanMessage("Go."),
+            AIMessage("", tool_calls=[{"id": "1", **read}, {"id": "2", **run}]),
+            ToolMessage("ok", tool_call_id="1"),
+            ToolMessage("ok", tool_call_id="2"),
+        ]
+    )
+    commands = [f for f in extract(trace) if f.category == "command"]
+    assert [f.text for f in commands] == [
+        'read_file({"file_path": "/src/app.py"})',
+        'pytest -k "export and not slow"',
+    ]
+    again = AIMessage("Re-running.", tool_calls=[{"id": "3", **read}, {"id": "4", **run}])
+    prose = AIMessage('I ran `pytest -k "export and not slow"` and read /src/app.py.')
+    assert all(mentions(message_text(again), f) for f in commands)
+    assert [mentions(message_text(prose), f) for f in commands] == [False, True]
