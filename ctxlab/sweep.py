@@ -44,8 +44,8 @@ import polars as pl
 
 from ctxlab.defaults import BACKENDS
 from ctxlab.errors import SweepError, TraceFormatError
-from ctxlab.facts import Fact, extract
 from ctxlab.load import load_all
+from ctxlab.metrics import fact_survival
 from ctxlab.policies import Policy
 from ctxlab.policies.catalog import get
 from ctxlab.policy_check import check_policy
@@ -61,7 +61,6 @@ from ctxlab.store import (
     trace_key,
 )
 from ctxlab.summarizers import Extractive, Summarizer
-from ctxlab.survival import follow
 from ctxlab.sweep_folders import sweep_folder
 from ctxlab.trace import Trace
 
@@ -226,18 +225,6 @@ content once, and every cell of a trace offloads the same results, so repeats tr
 their text. Keyed by sweep so a later sweep into another store sends everything again."""
 
 
-_EXTRACTED: dict[str, Any] = {}
-"""The facts of the last trace this process evaluated (`trace`, `facts`): they depend on the
-trace alone, and a worker replays the cells of one trace in a row."""
-
-
-def _facts_of(trace: Trace) -> list[Fact]:
-    """`ctxlab.facts.extract(trace)`, once per trace in a row (most of Tier 1's time)."""
-    if _EXTRACTED.get("trace") is not trace:
-        _EXTRACTED.update(trace=trace, facts=extract(trace))
-    return _EXTRACTED["facts"]
-
-
 def run_cell(trace: Trace, policy: Policy, summarizer: Summarizer, cell: Cell) -> SavedReplay:
     """Replay one cell of `trace`, evaluate it offline (Tier 1 of `ctxlab.evaluate`: the
     `facts` frame, whose needed-but-lost count is the sweep's `needed_lost`) and package both
@@ -246,7 +233,7 @@ def run_cell(trace: Trace, policy: Policy, summarizer: Summarizer, cell: Cell) -
     Summariser cache entries written meanwhile (`LLM.take_pending`) travel with the result,
     so that the one writer stores them: workers never write the store themselves."""
     result = replay(trace, dataclasses.replace(policy, **dict(cell.values)), summarizer=summarizer)
-    facts = follow(result, _facts_of(trace))
+    facts = fact_survival(result, trace)  # a worker replays one trace's cells in a row
     if cell.sweep_id not in _SENT:
         _SENT.clear()
         _SENT[cell.sweep_id] = set()
