@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
 
 import ctxlab
 from ctxlab import probes
@@ -159,3 +162,37 @@ def test_probes_run_through_the_stores_cache(tmp_path: Path, trace: ctxlab.Trace
     again = _evaluate([result], fresh, None, Store(tmp_path / "s.duckdb"))[0]
     assert again.probes.equals(first.probes) and fresh.log == []
     assert store.query("SELECT count(*) n FROM probe_cache")["n"].item() == cached
+
+
+class NoToolCalls(ContextModel):
+    """A context model whose next-action calls fail during an outage (`outage["on"]`)."""
+
+    outage: ClassVar[dict[str, bool]] = {"on": True}
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if self.outage["on"] and "do not call tools" not in messages[-1].text:
+            raise ConnectionError("provider unavailable")
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+def test_failed_probe_calls_keep_the_answers_that_came(
+    tmp_path: Path, trace: ctxlab.Trace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = replay(trace, get("langchain-summarization", **PARAMS))
+    store = Store(tmp_path / "s.duckdb")
+    with pytest.raises(probes.ProbeCallError, match="provider unavailable"):
+        _evaluate([result], NoToolCalls(), None, store)
+    answered = store.query("SELECT count(*) n FROM probe_cache")["n"].item()
+    assert answered > 0 and store.facts().height == 0  # cached, but nothing evaluated
+    monkeypatch.setitem(NoToolCalls.outage, "on", False)  # the provider is back
+    model = NoToolCalls()
+    _evaluate([result], model, None, store)
+    asked = [m for m in model.log if "do not call tools" not in m[-1].text]
+    assert len(model.log) == len(asked) > 0  # only the calls that failed are asked again
+    assert store.facts().height

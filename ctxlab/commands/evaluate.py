@@ -8,7 +8,8 @@ facts the recorded agent used again after they were evicted that were lost by th
 uncompacted context; `--judge` grades the free-text ones. `--dry-run` prints the calls Tier 2
 would make, their tokens and estimated cost, and calls nothing. Each evaluation is saved in the
 store (`--store`, default `data/ctxlab.duckdb`), whose probe cache makes reruns free. The
-policy flags are `ctxlab replay`'s.
+policy flags are `ctxlab replay`'s. Exit code 1 when some probe calls failed (the answers that
+came are cached: a rerun asks only the others).
 """
 
 from __future__ import annotations
@@ -131,7 +132,11 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         _dry_run(replays, model, judge, args)
     else:
-        evaluations = _evaluate(replays, model, judge, Store(args.store))
+        try:
+            evaluations = _evaluate(replays, model, judge, Store(args.store))
+        except probes.ProbeCallError as exc:
+            print(f"ctxlab: error: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 1
         if args.format == "json":
             print(json.dumps({"evaluations": [e.to_json() for e in evaluations]}, default=str))
         else:
@@ -154,8 +159,10 @@ def _evaluate(
     cache = store.probe_cache()
     out = []
     for result in replays:
-        evaluation = evaluate(result, model, judge, cache=cache)
-        cache.flush()
+        try:
+            evaluation = evaluate(result, model, judge, cache=cache)
+        finally:  # the answers that came, even if some calls failed: a rerun asks only those
+            cache.flush()
         store.save_evaluation(evaluation)
         out.append(evaluation)
     return out
