@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+from xml.sax.saxutils import escape as xml_escape
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
@@ -57,7 +58,7 @@ MAX_FACT_CHARS = 300
 (a verbatim prefix, so `mentions` still finds them); longer instruction sentences are skipped
 (pasted material, not a constraint someone wrote)."""
 
-SCAN_EDGE_CHARS = 10_000
+SCAN_EDGE_CHARS = 25_000
 """A message text longer than twice this is read at its first and last `SCAN_EDGE_CHARS`
 (cut at line ends); the middle of a long log, listing or file dump is skipped. What a long
 output establishes is at its edges (the command's header, the error and summary at the end:
@@ -152,19 +153,19 @@ def normalise(text: str) -> str:
 
 
 def keys(fact: Fact) -> tuple[str, ...]:
-    """The normalised forms `mentions` looks for: the fact's text, and the same text escaped as
-    a JSON string when that differs (a command or todo with quotes, backslashes or newlines is
-    written that way inside a tool call's arguments)."""
+    """The normalised forms `mentions` looks for: the fact's text; the same text escaped as a
+    JSON string (a command or todo with quotes, backslashes or newlines is written that way
+    inside a tool call's arguments); and both XML-escaped (`&`, `<`, `>`: how LangChain's XML
+    transcript, which Deep Agents' history files hold, writes them). Each form once."""
     return tuple(key for key, _ in _keys(fact.text))
 
 
 @lru_cache(maxsize=65536)
 def _keys(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
     """`keys` of a fact text (they depend on the text alone), each with its word runs."""
-    plain = normalise(text)
-    escaped = normalise(json.dumps(text, ensure_ascii=False)[1:-1])
-    found = (plain,) if escaped == plain else (plain, escaped)
-    return tuple((key, frozenset(_RUN.findall(key))) for key in found)
+    forms = [normalise(text), normalise(json.dumps(text, ensure_ascii=False)[1:-1])]
+    forms += [xml_escape(form) for form in forms]
+    return tuple((key, frozenset(_RUN.findall(key))) for key in dict.fromkeys(forms))
 
 
 _RUN = re.compile(r"\w+")
@@ -174,13 +175,14 @@ def mentions(text: str, fact: Fact) -> bool:
     """Does `text` hold `fact` verbatim?
 
     Both sides are `normalise`d (whitespace runs collapsed); matching is case-sensitive and
-    exact otherwise, also inside JSON-escaped tool arguments (`keys`). The match must not
-    continue a longer token: a fact starting or ending with a letter, digit or `_` needs a
-    non-word character (or the text's end) beside it, and one ending in a word character may
-    not be followed by `.`, `/` or `-` plus a word character, so `app.py` is not found in
-    `myapp.py`, `/src/app.py` not in `/src/app.py.bak`, `v2.3` not in `v2.3.1`.
-    Callers testing many facts against one text should `normalise` it once and use
-    `mentions_normalised`.
+    exact otherwise, also inside JSON-escaped tool arguments and XML-escaped transcripts
+    (`keys`). The match must not continue a longer token: a fact starting or ending with a
+    letter, digit or `_` needs a non-word character (or the text's end, or a `\\n`/`\\t`
+    escape) beside it, a path starting with `/` may not continue a longer path, and a fact
+    ending in a word character may not be followed by `.`, `/` or `-` plus a word character:
+    `app.py` is not found in `myapp.py`, `/src/app.py` not in `/repo/src/app.py` nor
+    `/src/app.py.bak`, `v2.3` not in `v2.3.1`. Callers testing many facts against one text
+    use `Haystack` (or `normalise` once and `mentions_normalised`).
     """
     return mentions_normalised(normalise(text), fact)
 
@@ -285,10 +287,13 @@ SWE-agent's masked observation, Claude Code's compaction prompt): such a message
 facts of its own."""
 
 _HARNESS_WHOLE = {"[cleared]", "Error: parallel file mutations to the same path are not allowed."}
+"""Whole texts a harness writes: LangChain's cleared-tool placeholder, Deep Agents' parallel
+mutation error."""
 
 _CLIP_NOTICE = re.compile(
     r"\n\n\[Output was truncated due to context window size limits\..*\]$", re.S
 )
+"""The notice Deep Agents appends to a `read_file` result it clipped for the budget."""
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -304,9 +309,15 @@ _BLANKED = (
 """What `_own_text` blanks out, each with a substring it needs (a scan is skipped without)."""
 
 
+_LEADING_SPACE = re.compile(r"\s*")
+
+
 def _injected(text: str) -> bool:
-    head = text.lstrip()
-    return head.startswith(_HARNESS_START) or head.strip() in _HARNESS_WHOLE
+    """Is `text` a harness's or a compaction's own text (`_HARNESS_START`, `_HARNESS_WHOLE`)?"""
+    start = _LEADING_SPACE.match(text).end()  # type: ignore[union-attr]
+    if text.startswith(_HARNESS_START, start):
+        return True
+    return len(text) < 100 and text.strip() in _HARNESS_WHOLE
 
 
 def _own_text(text: str) -> str:
@@ -356,7 +367,7 @@ PATH = re.compile(
     r"|[\w.\-+@]++(?:/[\w.\-+@]++)++/?+"  # rel/path
     r"|[\w\-+@]++(?:\.[\w\-+@]++)++"  # file.ext (the extension is checked in `_path`)
     r")"
-    r"(?![\w/(])"
+    r"(?![\w/($\{])"
 )
 """Path candidates (possessive: a candidate is never a shortened token); `_path` decides."""
 
@@ -376,9 +387,8 @@ _DIRS = frozenset(
 """First parts that make an extension-less relative path (`src/agents/core`) a path rather
 than a slash-separated list of words (`mount/handle_params`, `Elixir/Phoenix/Ash`)."""
 
-_NOT_FACTS = ("/dev/null", "/large_tool_results/", "/conversation_history/")
-"""Paths that are plumbing, not the task's: the null device, and Deep Agents' own offload and
-history files (a policy's artefacts: `ctxlab.survival` reports them as `file`)."""
+_PLUMBING = ("/large_tool_results/", "/conversation_history/")
+"""Deep Agents' own offload and history files: a policy's artefacts, not the task's paths."""
 
 
 def _path(raw: str) -> str | None:
@@ -388,11 +398,11 @@ def _path(raw: str) -> str | None:
     trailing slash, or a first part that is a usual directory name (`src/`, `tests/`...), or
     a dot-directory (`.github/workflows`). Bare names need a known extension. Never a date,
     fraction or version (`2024/01/02`, `3/4`), a product (`Next.js`), a git diff side
-    (`a/src/x.py` is `src/x.py`: stripped by the caller) or `_NOT_FACTS`."""
+    (`a/src/x.py` is `src/x.py`: stripped by the caller), `/dev/null` or `_PLUMBING`."""
     p = raw.rstrip(_PATH_TAIL)
     if not 3 <= len(p) <= MAX_PATH_CHARS or _ALL_DIGITS.match(p) or _BRAND_JS.match(p):
         return None
-    if p == "/dev/null" or p.startswith(_NOT_FACTS[1:]):
+    if p == "/dev/null" or p.startswith(_PLUMBING):
         return None
     body = p.rstrip("/")
     parts = body.split("/")
@@ -517,10 +527,11 @@ def _identifier(token: str) -> bool:
 
 
 _ERROR = re.compile(
-    r"[ \t]*(?:E[ \t]+)?(?:[\w./\\-]+:\d+(?::\d+)?:[ \t]*)?"
-    r"(?P<fact>"
+    r"[ \t]*(?:E[ \t]+)?"
+    r"(?P<fact>(?:[\w./\\-]+:\d+(?::\d+)?:[ \t]*)?(?:"
     r"(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Fault)(?::[ \t]+\S.*)?"
-    r"|(?:error|ERROR|Error|fatal|FATAL|Fatal|panic|npm ERR!)(?:\[[\w\-]+\])?[:!][ \t]+\S.*"
+    r"|(?:error|ERROR|Error|fatal|FATAL|Fatal|panic)(?:\[[\w\-]+\])?[:!][ \t]+\S.*"
+    r"|npm ERR![ \t]+\S.*)"
     r"|FAILED[ \t]+\S.*"
     r"|<tool_use_error>.*?(?=</tool_use_error>|$)"
     r")(?:</tool_use_error>)?$"
@@ -558,15 +569,19 @@ _INSTRUCTION = re.compile(
     r"(?![\w\-])",
     re.I,
 )
+"""Constraint words: a human sentence holding one is an `instruction`."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])[ \t]+(?=[\"'(`*A-Z0-9])|\n+")
 _LIST_MARK = re.compile(r"^(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)")
+"""A list or checklist marker in front of an instruction (not part of the fact)."""
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _QUOTED_BLOCK = re.compile(
     r"<(issue_description|pr_description|issue|code|file|document)>.*?</\1>|"
     r"ISSUE:\n.*?(?=\nINSTRUCTIONS:|\Z)",
     re.S,
 )
+"""Quoted material in a user message (an issue, a file): its constraints are not the user's."""
 _CODE_LINE = re.compile(r"[{};=<>]|^\s*(?:#|//|def |class |import |from |return )")
+"""A sentence that looks like code (pasted source, comments), not a constraint."""
 _CHECKLIST = re.compile(r"^[ \t]*[-*+][ \t]+\[[ xX]\][ \t]+(?P<fact>\S.*?)[ \t]*$", re.M)
 
 
@@ -586,7 +601,8 @@ def extract(trace: Trace) -> list[Fact]:
 
     Deterministic and linear in the history's size. System messages, summaries and harness
     texts (offload stubs, injected reminders, skill and AGENTS.md expansions, the prompt a
-    Claude Code slash command expands to) give no facts.
+    Claude Code custom slash command expands to: the human message after its "is running"
+    echo) give no facts.
     """
     facts: list[Fact] = []
     seen: set[str] = set()
@@ -598,7 +614,7 @@ def extract(trace: Trace) -> list[Fact]:
         if isinstance(message, SystemMessage) or message_facts.is_summary(message):
             continue
         raw = message_facts.message_text(message)
-        after_command, expansion = expansion, "<command-name>" in raw
+        after_command, expansion = expansion, "<command-name>" in raw and " is running" in raw
         if _injected(raw) or (after_command and isinstance(message, HumanMessage)):
             continue
         text = _own_text(_edges(raw))
@@ -791,10 +807,12 @@ def _result(text: str, tool: str, failed: bool) -> list[_Found]:
 
 
 _ERROR_HINTS = (
-    "rror",
+    "Error",
+    "error:",
+    "error[",
     "RROR",
     "xception",
-    "atal",
+    "atal:",
     "ATAL",
     "panic",
     "ERR!",

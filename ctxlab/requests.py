@@ -95,7 +95,7 @@ class Requests:
         self.replay = replay
         self.trace = replay.trace
         self.messages = replay.trace.messages
-        self.positions: list[int] = replay.turns["position"].to_list()
+        self.positions: list[int] = [call.position for call in replay.calls]
         self.deep = _deepagents_settings(replay)
         events = replay.event_list
         overflow = {e.turn for e in events if e.kind == "overflow_error"}
@@ -129,6 +129,12 @@ class Requests:
         self.system_source = (
             0 if self.messages and isinstance(self.messages[0], SystemMessage) else None
         )
+        self.system_replaced = (
+            self.deep is not None
+            and self.system_source is not None
+            and self.deep.system is not self.messages[0]
+        )
+        """deepagents sends its own system prompt instead of the trace's (`system_prompt=`)."""
         self.base = _deepagents_base(self.messages, self.deep) if self.deep else {}
         """Deep Agents' edits made as messages join its state (no event): refused parallel
         mutations, human messages a recording already saved to a file."""
@@ -136,6 +142,8 @@ class Requests:
     def status(self, p: int, turn: int, before: Event | None = None) -> tuple[str, Event | None]:
         """Timeline status of full-history message `p` in the request at `turn` (from the
         changes made before event `before`, when given)."""
+        if p == 0 and self.system_replaced:
+            return "dropped", None
         found: tuple[str, Event | None] = ("kept", None)
         for change in self.changes.get(p, ()):
             if change.turn > turn or change.event is before:

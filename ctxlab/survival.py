@@ -415,23 +415,16 @@ def survival_table(facts: pl.DataFrame) -> pl.DataFrame:
     those without facts left out) counting facts by status at the last turn, the facts the
     recorded agent `needed` after eviction, and of those the `needed_lost` (status `lost` when
     needed: the evictions that would have hurt)."""
-    rows = []
-    for category in CATEGORIES:
-        part = facts.filter(pl.col("category") == category)
-        if part.height == 0:
-            continue
-        status = part["status"].to_list()
-        needed = part["needed_turn"].is_not_null()
-        rows.append(
-            (
-                category,
-                part.height,
-                *(status.count(s) for s in STATUSES),
-                int(needed.sum()),
-                int((part["status_when_needed"] == "lost").fill_null(False).sum()),
-            )
-        )
-    return pl.DataFrame(rows, schema=SURVIVAL_SCHEMA, orient="row")
+    counts: dict[str, dict[str, int]] = {}
+    columns = ("category", "status", "needed_turn", "status_when_needed")
+    for category, status, needed, when in zip(*(facts[c].to_list() for c in columns), strict=True):
+        row = counts.setdefault(category, dict.fromkeys(SURVIVAL_SCHEMA, 0))
+        row["total"] += 1
+        row[status] += 1
+        row["needed"] += needed is not None
+        row["needed_lost"] += when == "lost"
+    rows = [{**counts[c], "category": c} for c in CATEGORIES if c in counts]
+    return pl.DataFrame(rows, schema=SURVIVAL_SCHEMA)
 
 
 __all__ = [

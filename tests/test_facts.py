@@ -218,6 +218,8 @@ def test_message_text_holds_tool_calls_as_invocations() -> None:
         ('execute({"command": "grep -n \\"x\\" a.py"})', 'grep -n "x" a.py', "command", True),
         ('{"output": "ok\\nsrc/app.py\\n"}', "src/app.py", "path", True),
         ("call export_rows_v2()", "export_rows", "identifier", False),
+        ("<m>cd w &amp;&amp; make &gt; log</m>", "cd w && make > log", "command", True),
+        ('{"command": "ls \\"a b\\" &amp;&amp; pwd"}', 'ls "a b" && pwd', "command", True),
     ],
 )
 def test_mentions(text, fact_text, category, expected) -> None:
@@ -412,3 +414,52 @@ def test_commands_are_found_again_in_later_model_output() -> None:
     prose = AIMessage('I ran `pytest -k "export and not slow"` and read /src/app.py.')
     assert all(mentions(message_text(again), f) for f in commands)
     assert [mentions(message_text(prose), f) for f in commands] == [False, True]
+
+
+def test_history_files_hold_facts_xml_escaped() -> None:
+    from langchain_core.messages import get_buffer_string
+
+    call = {"id": "1", "name": "execute", "args": {"command": 'cd /w && grep -n "<x>" a.py'}}
+    messages = [
+        HumanMessage("Check a.py & b.py, don't edit c.py."),
+        AIMessage("", tool_calls=[call]),
+    ]
+    transcript = get_buffer_string(messages, format="xml")
+    for fact in extract(from_messages(messages)):
+        assert mentions(transcript, fact), fact
+        assert fact in Haystack(transcript)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "fatal: not a git repository (or any of the parent directories): .git",
+        "npm ERR! code ERESOLVE",
+        "error[E0425]: cannot find value `x` in this scope",
+        "src/main.c:3:5: error: expected ';' before '}' token",
+        "ERROR: Could not find a version that satisfies the requirement foo",
+        "Segmentation fault (core dumped)",
+        "bash: ponyc: command not found",
+        "Exit code 1",
+        "KeyboardInterrupt",
+        "requests.exceptions.ConnectionError: Max retries exceeded with url: /",
+    ],
+)
+def test_error_shapes(line) -> None:
+    result = f"some output\n{line}\nmore output"
+    errors = [f.text for f in extract(_tool_trace("execute", result)) if f.category == "error"]
+    assert errors == [line]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "no error handling is needed here",
+        "the error: rate was low, see docs",
+        "Exit code 0",
+        "    except ValueError:",
+    ],
+)
+def test_not_errors(line) -> None:
+    errors = [f for f in extract(_tool_trace("execute", line)) if f.category == "error"]
+    assert errors == []

@@ -194,3 +194,16 @@ def test_masked_results_carry_the_policy_placeholder() -> None:
     assert all(
         isinstance(m.message, ToolMessage) and m.message.content == "[cleared]" for m in masked
     )
+
+
+def test_deepagents_own_system_prompt_replaces_the_traces() -> None:
+    trace = make_trace(20)
+    result = replay(trace, DeepAgents(window=None, system_prompt="Be brief."), Fixed(SUMMARY))
+    sent = Requests(result).at(3)
+    assert (sent[0].message.content, sent[0].source, sent[0].status) == (
+        "Be brief.",
+        None,
+        "summary",
+    )
+    assert all(m.source != 0 for m in sent)
+    assert Requests(result).status(0, 3) == ("dropped", None)
