@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -411,3 +412,21 @@ def test_tool_schemas_from_the_recorded_calls_when_the_trace_has_none() -> None:
     assert names == ["read_file", "write_file", "execute", "edit_file"]
     edit = probes.tool_schemas(trace)[3]["function"]["parameters"]["properties"]
     assert list(edit) == ["file_path", "old_string", "new_string"]
+
+
+SAMPLE = Path(__file__).resolve().parents[1] / "traces" / "deepagents_long_session.jsonl.xz"
+
+
+def test_every_recall_question_on_the_sample_is_answerable_from_the_full_history() -> None:
+    """On the bundled long sample (real deepagents offloads), the cue of every evicted fact
+    leads the context model to it in the full history, and to nothing in the request, where
+    the offloaded results are only in files."""
+    trace = ctxlab.load(SAMPLE)[0]
+    result = replay(trace, "deepagents")
+    facts, survival = tier1(result)
+    planned = probes.plan(result, facts, ["recall"], max_facts=None)
+    frame = probes.run(result, planned, ContextModel())
+    assert frame.height > 100
+    assert frame["ceiling_score"].to_list() == [1.0] * frame.height
+    statuses = {status_at(survival, p.expected, p.turn) for p in planned}
+    assert statuses == {"file"} and frame["score"].sum() == 0
