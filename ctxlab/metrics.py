@@ -21,11 +21,13 @@ Everything is computed from a `Replay` (its calls, events, files) and the trace 
 * **information** (offline proxies): goal retention (the first user request is still in the
   request, verbatim, after compaction), references after eviction (later recorded tool calls
   naming a path whose every mention was evicted), recoverability (evicted content found in the
-  replay's virtual files).
+  replay's virtual files), needed-but-lost (facts the recorded agent used again after they were
+  evicted and lost by then: Tier 1 of `ctxlab.evaluate`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
@@ -35,10 +37,12 @@ import polars as pl
 from langchain_core.messages import AIMessage, HumanMessage
 
 from ctxlab import tokens as tk
+from ctxlab.facts import Fact, extract
 from ctxlab.message_facts import chars_per_token, is_summary, message_text, paths_in
 from ctxlab.policies.base import Request
 from ctxlab.pricing import Price, Rates, cached_tokens, rates_for
 from ctxlab.profiles import profile as lookup_profile
+from ctxlab.survival import follow, survival_table
 
 if TYPE_CHECKING:
     from ctxlab.policies.base import Call
@@ -283,6 +287,37 @@ def recoverability(replay: Replay, trace: Trace, probe: int = 200) -> float | No
     return found / counted if counted else None
 
 
+_EXTRACTED: dict[str, Any] = {}
+"""The last trace `trace_facts` extracted, and its facts."""
+
+
+def trace_facts(trace: Trace) -> list[Fact]:
+    """`ctxlab.facts.extract(trace)`, remembered for the last trace asked: the facts depend on
+    the trace alone, extracting them is most of Tier 1's time, and a sweep worker or `compare`
+    asks for one trace's facts once per policy or cell in a row."""
+    if _EXTRACTED.get("trace") is not trace:
+        _EXTRACTED.update(trace=trace, facts=extract(trace))
+    return _EXTRACTED["facts"]
+
+
+def fact_survival(replay: Replay, trace: Trace) -> pl.DataFrame:
+    """`ctxlab.survival.follow` of `trace`'s facts through `replay`: the `facts` frame of
+    `ctxlab.evaluate(replay)`, with the extraction shared by the replays of one trace."""
+    if replay.trace is None:
+        replay = dataclasses.replace(replay, trace=trace)
+    return follow(replay, trace_facts(trace))
+
+
+def needed_lost(replay: Replay, trace: Trace | None = None) -> int | None:
+    """Facts the recorded agent used again after eviction that were lost by then
+    (`ctxlab.evaluate`'s headline, Tier 1 only); None without the replayed trace."""
+    trace = replay.trace if replay.trace is not None else trace
+    if trace is None:
+        return None
+    table = survival_table(fact_survival(replay, trace))
+    return int(table["needed_lost"].sum()) if table.height else 0
+
+
 def summary(
     replay: Replay,
     trace: Trace,
@@ -354,6 +389,7 @@ def summary(
         "goal_retention": goal_retention(replay, trace),
         "references_after_eviction": references_after_eviction(replay, trace),
         "recoverability": recoverability(replay, trace),
+        "needed_lost": needed_lost(replay, trace),
     }
 
 
@@ -368,8 +404,11 @@ def _price_source(rates: Rates | None) -> str | None:
 __all__ = [
     "cache_frame",
     "common_prefixes",
+    "fact_survival",
     "goal_retention",
+    "needed_lost",
     "recoverability",
     "references_after_eviction",
     "summary",
+    "trace_facts",
 ]

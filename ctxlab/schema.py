@@ -19,6 +19,7 @@ _SQL_TYPES: dict[pl.DataType, str] = {
     pl.Utf8(): "VARCHAR",
     pl.Int64(): "BIGINT",
     pl.Boolean(): "BOOLEAN",
+    pl.Float64(): "DOUBLE",
     pl.Datetime("us"): "TIMESTAMP",
     pl.List(pl.Int64()): "BIGINT[]",
 }
@@ -74,7 +75,7 @@ def _cols(spec: str, dtype: pl.DataType, sql: str | None = None) -> tuple[Column
     return tuple(Column(name, dtype, sql) for name in spec.split())
 
 
-_S, _I, _B, _T = pl.Utf8(), pl.Int64(), pl.Boolean(), pl.Datetime("us")
+_S, _I, _B, _T, _F = pl.Utf8(), pl.Int64(), pl.Boolean(), pl.Datetime("us"), pl.Float64()
 
 META = Table("meta", (*_cols("key value", _S),), key="key")
 
@@ -172,14 +173,66 @@ SUMMARIES = Table(
 )
 """The LLM summariser's cache (`ctxlab.summarizers.LLM`): request hash -> summary."""
 
-TABLES = (META, TRACES, MESSAGES, RECORDED_TURNS, REPLAYS, TURNS, EVENTS, FILES, BLOBS, SUMMARIES)
+FACTS = Table(
+    "facts",
+    (
+        Column("replay_key", _S),
+        Column("seq", _I),
+        *_cols("fact category", _S),
+        *_cols("message first_turn evicted_turn needed_turn", _I),
+        *_cols("status status_when_needed", _S),
+    ),
+)
+"""`ctxlab.survival.follow` of a replay (Tier 1 of `ctxlab.evaluate`) plus its replay and the
+facts' order (`seq`, as `ctxlab.facts.extract` listed them)."""
+
+PROBES = Table(
+    "probes",
+    (
+        Column("replay_key", _S),
+        Column("seq", _I),
+        Column("turn", _I),
+        *_cols("kind question expected answer", _S),
+        *_cols("score ceiling_score", _F),
+        *_cols("ceiling_answer fact category judged_by", _S),
+        Column("extra", _S, "JSON"),
+    ),
+)
+"""`Evaluation.probes` (Tier 2) plus its replay and order: `ctxlab.probes.PROBE_COLUMNS` and
+`EXTRA_COLUMNS`; `extra` holds any other column of the frame as one JSON object per row."""
+
+PROBE_CACHE = Table(
+    "probe_cache",
+    (*_cols("cache_key model answer", _S), Column("created_at", _T)),
+    key="cache_key",
+)
+"""Answers of probe calls (`ctxlab.probes.ProbeCache`): call hash -> answer, so reruns are free."""
+
+TABLES = (
+    META,
+    TRACES,
+    MESSAGES,
+    RECORDED_TURNS,
+    REPLAYS,
+    TURNS,
+    EVENTS,
+    FILES,
+    BLOBS,
+    SUMMARIES,
+    FACTS,
+    PROBES,
+    PROBE_CACHE,
+)
 
 FILE_ROWS = {**FILES.polars(drop=("replay_key",)), "content": pl.Utf8()}
 """A replay's files as a replay hands them over: the `files` columns with their content."""
 
-PARTS = {"turns": TURNS, "events": EVENTS, "files": FILES}
+PARTS = {"turns": TURNS, "events": EVENTS, "files": FILES, "facts": FACTS}
 """Tables whose rows a sweep worker writes as Parquet for the writer to read (the `replays`
 row travels inline)."""
+
+FACT_ROWS = FACTS.polars(drop=("replay_key",))
+"""A replay's facts as `ctxlab.store.SavedReplay` carries them: the `facts` columns but its key."""
 
 
 class SummaryRow(NamedTuple):

@@ -22,9 +22,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
+import threading
 import time
+import weakref
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,9 +42,13 @@ from ctxlab.defaults import DEFAULT_PATH
 from ctxlab.errors import QueryRefusedError, StoreBusyError, StoreError
 from ctxlab.schema import (
     EVENTS,
+    FACT_ROWS,
+    FACTS,
     FILE_ROWS,
     MESSAGES,
     PARTS,
+    PROBE_CACHE,
+    PROBES,
     RECORDED_TURNS,
     REPLAYS,
     SUMMARIES,
@@ -54,11 +61,12 @@ from ctxlab.store_safety import SANDBOX, check_blocks, check_statements, first_l
 from ctxlab.trace import Trace
 
 if TYPE_CHECKING:
+    from ctxlab.evaluation import Evaluation
     from ctxlab.replay import Replay
 
 FILE_MODES = ("all", "offloaded", "none")
 HISTORY_PREFIX = "/conversation_history/"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 VIEWS = """
 CREATE OR REPLACE VIEW replay_summary AS
@@ -69,8 +77,11 @@ SELECT r.replay_key, r.trace_id, r.policy, r.params, r.summarizer,
        max(t.baseline_tokens) AS peak_baseline_tokens,
        sum(t.baseline_tokens)::BIGINT AS cumulative_baseline_tokens,
        count(*) AS turns,
-       (SELECT count(*) FROM events e WHERE e.replay_key = r.replay_key) AS events
+       (SELECT count(*) FROM events e WHERE e.replay_key = r.replay_key) AS events,
+       n.needed_lost
 FROM replays r JOIN turns t USING (replay_key)
+LEFT JOIN (SELECT replay_key, count(*) FILTER (status_when_needed = 'lost') AS needed_lost
+           FROM facts GROUP BY replay_key) n USING (replay_key)
 GROUP BY ALL;
 CREATE OR REPLACE VIEW events_by_kind AS
 SELECT replay_key, kind, count(*) AS events,
@@ -80,7 +91,8 @@ CREATE OR REPLACE VIEW trace_policy AS
 SELECT trace_id, policy, count(*) AS replays,
        min(peak_context_tokens) AS best_peak_context_tokens,
        min(cumulative_input_tokens) AS best_cumulative_input_tokens,
-       avg(events) AS mean_events
+       avg(events) AS mean_events,
+       min(needed_lost) AS best_needed_lost
 FROM replay_summary GROUP BY ALL;
 """
 
@@ -90,6 +102,7 @@ SCHEMA = "\n".join(t.create() for t in TABLES) + VIEWS
 MIGRATIONS: dict[int, str] = {
     1: "ALTER TABLE events ADD COLUMN summary VARCHAR;",
     2: "ALTER TABLE traces ADD COLUMN notes JSON; ALTER TABLE traces ADD COLUMN compactions JSON;",
+    3: "\n".join(t.create() for t in (FACTS, PROBES, PROBE_CACHE)),
 }
 """Each entry upgrades a file from schema N to N + 1 (run in order, in one transaction)."""
 
@@ -149,6 +162,8 @@ class SavedReplay:
     files: pl.DataFrame
     summaries: tuple[SummaryRow, ...] = ()
     """Summariser cache entries written while replaying (stored with the replay)."""
+    facts: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=FACT_ROWS))
+    """Tier 1 of `ctxlab.evaluate` on the replay (`fact_rows`), when it was evaluated."""
 
     @classmethod
     def of(
@@ -159,12 +174,14 @@ class SavedReplay:
         *,
         files: str = "all",
         omit: Collection[str] = (),
+        facts: pl.DataFrame | None = None,
     ) -> SavedReplay:
         """Package a replay. `files`: which contents to keep: "all", "offloaded" (results and
         messages the policy offloaded, not the summarised-history files, which re-render from
         the stored messages and can be megabytes per replay) or "none"; paths, sizes and
         hashes are always kept. `omit`: sha256 of contents the writer already has (a sweep
-        worker sends each content once), left out so they do not travel again."""
+        worker sends each content once), left out so they do not travel again. `facts`: the
+        replay's `Evaluation.facts`, to store with it."""
         if files not in FILE_MODES:
             raise ValueError(f"files must be one of {', '.join(FILE_MODES)}, got {files!r}")
         key = replay_key(trace_hash, replay.policy, replay.params, summarizer)
@@ -197,6 +214,7 @@ class SavedReplay:
             turns=replay.turns.select(TURN_COLUMNS),
             events=events.select(EVENTS.names[1:]),
             files=file_frame,
+            facts=fact_rows(facts) if facts is not None else pl.DataFrame(schema=FACT_ROWS),
         )
 
     def write_parts(self, prefix: Path) -> ReplayPart:
@@ -384,20 +402,26 @@ class Store:
         rows: list[tuple[Trace, str, str | None]] = []
         keys = [self._flatten(t, None, rows, k) for t, k in zip(items, given, strict=True)]
         with self._transaction() as con:
-            known = {
-                r[0]
-                for r in con.execute(
-                    "SELECT trace_key FROM traces WHERE trace_key IN (SELECT unnest(?))",
-                    [[k for _, k, _ in rows]],
-                ).fetchall()
-            }
-            fresh = [(t, k, p) for t, k, p in rows if k not in known]
-            fresh = list({k: (t, k, p) for t, k, p in fresh}.values())
-            if fresh:
-                _insert(con, "traces", _traces_frame(fresh))
-                _insert(con, "messages", _messages_frame(fresh))
-                _insert(con, "recorded_turns", _recorded_frame(fresh))
+            self._add_rows(con, rows)
         return keys
+
+    def _add_rows(
+        self, con: duckdb.DuckDBPyConnection, rows: list[tuple[Trace, str, str | None]]
+    ) -> None:
+        """Insert the traces of `rows` (trace, key, parent key) not yet stored."""
+        known = {
+            r[0]
+            for r in con.execute(
+                "SELECT trace_key FROM traces WHERE trace_key IN (SELECT unnest(?))",
+                [[k for _, k, _ in rows]],
+            ).fetchall()
+        }
+        fresh = [(t, k, p) for t, k, p in rows if k not in known]
+        fresh = list({k: (t, k, p) for t, k, p in fresh}.values())
+        if fresh:
+            _insert(con, "traces", _traces_frame(fresh))
+            _insert(con, "messages", _messages_frame(fresh))
+            _insert(con, "recorded_turns", _recorded_frame(fresh))
 
     def _flatten(self, trace: Trace, parent: str | None, out: list, key: str | None = None) -> str:
         key = key or trace_key(trace)
@@ -423,25 +447,66 @@ class Store:
         if not saved:
             return 0
         with self._transaction() as con:
-            _insert_summaries(con, [r for s in saved for r in s.summaries])
-            known = self._known(con, [s.replay_key for s in saved])
-            fresh = list({s.replay_key: s for s in saved if s.replay_key not in known}.values())
-            if not fresh:
-                return 0
-            _insert(con, "replays", _replays_frame(fresh))
-            for table, attr in (("turns", "turns"), ("events", "events"), ("files", "files")):
-                frames = [
-                    getattr(s, attr).with_columns(pl.lit(s.replay_key).alias("replay_key"))
-                    for s in fresh
-                    if getattr(s, attr).height
-                ]
-                if frames:
-                    rows = pl.concat(frames, how="vertical_relaxed")
-                    if table == "files":
-                        _insert_blobs(con, rows)
-                        rows = rows.drop("content")
-                    _insert(con, table, rows)
+            return self._save_many(con, saved)
+
+    def _save_many(self, con: duckdb.DuckDBPyConnection, saved: Sequence[SavedReplay]) -> int:
+        _insert_summaries(con, [r for s in saved for r in s.summaries])
+        known = self._known(con, [s.replay_key for s in saved])
+        fresh = list({s.replay_key: s for s in saved if s.replay_key not in known}.values())
+        if not fresh:
+            return 0
+        _insert(con, "replays", _replays_frame(fresh))
+        for table in PARTS:
+            frames = [
+                getattr(s, table).with_columns(pl.lit(s.replay_key).alias("replay_key"))
+                for s in fresh
+                if getattr(s, table).height
+            ]
+            if frames:
+                rows = pl.concat(frames, how="vertical_relaxed")
+                if table == "files":
+                    _insert_blobs(con, rows)
+                    rows = rows.drop("content")
+                _insert(con, table, rows)
         return len(fresh)
+
+    def save_evaluation(self, evaluation: Evaluation, replay_key: str | None = None) -> str:
+        """Store an evaluation's facts and probes under its replay; returns the replay key.
+
+        Without `replay_key` the key is computed from `evaluation.replay` as `save` does, and
+        the replay (and its trace) is stored too if it is not yet. All in one transaction. The
+        replay's facts are replaced (Tier 1 is deterministic); its probes are replaced only by
+        an evaluation that has probes, so a model-free rerun keeps the scores a model gave."""
+        rows: list[tuple[Trace, str, str | None]] = []
+        saved = None
+        if replay_key is None:
+            replay = evaluation.replay
+            if replay is None or replay.trace is None:
+                raise StoreError(
+                    "this evaluation holds no replay with its trace; pass the stored replay's "
+                    "key: store.save_evaluation(evaluation, replay_key=store.save(replay, trace))"
+                )
+            tkey = self._flatten(replay.trace, None, rows)
+            saved = SavedReplay.of(replay, tkey, summarizer_name(replay.summarizer))
+            replay_key = saved.replay_key
+        facts = fact_rows(evaluation.facts).with_columns(pl.lit(replay_key).alias("replay_key"))
+        probes = probe_rows(evaluation.probes).with_columns(pl.lit(replay_key).alias("replay_key"))
+        with self._transaction() as con:
+            if saved is not None:
+                self._add_rows(con, rows)
+                self._save_many(con, [saved])
+            elif not self._known(con, [replay_key]):
+                raise StoreError(
+                    f"{self.path}: no replay with key {replay_key!r}; store the replay first "
+                    "(Store.save) or pass no key"
+                )
+            con.execute("DELETE FROM facts WHERE replay_key = ?", [replay_key])
+            if facts.height:
+                _insert(con, "facts", facts)
+            if probes.height:
+                con.execute("DELETE FROM probes WHERE replay_key = ?", [replay_key])
+                _insert(con, "probes", probes)
+        return replay_key
 
     def save_parts(self, parts: Sequence[ReplayPart]) -> int:
         """Store replays that workers wrote as Parquet files, in one transaction; those
@@ -550,6 +615,20 @@ class Store:
             params,
         )
 
+    def facts(self, replay_key: str | None = None) -> pl.DataFrame:
+        """Stored Tier 1 facts (`ctxlab.survival.follow` columns), of one replay or all."""
+        return self._for("facts", replay_key, "seq")
+
+    def probes(self, replay_key: str | None = None) -> pl.DataFrame:
+        """Stored Tier 2 probes, of one replay or all (columns the table does not name are
+        in `extra`, as JSON)."""
+        return self._for("probes", replay_key, "seq")
+
+    def probe_cache(self) -> StoreProbeCache:
+        """The probe-call cache in this store (`ctxlab.probes.ProbeCache`, see
+        `StoreProbeCache`): a rerun asks no call twice."""
+        return StoreProbeCache(self)
+
     def messages(self, trace_key: str) -> pl.DataFrame:
         return self.query(
             "SELECT * FROM messages WHERE trace_key = ? ORDER BY position", [trace_key]
@@ -561,6 +640,98 @@ class Store:
         return self.query(
             f"SELECT * FROM {table} WHERE replay_key = ? ORDER BY {order}", [replay_key]
         )
+
+
+class StoreProbeCache:
+    """`ctxlab.probes.ProbeCache` backed by a store's `probe_cache` table.
+
+    Opening the DuckDB file costs tens of milliseconds, more than a deterministic test model
+    takes to answer, so the table is read once (at the first `get` or `put`) and answers are
+    written in batches: one as soon as it comes when the last write is `batch_seconds` old
+    (a real model's answers, seconds apart, are each written at once), else with the next
+    batch, at `flush()`, or when the cache is garbage-collected or the interpreter exits.
+    Safe to share between the threads that run probes concurrently. Answers other processes
+    store after the first read are not seen (a rerun sees them)."""
+
+    def __init__(self, store: Store, batch_seconds: float = 1.0) -> None:
+        self.store = store
+        self.batch_seconds = batch_seconds
+        self._answers: dict[str, str] | None = None
+        self._pending: list[tuple[str, str, str, datetime]] = []
+        self._written = -math.inf
+        self._lock = threading.Lock()
+        weakref.finalize(self, _write_probe_answers, store, self._pending)
+
+    def _read(self) -> dict[str, str]:
+        if self._answers is None:
+            with self.store._connect(write=False) as con:
+                rows = con.execute("SELECT cache_key, answer FROM probe_cache").fetchall()
+            self._answers = dict(rows)
+        return self._answers
+
+    def get(self, key: str) -> str | None:
+        """The cached answer of the call with this key, or None."""
+        with self._lock:
+            return self._read().get(key)
+
+    def put(self, key: str, answer: str, model: str) -> None:
+        """Keep an answer; a key already cached keeps its first answer."""
+        with self._lock:
+            answers = self._read()
+            if key in answers:
+                return
+            answers[key] = answer
+            self._pending.append((key, model, answer, _now()))
+            if time.monotonic() - self._written >= self.batch_seconds:
+                self._flush()
+
+    def flush(self) -> None:
+        """Write the answers not yet written."""
+        with self._lock:
+            self._flush()
+
+    def _flush(self) -> None:
+        _write_probe_answers(self.store, self._pending)
+        self._written = time.monotonic()
+
+
+def _write_probe_answers(store: Store, rows: list[tuple[str, str, str, datetime]]) -> None:
+    """Insert cached probe answers in one transaction (first answer per key wins) and empty
+    `rows`, the list the cache keeps them in."""
+    if rows:
+        with store._transaction() as con:
+            con.executemany(
+                "INSERT INTO probe_cache VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", rows
+            )
+        del rows[:]
+
+
+PROBE_COLUMNS = PROBES.names[2:-1]
+"""The probe columns the `probes` table has a column for (any others go to `extra`)."""
+
+
+def fact_rows(facts: pl.DataFrame) -> pl.DataFrame:
+    """An `Evaluation.facts` frame as `facts` rows (without the replay key), in its order."""
+    return facts.with_row_index("seq").select(
+        pl.col(name).cast(dtype) for name, dtype in FACT_ROWS.items()
+    )
+
+
+def probe_rows(probes: pl.DataFrame) -> pl.DataFrame:
+    """An `Evaluation.probes` frame as `probes` rows (without the replay key): the known
+    columns typed, any others as one JSON object per row in `extra`."""
+    schema = PROBES.polars(drop=("replay_key",))
+    others = [c for c in probes.columns if c not in PROBE_COLUMNS]
+    extra = (
+        [_canonical(row) for row in probes.select(others).iter_rows(named=True)]
+        if others
+        else [None] * probes.height
+    )
+    frame = probes.with_row_index("seq").with_columns(pl.Series("extra", extra, pl.Utf8))
+    missing = [pl.lit(None).alias(c) for c in schema if c not in frame.columns]
+    return frame.with_columns(missing).select(
+        pl.col(name).cast(dtype) for name, dtype in schema.items()
+    )
 
 
 def _holder(exc: Exception) -> str:

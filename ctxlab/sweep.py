@@ -45,6 +45,7 @@ import polars as pl
 from ctxlab.defaults import BACKENDS
 from ctxlab.errors import SweepError, TraceFormatError
 from ctxlab.load import load_all
+from ctxlab.metrics import fact_survival
 from ctxlab.policies import Policy
 from ctxlab.policies.catalog import get
 from ctxlab.policy_check import check_policy
@@ -225,17 +226,25 @@ their text. Keyed by sweep so a later sweep into another store sends everything 
 
 
 def run_cell(trace: Trace, policy: Policy, summarizer: Summarizer, cell: Cell) -> SavedReplay:
-    """Replay one cell of `trace` and package it for the store (runs in a worker).
+    """Replay one cell of `trace`, evaluate it offline (Tier 1 of `ctxlab.evaluate`: the
+    `facts` frame, whose needed-but-lost count is the sweep's `needed_lost`) and package both
+    for the store (runs in a worker).
 
     Summariser cache entries written meanwhile (`LLM.take_pending`) travel with the result,
     so that the one writer stores them: workers never write the store themselves."""
     result = replay(trace, dataclasses.replace(policy, **dict(cell.values)), summarizer=summarizer)
+    facts = fact_survival(result, trace)  # a worker replays one trace's cells in a row
     if cell.sweep_id not in _SENT:
         _SENT.clear()
         _SENT[cell.sweep_id] = set()
     sent = _SENT[cell.sweep_id]
     saved = SavedReplay.of(
-        result, cell.trace_hash, summarizer_name(summarizer), files=cell.files, omit=sent
+        result,
+        cell.trace_hash,
+        summarizer_name(summarizer),
+        files=cell.files,
+        omit=sent,
+        facts=facts,
     )
     if saved.replay_key != cell.key:
         raise RuntimeError(f"replay key changed between plan and run for {trace.trace_id}")
@@ -481,6 +490,8 @@ def sweep(
     summarised-history files (megabytes per cell, re-rendered by replaying the cell); "all"
     keeps them too, "none" keeps no content. An `LLM` summariser's cache is read from its
     own store (else this one) and its new entries are stored in this one.
+    Every cell is also evaluated offline (Tier 1 of `ctxlab.evaluate`): its facts are stored
+    (`Store.facts`) and `needed_lost` is a column of the result beside tokens and events.
     Returns the per-replay summary rows of every cell, with one column per grid parameter.
     """
     if backend not in BACKENDS:

@@ -1,6 +1,8 @@
 """`ctxlab compare PATH --policy A --policy B ...`: the same traces under several policies.
 
-One row per (trace, policy) with the size, cost and cache metrics of `ctxlab.metrics.summary`.
+One row per (trace, policy) with the size, cost, cache and information metrics of
+`ctxlab.metrics.summary` (`needed_lost`: facts the recorded agent used again after the policy
+had lost them, as `ctxlab evaluate` counts them).
 `--model` picks the price list and profile when the trace names no model (or overrides it);
 `--window` sets every policy's window (and the overflow counts). Policies are the names
 `ctxlab policies` lists (built-in, registered or from an installed package); `a+b` composes
@@ -33,6 +35,7 @@ COLUMNS = (
     "cost_usd_with_cache",
     "cache_breaks",
     "goal_retention",
+    "needed_lost",
 )
 
 

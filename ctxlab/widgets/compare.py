@@ -14,6 +14,7 @@ import ipywidgets as W
 
 from ctxlab import plots
 from ctxlab.escape import esc
+from ctxlab.metrics import needed_lost
 from ctxlab.replay import Replay
 from ctxlab.trace import Trace
 from ctxlab.widgets._common import ExportBar, figure_widget, metrics, update_in_place
@@ -22,8 +23,10 @@ from ctxlab.widgets._common import ExportBar, figure_widget, metrics, update_in_
 def metrics_table_html(
     replays: Sequence[Replay], labels: Sequence[str], trace: Trace | None = None
 ) -> str:
-    """One row per replay: peak, cumulative, saved vs baseline, events (and cost if known)."""
+    """One row per replay: peak, cumulative, saved vs baseline, events, needed-but-lost facts
+    (`ctxlab.metrics.needed_lost`) and cost if known."""
     rows = [metrics(r, trace) for r in replays]
+    lost = [needed_lost(r, trace) for r in replays]
     cost_keys = sorted({k for m in rows for k in m if k.startswith("cost")})
     head = "".join(
         f"<th>{esc(h)}</th>"
@@ -34,11 +37,12 @@ def metrics_table_html(
             "saved",
             "events",
             "summaries",
+            "needed lost",
             *[k.replace("_", " ") for k in cost_keys],
         ]
     )
     body = []
-    for label, m in zip(labels, rows, strict=True):
+    for label, m, n in zip(labels, rows, lost, strict=True):
         cells = [
             esc(label, 80),
             f"{m['peak']:,}",
@@ -46,6 +50,7 @@ def metrics_table_html(
             f"{m['saved']:.0%}",
             str(m["events"]),
             str(m["events_by_kind"].get("summarize", 0)),
+            "" if n is None else str(n),
             *[f"${m[k]:,.2f}" if isinstance(m.get(k), float) else "" for k in cost_keys],
         ]
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
