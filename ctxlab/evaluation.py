@@ -17,27 +17,12 @@ import polars as pl
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
+    from langchain_core.rate_limiters import BaseRateLimiter
 
     from ctxlab.facts import Fact
     from ctxlab.probes import ProbeCache
     from ctxlab.replay import Replay
     from ctxlab.trace import Trace
-
-PROBE_SCHEMA = {
-    "turn": pl.Int64,
-    "kind": pl.String,
-    "question": pl.String,
-    "expected": pl.String,
-    "answer": pl.String,
-    "score": pl.Float64,
-    "ceiling_score": pl.Float64,
-}
-"""The probes frame's leading columns (`ctxlab.probes.PROBE_COLUMNS`), and the whole frame when
-no probe ran."""
-
-TIER2_HINT = "probes skipped: pass model= (any LangChain chat model) to run Tier 2"
-"""The one line saying how to enable probes, for callers that print one."""
-
 
 @dataclass
 class Evaluation:
@@ -97,8 +82,11 @@ def trace_facts(trace: Trace) -> list[Fact]:
 
 
 def empty_probes() -> pl.DataFrame:
-    """The probes frame when no probe ran."""
-    return pl.DataFrame(schema=PROBE_SCHEMA)
+    """The probes frame when no probe ran: the columns a run gives, no rows, so code reading
+    it works the same with or without a model."""
+    from ctxlab.probes import EXTRA_COLUMNS, PROBE_COLUMNS
+
+    return pl.DataFrame(schema={**PROBE_COLUMNS, **EXTRA_COLUMNS})
 
 
 def evaluate(
@@ -109,11 +97,15 @@ def evaluate(
     *,
     turns: Sequence[int] | None = None,
     cache: ProbeCache | None = None,
+    max_concurrency: int | None = None,
+    rate_limiter: BaseRateLimiter | None = None,
 ) -> Evaluation:
     """Evaluate `replay` (which needs its trace): Tier 1 always; with `model`, Tier 2 probes of
     the kinds `probes` names ("auto": every kind the model and judge allow) at `turns` (default:
     each compaction event), scored against the same probes on the uncompacted context; `judge`
-    scores free-text probes; `cache` keeps model answers between runs."""
+    scores free-text probes; `cache` keeps model answers between runs; `max_concurrency` and
+    `rate_limiter` (LangChain's, e.g. `InMemoryRateLimiter`) pace the calls. Without a model,
+    `ctxlab.probes.SKIPPED` is the one line to tell the user."""
     from ctxlab.survival import follow, survival_table
 
     if replay.trace is None:
@@ -124,7 +116,15 @@ def evaluate(
         from ctxlab import probes as tier2
 
         planned = tier2.plan(replay, facts, probes, turns)
-        probe_frame = tier2.run(replay, planned, model, judge, cache)
+        probe_frame = tier2.run(
+            replay,
+            planned,
+            model,
+            judge,
+            cache,
+            max_concurrency=max_concurrency,
+            rate_limiter=rate_limiter,
+        )
     return Evaluation(
         trace_id=replay.trace_id,
         policy=replay.policy,
@@ -136,4 +136,4 @@ def evaluate(
     )
 
 
-__all__ = ["PROBE_SCHEMA", "TIER2_HINT", "Evaluation", "empty_probes", "evaluate", "trace_facts"]
+__all__ = ["Evaluation", "empty_probes", "evaluate", "trace_facts"]

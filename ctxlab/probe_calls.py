@@ -16,13 +16,15 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.rate_limiters import BaseRateLimiter
 
 from ctxlab.message_facts import message_text
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.rate_limiters import BaseRateLimiter
 
 
 class ProbeCache(Protocol):

@@ -33,9 +33,7 @@ from functools import cache as memoize
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.rate_limiters import BaseRateLimiter
 
 from ctxlab import probe_questions as q
 from ctxlab import tokens as tk
@@ -56,6 +54,9 @@ from ctxlab.probe_judge import judge_prompt, parse_grade, recorded
 from ctxlab.requests import Requests
 
 if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.rate_limiters import BaseRateLimiter
+
     from ctxlab.replay import Replay
     from ctxlab.trace import Trace
 
@@ -84,7 +85,10 @@ EXTRA_COLUMNS: dict[str, Any] = {
 """Columns `run` adds after `PROBE_COLUMNS`: the full-context answer, the probed fact and its
 category (recall), and the judge model's name (judged kinds)."""
 
-SKIPPED = "probes skipped: pass --model provider:name (any LangChain chat model) to ask them"
+SKIPPED = (
+    "probes skipped: pass a LangChain chat model (--model provider:name, or model= in Python) "
+    "to ask them"
+)
 """The one line said when Tier 2 has no model."""
 
 NO_JUDGE = (

@@ -23,6 +23,7 @@ from ctxlab.policies import DeepAgents
 from ctxlab.policies.catalog import PRESETS
 from ctxlab.policies.langchain import LangChainSummarization
 from ctxlab.policies.offload import ToolResultOffload
+from ctxlab.probes import EXTRA_COLUMNS, PROBE_COLUMNS
 from ctxlab.replay import Replay, replay
 from ctxlab.requests import Requests
 from ctxlab.summarizers import Fixed
@@ -184,7 +185,7 @@ def test_evaluation_json_shape_and_empty_probes() -> None:
         assert list(counts) == ["total", *STATUSES, "needed", "needed_lost"]
         assert counts["total"] == sum(counts[s] for s in STATUSES)
     assert sum(c["needed_lost"] for c in out["survival"].values()) == evaluation.needed_lost
-    assert evaluation.probes.columns == [
+    assert evaluation.probes.columns[:7] == [
         "turn",
         "kind",
         "question",
@@ -193,6 +194,7 @@ def test_evaluation_json_shape_and_empty_probes() -> None:
         "score",
         "ceiling_score",
     ]
+    assert evaluation.probes.schema == pl.Schema({**PROBE_COLUMNS, **EXTRA_COLUMNS})
     assert evaluation.probes.height == 0
     assert dict(evaluation.survival.schema) == SURVIVAL_SCHEMA
     assert dict(evaluation.facts.schema) == FACT_SCHEMA
