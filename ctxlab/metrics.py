@@ -37,12 +37,10 @@ import polars as pl
 from langchain_core.messages import AIMessage, HumanMessage
 
 from ctxlab import tokens as tk
-from ctxlab.facts import Fact, extract
 from ctxlab.message_facts import chars_per_token, is_summary, message_text, paths_in
 from ctxlab.policies.base import Request
 from ctxlab.pricing import Price, Rates, cached_tokens, rates_for
 from ctxlab.profiles import profile as lookup_profile
-from ctxlab.survival import follow, survival_table
 
 if TYPE_CHECKING:
     from ctxlab.policies.base import Call
@@ -287,35 +285,17 @@ def recoverability(replay: Replay, trace: Trace, probe: int = 200) -> float | No
     return found / counted if counted else None
 
 
-_EXTRACTED: dict[str, Any] = {}
-"""The last trace `trace_facts` extracted, and its facts."""
-
-
-def trace_facts(trace: Trace) -> list[Fact]:
-    """`ctxlab.facts.extract(trace)`, remembered for the last trace asked: the facts depend on
-    the trace alone, extracting them is most of Tier 1's time, and a sweep worker or `compare`
-    asks for one trace's facts once per policy or cell in a row."""
-    if _EXTRACTED.get("trace") is not trace:
-        _EXTRACTED.update(trace=trace, facts=extract(trace))
-    return _EXTRACTED["facts"]
-
-
-def fact_survival(replay: Replay, trace: Trace) -> pl.DataFrame:
-    """`ctxlab.survival.follow` of `trace`'s facts through `replay`: the `facts` frame of
-    `ctxlab.evaluate(replay)`, with the extraction shared by the replays of one trace."""
-    if replay.trace is None:
-        replay = dataclasses.replace(replay, trace=trace)
-    return follow(replay, trace_facts(trace))
-
-
 def needed_lost(replay: Replay, trace: Trace | None = None) -> int | None:
     """Facts the recorded agent used again after eviction that were lost by then
     (`ctxlab.evaluate`'s headline, Tier 1 only); None without the replayed trace."""
+    from ctxlab.evaluation import evaluate
+
     trace = replay.trace if replay.trace is not None else trace
     if trace is None:
         return None
-    table = survival_table(fact_survival(replay, trace))
-    return int(table["needed_lost"].sum()) if table.height else 0
+    if replay.trace is None:
+        replay = dataclasses.replace(replay, trace=trace)
+    return evaluate(replay).needed_lost
 
 
 def summary(
@@ -404,11 +384,9 @@ def _price_source(rates: Rates | None) -> str | None:
 __all__ = [
     "cache_frame",
     "common_prefixes",
-    "fact_survival",
     "goal_retention",
     "needed_lost",
     "recoverability",
     "references_after_eviction",
     "summary",
-    "trace_facts",
 ]

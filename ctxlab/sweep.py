@@ -44,8 +44,8 @@ import polars as pl
 
 from ctxlab.defaults import BACKENDS
 from ctxlab.errors import SweepError, TraceFormatError
+from ctxlab.evaluation import evaluate
 from ctxlab.load import load_all
-from ctxlab.metrics import fact_survival
 from ctxlab.policies import Policy
 from ctxlab.policies.catalog import get
 from ctxlab.policy_check import check_policy
@@ -233,7 +233,7 @@ def run_cell(trace: Trace, policy: Policy, summarizer: Summarizer, cell: Cell) -
     Summariser cache entries written meanwhile (`LLM.take_pending`) travel with the result,
     so that the one writer stores them: workers never write the store themselves."""
     result = replay(trace, dataclasses.replace(policy, **dict(cell.values)), summarizer=summarizer)
-    facts = fact_survival(result, trace)  # a worker replays one trace's cells in a row
+    facts = evaluate(result).facts  # extraction is cached per trace: cells of one trace share it
     if cell.sweep_id not in _SENT:
         _SENT.clear()
         _SENT[cell.sweep_id] = set()
