@@ -1,33 +1,11 @@
-"""Shared printing for subcommands: aligned plain-text tables and error lines."""
+"""Shared printing for subcommands: error lines (tables are `ctxlab.tables`)."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from ctxlab.errors import FlagError, StoreError, SweepError, TraceFormatError
-
-
-def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain aligned table; numbers right-aligned, missing values as '-'."""
-    cells = [[("-" if v is None else str(v)) for v in row] for row in rows]
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    numeric = [
-        all(isinstance(r[i], int | float) or r[i] is None for r in rows)
-        for i in range(len(columns))
-    ]
-
-    def fmt(values: Sequence[str]) -> str:
-        parts = [
-            v.rjust(w) if num else v.ljust(w)
-            for v, w, num in zip(values, widths, numeric, strict=True)
-        ]
-        return "  ".join(parts).rstrip()
-
-    lines = [fmt(list(columns)), fmt(["-" * w for w in widths])]
-    lines.extend(fmt(r) for r in cells)
-    return "\n".join(lines)
 
 
 def report_errors(errors: Sequence[TraceFormatError]) -> None:

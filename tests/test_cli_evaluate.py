@@ -13,7 +13,7 @@ from langchain_core.outputs import ChatResult
 import ctxlab
 from ctxlab import probes
 from ctxlab.cli import main
-from ctxlab.commands.evaluate import WIDTH, _evaluate
+from ctxlab.commands.evaluate import _evaluate
 from ctxlab.evaluation import evaluate
 from ctxlab.facts import CATEGORIES
 from ctxlab.policies import get
@@ -82,7 +82,14 @@ def test_deepagents_keeps_in_files_what_summarization_loses(capsys, tmp_path: Pa
     assert {docs["langchain-summarization"][f]["status"] for f in in_file} == {"lost"}
 
 
-def test_table_fits_the_terminal_and_names_what_was_lost(capsys, tmp_path: Path) -> None:
+WIDTH = 100
+"""The terminal width the table tests give (`COLUMNS`)."""
+
+
+def test_table_fits_the_terminal_and_names_what_was_lost(
+    capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", str(WIDTH))
     argv = ["evaluate", str(LONG), "--policy", "langchain-summarization", *FLAGS]
     code, out, err = _run(capsys, [*argv, "--store", str(tmp_path / "s.duckdb")])
     assert code == 0 and err == ""
@@ -113,6 +120,7 @@ def test_dry_run_prices_the_calls_and_calls_nothing(
     """No key and no network: building the model needs none, and a dry run sends nothing (a
     call would fail without the key). Nothing is written: the store is not even created."""
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("COLUMNS", str(WIDTH))
     store = tmp_path / "s.duckdb"
     argv = ["evaluate", str(LONG), "--policy", "langchain-summarization", *FLAGS, "--dry-run"]
     argv += ["--model", "anthropic:claude-sonnet-4-5", "--store", str(store)]

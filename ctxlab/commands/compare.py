@@ -31,12 +31,13 @@ COLUMNS = (
     "peak_context_tokens",
     "cumulative_input_tokens",
     "events",
+    "needed_lost",
     "cost_usd",
     "cost_usd_with_cache",
     "cache_breaks",
     "goal_retention",
-    "needed_lost",
 )
+"""The table's columns, most telling first: a narrow terminal drops the last ones."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -122,7 +123,9 @@ def _policy(name: str, window: int | None, model: str | None) -> Any:
 
 LEGEND = (
     "Tokens as each policy counts them: peak_context_tokens of the largest request, "
-    "cumulative_input_tokens summed over every call; events: compaction actions; cost_usd: "
+    "cumulative_input_tokens summed over every call; events: compaction actions; needed_lost: "
+    "facts the recorded agent used again after the policy had lost them (ctxlab evaluate "
+    "lists them); cost_usd: "
     "the calls at list prices, cost_usd_with_cache: with prompt caching; cache_breaks: calls "
     "whose cached prefix shrank; goal_retention: share of the calls after the first "
     "compaction that still send the first user request (- when nothing was compacted). "

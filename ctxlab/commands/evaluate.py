@@ -23,16 +23,14 @@ from ctxlab import flags
 from ctxlab.commands.replay import add_policy_flags, build_policy
 from ctxlab.defaults import DEFAULT_PATH
 from ctxlab.errors import FlagError
-from ctxlab.output import report_errors, table
+from ctxlab.output import report_errors
+from ctxlab.tables import add_wide_flag, clip, table, terminal_width
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from ctxlab.evaluation import Evaluation
     from ctxlab.replay import Replay
-
-WIDTH = 100
-"""The terminal width the table output fits."""
 
 LISTED = 20
 """Needed-but-lost facts listed per trace in the table (all of them in JSON)."""
@@ -79,7 +77,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="PATH",
         help="store file the evaluations and probe answers are saved in (default: %(default)s)",
     )
-    parser.add_argument("--format", choices=("table", "json"), default="table")
+    add_wide_flag(parser)
+    parser.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="table: survival by category and the needed-but-lost facts, fitted to the terminal; "
+        'json: {"evaluations": [...]} with every fact and probe (default: %(default)s)',
+    )
     parser.set_defaults(run=run)
 
 
@@ -141,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({"evaluations": [e.to_json() for e in evaluations]}, default=str))
         else:
             for evaluation in evaluations:
-                print(render(evaluation))
+                print(render(evaluation, wide=args.wide))
         if model is None:
             print(probes.SKIPPED, file=sys.stderr if args.format == "json" else sys.stdout)
         elif judge is None:
@@ -195,9 +200,10 @@ def _dry_run(
         ]
         print(json.dumps({"dry_run": out}, default=str))
         return
+    width = terminal_width()
     for result, calls in runs:
-        print(_one_line(f"{result.trace_id}: {result.policy}", WIDTH))
-        print(_one_line(probes.cost_line(calls), WIDTH))
+        print(clip(f"{result.trace_id}: {result.policy}", width))
+        print(clip(probes.cost_line(calls), width))
         if calls.height:
             by_turn = (
                 calls.group_by("turn", "kind", "model", maintain_order=True)
@@ -209,20 +215,17 @@ def _dry_run(
                 )
                 .with_columns(pl.col("cost_usd").round(4))
             )
-            print(table(by_turn.columns, by_turn.rows()))
+            print(table(by_turn.columns, by_turn.rows(), wide=args.wide))
         print()
 
 
-def _one_line(text: str, width: int) -> str:
-    """`text` on one line, cut with an ellipsis to `width` characters."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def render(evaluation: Evaluation) -> str:
-    """An evaluation as text that fits `WIDTH` columns: a headline, survival by category, the
-    needed-but-lost facts and the probe scores against their ceilings."""
+def render(evaluation: Evaluation, *, wide: bool = False, width: int | None = None) -> str:
+    """An evaluation as text that fits `width` columns (default: the terminal's; `wide`: every
+    cell in full): a headline, survival by category, the needed-but-lost facts and the probe
+    scores against their ceilings."""
     import polars as pl
+
+    width = terminal_width() if width is None else width
 
     facts = evaluation.facts
     needed = facts.filter(pl.col("needed_turn").is_not_null())
@@ -230,21 +233,21 @@ def render(evaluation: Evaluation) -> str:
     by_file = needed.filter(pl.col("status_when_needed") == "file").height
     params = ", ".join(f"{k}={v}" for k, v in sorted(evaluation.params.items()))
     lines = [
-        _one_line(f"{evaluation.trace_id}: {evaluation.policy} ({params})", WIDTH),
+        clip(f"{evaluation.trace_id}: {evaluation.policy} ({params})", width),
         f"{facts.height} facts, {needed.height} needed again after eviction: needed-but-lost "
         f"{lost.height}, recoverable only from a file {by_file}",
     ]
     if evaluation.survival.height:
-        lines.append(table(evaluation.survival.columns, evaluation.survival.rows()))
+        survival = evaluation.survival
+        lines.append(table(survival.columns, survival.rows(), wide=wide, width=width))
     if lost.height:
         lines.append(f"needed but lost ({lost.height}):")
         rows = [
             [r["needed_turn"], r["evicted_turn"], r["category"], r["fact"]]
             for r in lost.head(LISTED).iter_rows(named=True)
         ]
-        fixed = 30  # the other columns and their gaps
-        rows = [[*r[:3], _one_line(r[3], WIDTH - fixed)] for r in rows]
-        lines.append(table(("needed", "evicted", "category", "fact"), rows))
+        columns = ("needed", "evicted", "category", "fact")
+        lines.append(table(columns, rows, wide=wide, width=width, whole=columns[:3]))
         if lost.height > LISTED:
             lines.append(f"... and {lost.height - LISTED} more (--format json lists all)")
     probes = evaluation.probes
@@ -258,5 +261,5 @@ def render(evaluation: Evaluation) -> str:
             )
             .rows()
         )
-        lines.append(table(("probe", "asked", "score", "ceiling"), scores))
+        lines.append(table(("probe", "asked", "score", "ceiling"), scores, wide=wide, width=width))
     return "\n".join(lines) + "\n"
