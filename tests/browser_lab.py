@@ -10,11 +10,11 @@ Plotly's FigureWidget is an anywidget whose JavaScript module is 5 MB. anywidget
 gives a widget model 2 s to load and initialise that module; past that, the model's `ready`
 promise rejects ("[anywidget] Failed to initialize model.") and every later comm message to it
 is dropped: the chart stays an empty placeholder without its CSS class and never follows the
-kernel. On 2 cores the load takes about a second alone, and more than 2 s when the kernel
-replays or exports, another FigureWidget loads, or other processes (parallel test workers) share
-the cores. So `run_cells` runs a notebook one cell at a time, each after the previous finished,
-and the test waits for each chart before the next cell; and chromium runs at a raised CPU
-priority (`os.setpriority`, when the user may raise it) so other processes cannot starve it.
+kernel. On 2 cores the load can take more than 2 s when the kernel replays or exports (kaleido starts its own chromium), another FigureWidget loads at the same
+time, or other processes crowd the cores. So `run_cells` runs a notebook one cell at a time,
+each after the previous finished, and callers wait for each chart before running the next cell:
+one module loads at a time, with the kernel idle. (Raising chromium's CPU priority does not
+help: chromium sets its renderers' nice levels itself.)
 """
 
 from __future__ import annotations
@@ -47,8 +47,6 @@ KERNEL_IDLE = """() => {
 SETTINGS: Mapping[str, Mapping[str, Any]] = {
     "apputils-extension/notification": {"fetchNews": "false"},  # no news toast over the cells
 }
-BROWSER_PRIORITY = 10
-"""How much higher than ours chromium's CPU priority is (nice levels), where allowed."""
 
 
 def chromium_missing() -> str | None:
@@ -124,33 +122,12 @@ def jupyterlab(root: Path, home: Path, env: Mapping[str, str] = {}) -> Iterator[
 
 
 @contextmanager
-def raised_priority(levels: int) -> Iterator[None]:
-    """Processes started inside the block run `levels` nice levels above this one (Linux
-    niceness is inherited at fork); unchanged where the user may not raise priorities."""
-    before = os.getpriority(os.PRIO_PROCESS, 0)
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, before - levels)
-    except OSError:
-        yield
-        return
-    try:
-        yield
-    finally:
-        os.setpriority(os.PRIO_PROCESS, 0, before)
-
-
-@contextmanager
 def chromium_page(console: list[str] | None = None) -> Iterator[Any]:
-    """A Playwright page in headless chromium (1400x1000), at a raised CPU priority; browser
-    messages go to `console`."""
+    """A Playwright page in headless chromium (1400x1000); browser messages go to `console`."""
     from playwright.sync_api import sync_playwright
 
-    with raised_priority(BROWSER_PRIORITY):  # the driver, and the chromium it starts
-        playwright = sync_playwright().start()
-    try:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             if console is not None:
@@ -158,8 +135,6 @@ def chromium_page(console: list[str] | None = None) -> Iterator[Any]:
             yield page
         finally:
             browser.close()
-    finally:
-        playwright.stop()
 
 
 def open_notebook(page: Any, base: str, path: str) -> None:
