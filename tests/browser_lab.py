@@ -10,8 +10,9 @@ Plotly's FigureWidget is an anywidget whose JavaScript module is 5 MB. anywidget
 gives a widget model 2 s to load and initialise that module; past that, the model's `ready`
 promise rejects ("[anywidget] Failed to initialize model.") and every later comm message to it
 is dropped: the chart stays an empty placeholder without its CSS class and never follows the
-kernel. On 2 cores the load can take more than 2 s when the kernel replays or exports (kaleido starts its own chromium), another FigureWidget loads at the same
-time, or other processes crowd the cores. So `run_cells` runs a notebook one cell at a time,
+kernel. On 2 cores the load can take more than 2 s when the kernel replays or exports
+(kaleido starts its own chromium), another FigureWidget loads at the same time, or other
+processes crowd the cores. So `run_cells` runs a notebook one cell at a time,
 each after the previous finished, and callers wait for each chart before running the next cell:
 one module loads at a time, with the kernel idle. (Raising chromium's CPU priority does not
 help: chromium sets its renderers' nice levels itself.)
