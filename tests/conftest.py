@@ -1,4 +1,12 @@
-"""Shared fixtures: where the team's shared data lives, and skipping cleanly without it."""
+"""Shared fixtures: where the team's shared data lives, and skipping cleanly without it.
+
+The suite runs on parallel workers (pytest-xdist, `-n auto --dist loadfile` in pyproject.toml):
+each test file runs whole on one worker, in order, so module-scoped fixtures (such as the
+regenerated samples) are built once and a new test file needs no marks. Each worker has its own
+`tmp_path` root; tests write only there, never under the repository's data/. (`--dist
+loadgroup` would be finer, but with pytest 9 xdist 3.8's `xdist_group` marks have no effect:
+it renames items through an attribute pytest no longer reads.)
+"""
 
 from __future__ import annotations
 

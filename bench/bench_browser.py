@@ -1,0 +1,268 @@
+"""Slider release to redrawn chart, end to end: JupyterLab in headless chromium, 1,000 turns.
+
+    .venv/bin/python -m bench.bench_browser             # 1,000 turns, 20 moves (~2 min)
+    .venv/bin/python -m bench.bench_browser --quick     # 200 turns, 6 moves
+
+A notebook builds `ThresholdExplorer` (default debounce) on the synthetic 1,000-turn trace of
+`bench.bench_widgets`; Playwright presses an arrow key on the *trigger* slider's handle (one
+key press is one release: the sliders do not update continuously) and waits for the chart's
+`plotly_afterplot`. Server and browser come from `tests/browser_lab.py`, as in the browser test.
+
+Each move is cut into stages by clocks on both sides (one machine, so the kernel's `time.time()`
+and the page's `performance.timeOrigin + now()` agree to well under a millisecond):
+
+- *widget js*: key down to the slider's update leaving the page's websocket;
+- *comm in*: that message to the kernel observing the new value;
+- *debounce*: the explorer's wait (`ThresholdExplorer.debounce`) before it re-replays;
+- *kernel*: the Python handler (`apply`: re-replay, metrics, traces) until the figure's
+  update is sent on its comm;
+- *comm out*: that send to the update reaching the page's websocket;
+- *plotly.js*: the update's arrival to `plotly_afterplot` (widget model, `Plotly.update`,
+  redraw);
+- *paint*: `plotly_afterplot` to the next animation frame.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+from tests.browser_lab import (
+    chromium_missing,
+    chromium_page,
+    jupyterlab,
+    open_notebook,
+    run_cells,
+    wait_widget,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+CHART = ".ctx-explorer-chart.js-plotly-plot"
+READOUT = ".ctx-explorer .ctx-readout"
+HANDLE = ".ctx-explorer .ctx-trigger .noUi-handle"
+
+KERNEL_CELL = """
+import time
+from ctxlab.widgets import ThresholdExplorer
+from tests.synthetic import make_trace
+
+RECEIVED, APPLIED, SENT = [], [], []
+
+
+class TimedExplorer(ThresholdExplorer):
+    \"\"\"The explorer, with the kernel's side of each move timed (epoch ms).\"\"\"
+
+    def apply(self):
+        start = time.time() * 1000
+        super().apply()
+        APPLIED.append((start, time.time() * 1000))
+
+
+trace = make_trace({turns}, fmt="anthropic", seed=1, model="claude-sonnet-4-5",
+                   provider="anthropic", big=0.03)
+explorer = TimedExplorer(trace)
+explorer.control("trigger").observe(lambda c: RECEIVED.append(time.time() * 1000), names="value")
+_send = explorer.figure.comm.send
+
+
+def timed_send(*args, **kwargs):
+    SENT.append(time.time() * 1000)
+    return _send(*args, **kwargs)
+
+
+explorer.figure.comm.send = timed_send
+explorer
+"""
+
+# Timestamps (epoch ms) of the page's websocket traffic that carries widget messages, of key
+# presses and of the chart's redraws, kept on `window.__bench`.
+PAGE_HOOKS = """
+window.__bench = {sent: [], figure: [], keys: [], afterplot: [], paint: []};
+const now = () => performance.timeOrigin + performance.now();
+const text = (data) => typeof data === 'string' ? data
+  : data instanceof Blob ? '' : new TextDecoder().decode(data);
+const NativeSend = WebSocket.prototype.send;
+WebSocket.prototype.send = function (data) {
+  if (text(data).includes('"method":"update"')) window.__bench.sent.push(now());
+  return NativeSend.call(this, data);
+};
+const NativeAdd = WebSocket.prototype.addEventListener;
+WebSocket.prototype.addEventListener = function (type, fn, ...rest) {
+  if (type !== 'message') return NativeAdd.call(this, type, fn, ...rest);
+  return NativeAdd.call(this, type, (e) => {
+    const t = now();
+    if (text(e.data).includes('_py2js_')) window.__bench.figure.push(t);
+    return fn.call(this, e);
+  }, ...rest);
+};
+const onmessage = Object.getOwnPropertyDescriptor(WebSocket.prototype, 'onmessage');
+Object.defineProperty(WebSocket.prototype, 'onmessage', {
+  set(fn) {
+    onmessage.set.call(this, (e) => {
+      const t = now();
+      if (text(e.data).includes('_py2js_')) window.__bench.figure.push(t);
+      return fn.call(this, e);
+    });
+  },
+  get() { return onmessage.get.call(this); },
+});
+document.addEventListener('keydown',
+  (e) => window.__bench.keys.push(performance.timeOrigin + e.timeStamp), true);
+"""
+
+LISTEN = """(css) => {
+  const gd = document.querySelector(css);
+  gd.on('plotly_afterplot', () => {
+    const b = window.__bench;
+    b.afterplot.push(performance.timeOrigin + performance.now());
+    requestAnimationFrame(() => b.paint.push(performance.timeOrigin + performance.now()));
+  });
+}"""
+
+# Run code in the notebook's kernel and return what it printed.
+KERNEL_PRINT = """async (code) => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  let out = '';
+  const future = kernel.requestExecute({code, store_history: false});
+  future.onIOPub = (msg) => { if (msg.header.msg_type === 'stream') out += msg.content.text; };
+  await future.done;
+  return out;
+}"""
+
+STAGES = ["widget js", "comm in", "debounce", "kernel", "comm out", "plotly.js", "paint", "total"]
+
+
+def _first_after(times: list[float], t: float) -> float:
+    return next(x for x in times if x >= t)
+
+
+def _p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+
+
+def measure(turns: int, moves: int, artifacts: Path | None = None) -> list[dict[str, float]]:
+    """Stage durations (ms) of `moves` trigger-slider releases on a `turns`-turn trace."""
+    tmp = Path(tempfile.mkdtemp(prefix="ctxlab-bench-browser-"))
+    try:
+        root, home = tmp / "root", tmp / "home"
+        root.mkdir()
+        home.mkdir()
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                     "language": "python"}  # fmt: skip
+        nb.cells = [nbformat.v4.new_code_cell(KERNEL_CELL.format(turns=turns).strip())]
+        nbformat.write(nb, root / "bench.ipynb")
+        env = {"PYTHONPATH": str(REPO), "CTXLAB_FIGURES": str(tmp / "figures")}
+        with jupyterlab(root, home, env) as base, chromium_page() as page:
+            page.add_init_script(PAGE_HOOKS)
+            open_notebook(page, base, "bench.ipynb")
+            run_cells(page)
+            wait_widget(page, f"{CHART} .gtitle", timeout=300_000)
+            page.locator(READOUT).wait_for(state="attached", timeout=60_000)
+            page.wait_for_function(
+                "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+                ".status === 'idle'",
+                timeout=120_000,
+            )
+            page.evaluate(LISTEN, CHART)
+            handle = page.locator(HANDLE).first
+            handle.scroll_into_view_if_needed()
+            handle.focus()
+            page.wait_for_timeout(1000)  # let the first render's afterplots pass
+            marks = []
+            for i in range(moves):
+                before = page.evaluate("Date.now()")
+                replays = int(page.locator(READOUT).get_attribute("data-replays") or 0)
+                handle.press("ArrowLeft" if (i // 5) % 2 == 0 else "ArrowRight")
+                page.wait_for_function(
+                    "([css, n]) => Number(document.querySelector(css)?.dataset.replays) > n",
+                    arg=[READOUT, replays],
+                    timeout=60_000,
+                )
+                page.wait_for_function(
+                    "(t) => window.__bench.paint.some((x) => x > t) && "
+                    "window.__bench.figure.some((x) => x > t)",
+                    arg=before,
+                    timeout=60_000,
+                )
+                page.wait_for_timeout(400)  # trailing redraws land before the next move
+                marks.append(before)
+            page_times = page.evaluate("window.__bench")
+            kernel = json.loads(
+                page.evaluate(
+                    KERNEL_PRINT,
+                    "import json; print(json.dumps([RECEIVED, APPLIED, SENT]))",
+                ).strip()
+            )
+            if artifacts is not None:
+                artifacts.mkdir(parents=True, exist_ok=True)
+                page.locator(".ctx-explorer").first.screenshot(
+                    path=str(artifacts / "bench_browser.png")
+                )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    received, applied, sent = kernel
+    out = []
+    for before in marks:
+        key = _first_after(page_times["keys"], before)
+        sent_page = _first_after(page_times["sent"], key)
+        got = _first_after(received, sent_page)
+        start, end = next((a, b) for a, b in applied if a >= got)
+        fig_sent = _first_after(sent, start)
+        arrived = _first_after(page_times["figure"], fig_sent)
+        drawn = _first_after(page_times["afterplot"], arrived)
+        painted = _first_after(page_times["paint"], drawn)
+        out.append(
+            {
+                "widget js": sent_page - key,
+                "comm in": got - sent_page,
+                "debounce": start - got,
+                "kernel": fig_sent - start,
+                "comm out": arrived - fig_sent,
+                "plotly.js": drawn - arrived,
+                "paint": painted - drawn,
+                "total": painted - key,
+                "handler": end - start,
+            }
+        )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="200 turns, 6 moves")
+    parser.add_argument("--turns", type=int, default=None, help="trace length (default 1000)")
+    parser.add_argument("--moves", type=int, default=None, help="slider moves (default 20)")
+    parser.add_argument("--artifacts", type=Path, default=None, help="folder for a screenshot")
+    args = parser.parse_args()
+    if reason := chromium_missing():
+        raise SystemExit(f"bench_browser: {reason}")
+    turns = args.turns or (200 if args.quick else 1000)
+    moves = args.moves or (6 if args.quick else 20)
+    start = time.perf_counter()
+    rows = measure(turns, moves, args.artifacts)
+    print(
+        f"{turns} turns, {moves} trigger-slider releases, ThresholdExplorer (default debounce), "
+        f"JupyterLab + headless chromium; {time.perf_counter() - start:.0f} s in all"
+    )
+    print(f"{'stage':<10} {'median ms':>10} {'p90 ms':>8} {'share':>6}")
+    total = statistics.median(r["total"] for r in rows)
+    for stage in STAGES:
+        values = [r[stage] for r in rows]
+        med = statistics.median(values)
+        print(f"{stage:<10} {med:>10.1f} {_p90(values):>8.1f} {med / total:>6.0%}")
+    handler = [r["handler"] for r in rows]
+    print(f"(whole Python handler incl. readout: median {statistics.median(handler):.1f} ms, "
+          f"p90 {_p90(handler):.1f} ms)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

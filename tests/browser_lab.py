@@ -1,0 +1,182 @@
+"""JupyterLab on 127.0.0.1 driven by Playwright through Debian's chromium: the launch code
+the browser test (tests/test_browser.py) and the browser benchmark (bench/bench_browser.py)
+share. Recipe: ../shared/research/jupyter-testing.md (section 3).
+
+The server gets isolated config dirs, no outbound calls and no news toast; the browser is the
+system chromium (no Playwright download). `open_notebook` returns once the notebook's kernel is
+idle and connected, so cells can be run at once.
+
+Plotly's FigureWidget is an anywidget whose JavaScript module is 5 MB. anywidget's frontend
+gives a widget model 2 s to load and initialise that module; past that, the model's `ready`
+promise rejects ("[anywidget] Failed to initialize model.") and every later comm message to it
+is dropped: the chart stays an empty placeholder without its CSS class and never follows the
+kernel. On 2 cores the load can take more than 2 s when the kernel replays or exports
+(kaleido starts its own chromium), another FigureWidget loads at the same time, or other
+processes crowd the cores. So `run_cells` runs a notebook one cell at a time,
+each after the previous finished, and callers wait for each chart before running the next cell:
+one module loads at a time, with the kernel idle. (Raising chromium's CPU priority does not
+help: chromium sets its renderers' nice levels itself.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+CHROMIUM = os.environ.get("CTXLAB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+TOKEN = "ctxlab-browser-test"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+]  # fmt: skip
+KERNEL_IDLE = """() => {
+  const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+  return !!k && k.status === 'idle' && k.connectionStatus === 'connected';
+}"""
+SETTINGS: Mapping[str, Mapping[str, Any]] = {
+    "apputils-extension/notification": {"fetchNews": "false"},  # no news toast over the cells
+}
+
+
+def chromium_missing() -> str | None:
+    """Why a browser run cannot happen here (no chromium, no playwright), else None."""
+    if not Path(CHROMIUM).exists():
+        return f"no chromium at {CHROMIUM} (apt-get install chromium)"
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return "playwright not installed (pip install '.[test]')"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def jupyterlab(root: Path, home: Path, env: Mapping[str, str] = {}) -> Iterator[str]:
+    """Serve `root` with JupyterLab (config under `home`); yields the base URL. The server is
+    stopped (SIGTERM: it shuts its kernels down) when the block ends. `env` adds variables."""
+    for name, values in SETTINGS.items():
+        path = home / "settings" / "@jupyterlab" / f"{name}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+    environ = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    environ.update(
+        JUPYTER_PLATFORM_DIRS="1",
+        JUPYTER_CONFIG_DIR=str(home / "config"),
+        JUPYTER_DATA_DIR=str(home / "data"),
+        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
+        **env,
+    )
+    port = free_port()
+    cmd = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}",
+        "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
+        "--LabApp.extension_manager=readonly",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]  # fmt: skip
+    log_path = home / "jupyterlab.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            cmd, env=environ, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        base, deadline = f"http://127.0.0.1:{port}", time.time() + 90
+        try:
+            while True:
+                try:
+                    urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=2).close()
+                    break
+                except OSError:
+                    if proc.poll() is not None or time.time() > deadline:
+                        raise RuntimeError(
+                            "JupyterLab did not start:\n" + log_path.read_text()
+                        ) from None
+                    time.sleep(0.25)
+            yield base
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+@contextmanager
+def chromium_page(console: list[str] | None = None) -> Iterator[Any]:
+    """A Playwright page in headless chromium (1400x1000); browser messages go to `console`."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            if console is not None:
+                page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+            yield page
+        finally:
+            browser.close()
+
+
+def open_notebook(page: Any, base: str, path: str) -> None:
+    """Open `path` (relative to the server root) and wait until its kernel can run cells."""
+    page.goto(f"{base}/lab/tree/{path}?reset&token={TOKEN}", wait_until="domcontentloaded")
+    page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(state="visible", timeout=90_000)
+    page.wait_for_function(KERNEL_IDLE, timeout=120_000)
+
+
+def run_cells(page: Any, through: str | None = None) -> None:
+    """Run the open notebook's cells one at a time, each once the previous one finished, from
+    where the last call stopped through the first code cell containing `through` (to the end
+    when None). Returns when they have run; their widgets may still be rendering."""
+    page.evaluate(
+        """async (through) => {
+          const app = window.jupyterapp;
+          const nb = app.shell.currentWidget.content;
+          let i = window.__nextCell || 0;
+          for (; i < nb.widgets.length; i++) {
+            const cell = nb.widgets[i];
+            nb.activeCellIndex = i;
+            await app.commands.execute('notebook:run-cell');
+            if (through !== null && cell.model.type === 'code'
+                && cell.model.sharedModel.getSource().includes(through)) { i++; break; }
+          }
+          window.__nextCell = i;
+        }""",
+        through,
+    )
+
+
+def wait_widget(page: Any, css: str, timeout: int = 120_000) -> None:
+    """Until an element matching `css` is in the page (drawn, whether scrolled into view
+    or not)."""
+    page.locator(css).first.wait_for(state="attached", timeout=timeout)
+
+
+def wait_text(page: Any, css: str, text: str, timeout: int = 120_000) -> None:
+    """Until the first element matching `css` contains `text`."""
+    page.wait_for_function(
+        "([css, text]) => document.querySelector(css)?.textContent.includes(text)",
+        arg=[css, text],
+        timeout=timeout,
+    )
