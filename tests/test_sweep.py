@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -281,10 +283,15 @@ class WhereSummarized(Extractive):
 
 
 @pytest.fixture()
-def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The sweep's temporary folder (traces sent to workers, their Parquet parts) lands here."""
-    folder = tmp_path / "tmp"
-    folder.mkdir()
+def private_tmp(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The sweep's temporary folder (traces sent to workers, their Parquet parts) lands here.
+
+    A short path of its own, not under `tmp_path`: multiprocessing's fork server listens on a
+    Unix socket inside it, and a socket path may not exceed 107 bytes, which pytest-xdist's
+    longer `tmp_path` (`.../popen-gw0/test_...`) plus `pymp-*/listener-*` does. Removed at
+    the end of the session, after multiprocessing's exit handlers emptied their `pymp-*`."""
+    folder = Path(tempfile.mkdtemp(prefix="ctxlab-test-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     return folder
 
