@@ -23,7 +23,7 @@ from plotly.subplots import make_subplots
 
 from ctxlab.escape import esc
 from ctxlab.palette import FACT_STATUS_COLORS, OKABE_ITO
-from ctxlab.plots.annotations import default_labels
+from ctxlab.plots.annotations import default_labels, trace_name
 from ctxlab.plots.figures import style
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def retention(
             [{"colspan": n}] + [None] * (n - 1) + [{"colspan": n}] + [None] * (n - 1),
         ],
         subplot_titles=[
-            *[esc(name, SHOWN) for name in names],
+            *[esc(name, max(16, min(SHOWN, 84 // n))) for name in names],
             "needed again after eviction: where it was",
             "probe score vs full-context ceiling",
         ],
@@ -126,7 +126,7 @@ def retention(
     fig.update_layout(barmode="stack", bargap=0.25)
     style(
         fig,
-        title=title or f"What the compaction lost · trace {esc(evaluations[0].trace_id, 50)}",
+        title=title or f"What the compaction lost · {esc(_trace_title(evaluations[0]))}",
         width=width,
         height=height,
     )
@@ -148,6 +148,13 @@ def retention(
     fig.update_yaxes(autorange="reversed", showgrid=False, row=2, col=n + 1, **rows)
     fig.update_xaxes(title_text="facts", showgrid=True, gridcolor="#E5E5E5", row=2, col=1)
     return fig
+
+
+def _trace_title(evaluation: Any) -> str:
+    """The figure title's trace: its readable name (`trace_name`), from the replay's trace
+    when the evaluation kept it, else its id."""
+    replay = getattr(evaluation, "replay", None)
+    return trace_name(replay.trace if replay is not None else None, evaluation.trace_id, 50)
 
 
 def _survival_panel(
