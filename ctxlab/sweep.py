@@ -277,13 +277,18 @@ def _worker_context() -> multiprocessing.context.BaseContext:
     LangChain, deepagents and polars in every worker, seconds each on a small machine. The
     server is started here, in the background: `sweep` calls this before hashing and planning
     so that the server's imports overlap them. A server already running (an earlier sweep in
-    this process) is reused as it is.
+    this process) is reused as it is. The server listens on a Unix socket in the temporary
+    folder; where it cannot (a socket path may not exceed 107 bytes, so a long `TMPDIR` is
+    enough), workers are spawned instead: slower to start, same results.
     """
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
-    multiprocessing.forkserver.ensure_running()
+    try:
+        multiprocessing.forkserver.ensure_running()
+    except OSError:
+        return multiprocessing.get_context("spawn")
     return ctx
 
 

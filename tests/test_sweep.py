@@ -455,3 +455,31 @@ def test_sweep_refuses_what_is_not_a_path_or_trace(tmp_path: Path) -> None:
         sweep([{}], "deepagents", {}, store=tmp_path / "s.duckdb", progress=False)
     with pytest.raises(SweepError, match="nowhere.*no such file"):
         sweep("nowhere", "deepagents", {}, store=tmp_path / "s.duckdb", progress=False)
+
+
+LONG_TMPDIR_SWEEP = """
+import sys
+import ctxlab
+traces = ctxlab.load(sys.argv[1])
+rows = ctxlab.sweep(traces, "deepagents", {"window": [20000, 30000]}, store=sys.argv[2],
+                    workers=2, progress=False)
+print(rows.height)
+"""
+
+
+def test_a_temp_folder_too_long_for_the_fork_server_still_sweeps(tmp_path: Path) -> None:
+    """The fork server's Unix socket cannot live under a 90-character TMPDIR (107 bytes at most
+    for the path); the sweep spawns its workers instead of failing with a raw OSError."""
+    long_tmp = Path(tempfile.gettempdir()) / ("t" * 90)
+    long_tmp.mkdir(exist_ok=True)
+    atexit.register(shutil.rmtree, long_tmp, ignore_errors=True)
+    done = subprocess.run(
+        [sys.executable, "-c", LONG_TMPDIR_SWEEP, str(SHORT), str(tmp_path / "s.duckdb")],
+        cwd=REPO,
+        env={**os.environ, "TMPDIR": str(long_tmp)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "2"
