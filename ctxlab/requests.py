@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab.message_facts import message_text, summary_message
+from ctxlab.timeline import sticky_status
 
 if TYPE_CHECKING:
     from ctxlab.policies.base import Event
@@ -41,18 +42,6 @@ REQUEST_STATUSES = ("kept", "offloaded", "truncated", "masked", "summary")
 
 ABSENT = ("summarised", "dropped")
 """Timeline statuses of a message that is not in the request."""
-
-_STICKY = {
-    "offload_tool_result": "offloaded",
-    "offload_human_message": "offloaded",
-    "tail_clip": "offloaded",
-    "summarize": "summarised",
-    "clear_tool_uses": "masked",
-    "mask_observations": "masked",
-    "forget": "dropped",
-    "trim": "dropped",
-}
-"""Event kind -> the status it gives the messages it lists, from its turn on (`Timeline`)."""
 
 _UNDONE_ON_OVERFLOW = frozenset({"summarize", "tail_clip", "offload_human_message"})
 """Kinds deepagents rolls back when the same call ends in `ContextOverflowError`: they shape
@@ -111,7 +100,7 @@ class Requests:
             if event.kind == "truncate_args":
                 self.truncated.setdefault(event.turn, set()).update(event.messages)
                 continue
-            status = _STICKY.get(event.kind) or ("masked" if "mask" in event.kind else None)
+            status = sticky_status(event.kind)
             if status is None:
                 continue
             change = Change(event.turn, status, event, until)

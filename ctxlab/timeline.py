@@ -54,7 +54,7 @@ def _role(message: BaseMessage) -> str:
     return type(message).__name__
 
 
-_STICKY = {
+STICKY = {
     "offload_tool_result": "offloaded",
     "offload_human_message": "offloaded",
     "tail_clip": "offloaded",
@@ -64,6 +64,13 @@ _STICKY = {
     "forget": "dropped",
     "trim": "dropped",
 }
+"""Event kind -> the status it gives the messages it lists, from its turn on."""
+
+
+def sticky_status(kind: str) -> str | None:
+    """The status an event of `kind` gives its messages from its turn on (`STICKY`; any other
+    kind with "mask" in its name masks), or None for request-only kinds (`truncate_args`)."""
+    return STICKY.get(kind) or ("masked" if "mask" in kind else None)
 
 
 class Timeline:
@@ -100,7 +107,7 @@ class Timeline:
                 if event.turn in overflow:
                     continue
                 self.summaries_at.append((event.turn, event, ordinal))
-            status = _STICKY.get(event.kind) or ("masked" if "mask" in event.kind else None)
+            status = sticky_status(event.kind)
             if status is None:
                 continue
             for p in event.messages:
