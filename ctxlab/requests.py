@@ -196,13 +196,19 @@ class Requests:
 
         if not isinstance(message.content, list):
             return message
+        return drop_bound_reasoning(message) if p < self.reasoning_cutoff(turn) else message
+
+    def reasoning_cutoff(self, turn: int) -> int:
+        """Deep Agents: kept AIMessages before this full-history position are sent without
+        the reasoning bound to summarised history at `turn` (0: none). Incremental counts
+        (`ctxlab.billing`) re-count the messages between two turns' cut-offs."""
         until = 0
         for change in self.summaries:
             if change.turn > turn:
                 break
             if change.until is None or change.active(turn):
                 until = max(until, self.positions[change.turn])
-        return drop_bound_reasoning(message) if p < until else message
+        return until
 
     def at(self, turn: int) -> list[RequestMessage]:
         """The request at `turn` (row index of `replay.turns`)."""

@@ -1,0 +1,283 @@
+"""Billed tokens of a replay: what the provider would have charged for each request the policy
+built, beside the policy's own count, and the turns where the two disagree about a threshold.
+
+A policy decides with its harness's counter (deepagents' `ceil(chars/4)+3`, 3.3 characters per
+token for Claude); the bill is counted by the provider's tokenizer. `bill(replay, biller)`
+counts every replayed request with a `ctxlab.calibration.Biller` (exact for OpenAI models,
+calibrated against recorded usage, else estimated) and flags the turns where the policy's
+count stayed under a threshold the billed count passed:
+
+* `late_trigger`: the policy's count is below its `trigger` but billed tokens reach it (the
+  compaction fires later than a user tuning the trigger believes);
+* `would_overflow`: the policy's count fits the `window` but billed tokens exceed it (the
+  provider would refuse the request the policy thought fits).
+
+Thresholds come from the policy itself (`policy.thresholds(trace)`); a flag is None where the
+policy has no such threshold.
+
+The requests are those `ctxlab.requests.Requests` rebuilds from the replay's events, message
+for message, but counted incrementally: a request is the previous one plus the messages fed
+since, with the messages whose status an event changed at this turn (or whose change was
+rolled back) re-counted, so a replay of n calls costs O(n + edits) lookups, not the O(n^2) of
+rebuilding every request. Each distinct message form is counted once (keyed by position,
+status, event and the deepagents reasoning cut-off), so a masked result rebuilt at every turn
+is tokenised once. `tests/test_billing.py` checks the sum against a direct count of every
+rebuilt request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from ctxlab.requests import ABSENT, Requests
+
+if TYPE_CHECKING:
+    from ctxlab.replay import Replay
+    from ctxlab.trace import Trace
+
+BILLING_METHODS = ("exact", "calibrated", "estimated")
+"""`Biller.method` values, best first (see `ctxlab.calibration`)."""
+COST_METHODS = frozenset({"exact", "calibrated"})
+"""Methods whose billed tokens replace the policy's count in costs (`ctxlab.metrics`): an
+`estimated` bill is a default per model family, no better than the policy's own count."""
+
+
+class BillerLike(Protocol):
+    """What billing needs of a `ctxlab.calibration.Biller`."""
+
+    method: str
+
+    def message(self, m: BaseMessage) -> int:
+        """Billed tokens one message adds to a request."""
+        ...
+
+    def fixed(self, tools: Sequence[dict]) -> int:
+        """Billed tokens every request carries: priming plus the tool schemas."""
+        ...
+
+    def count(self, messages: Sequence[BaseMessage], tools: Sequence[dict]) -> int:
+        """Billed tokens of a whole request (`fixed` plus each message)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Billing:
+    """Billed tokens per call of one replay, the method that counted them, and the flags
+    (None where the policy has no trigger / window, or nothing was billed)."""
+
+    method: str | None
+    tokens: list[int | None]
+    late_trigger: list[bool | None]
+    would_overflow: list[bool | None]
+
+    @staticmethod
+    def unknown(n: int) -> Billing:
+        """No bill (a replay without its trace): every value null."""
+        none: list[Any] = [None] * n
+        return Billing(None, list(none), list(none), list(none))
+
+
+def request_tools(replay: Replay) -> tuple[list[dict], int]:
+    """The tool schemas the replayed requests carry, and tokens to add for schemas given only
+    as a count (deepagents' `tools=N`): the trace's recorded schemas for catalogue policies,
+    the `tools` setting's schemas for deepagents (as `ctxlab.policies.deepagents` counts
+    them)."""
+    trace = replay.trace
+    assert trace is not None
+    tools = list(trace.tools)
+    if replay.policy != "deepagents":
+        return tools, 0
+    from ctxlab.policies.deepagents import visible_tools
+    from ctxlab.policies.deepagents_tools import default_tools
+
+    setting = replay.params.get("tools", "trace")
+    if isinstance(setting, bool) or not isinstance(setting, int | str | list | tuple):
+        return visible_tools(tools), 0
+    if isinstance(setting, int):
+        return [], setting
+    if setting == "trace":
+        return visible_tools(tools), 0
+    if setting in ("deepagents", "deepagents+trace"):
+        own = list(default_tools())
+        if setting == "deepagents+trace":
+            names = {t["name"] for t in own}
+            own += [t for t in visible_tools(tools) if _schema_name(t) not in names]
+        return own, 0
+    return visible_tools(list(setting)), 0
+
+
+def _schema_name(tool: Any) -> str | None:
+    if not isinstance(tool, dict):
+        return None
+    return (tool.get("function") or {}).get("name") or tool.get("name")
+
+
+def billed_tokens(replay: Replay, biller: BillerLike) -> list[int]:
+    """Billed tokens of each call's request, as the policy built it (see the module docstring
+    for how it is counted incrementally); equal at every call to
+    `biller.count([m.message for m in Requests(replay).at(turn)], tools)`."""
+    if not replay.calls:
+        return []
+    requests = Requests(replay)
+    tools, tools_count = request_tools(replay)
+    fixed = biller.fixed(tools) + tools_count
+    deep = requests.deep
+    start = 0
+    if deep is not None:
+        fixed += biller.message(deep.system)
+        start = 1 if requests.system_source is not None else 0
+    recheck: dict[int, set[int]] = {}
+    """Turn -> positions whose status a change starts (or a rolled-back change ends) at it."""
+    for p, changes in requests.changes.items():
+        for change in changes:
+            recheck.setdefault(change.turn, set()).add(p)
+            if change.until is not None:
+                recheck.setdefault(change.until + 1, set()).add(p)
+    forms: dict[tuple[Any, ...], int] = {}
+    summaries: dict[int, int] = {}
+    current: dict[int, int] = {}
+    total = 0
+    fed = start
+    truncated: set[int] = set()
+    cutoff = 0
+    out = []
+    for turn, position in enumerate(requests.positions):
+        todo = set(recheck.get(turn, ()))
+        now_truncated = requests.truncated.get(turn, set())
+        todo |= now_truncated ^ truncated
+        truncated = now_truncated
+        if deep is not None:
+            moved = requests.reasoning_cutoff(turn)
+            if moved != cutoff:
+                todo.update(range(min(moved, cutoff), max(moved, cutoff)))
+                cutoff = moved
+        if position > fed:
+            todo.update(range(fed, position))
+            fed = position
+        for p in todo:
+            if p < start or p >= position:
+                continue
+            status, event = requests.status(p, turn)
+            value = 0
+            if status not in ABSENT:
+                key = (
+                    p,
+                    status,
+                    id(event) if event is not None else None,
+                    p in truncated,
+                    deep is not None and p < cutoff and isinstance(requests.messages[p], AIMessage),
+                )
+                value = forms.get(key, -1)
+                if value < 0:
+                    value = forms[key] = biller.message(requests.form(p, status, event, turn))
+            total += value - current.get(p, 0)
+            current[p] = value
+        inserted = 0
+        for change in requests.summaries_at(turn):
+            count = summaries.get(id(change))
+            if count is None:
+                count = summaries[id(change)] = biller.message(requests.summary_message(change))
+            inserted += count
+        out.append(fixed + total + inserted)
+    return out
+
+
+def recount(replay: Replay, biller: BillerLike) -> list[int]:
+    """Billed tokens of each call by rebuilding and counting every request in full: O(n^2),
+    the reference `billed_tokens` is tested against (and what a reader can trust)."""
+    if not replay.calls:
+        return []
+    requests = Requests(replay)
+    tools, tools_count = request_tools(replay)
+    return [
+        biller.count([m.message for m in requests.at(turn)], tools) + tools_count
+        for turn in range(len(replay.calls))
+    ]
+
+
+def levels(replay: Replay, trace: Trace) -> dict[str, int]:
+    """The policy's `trigger` and `window` on `trace` (those it has), from its own
+    `thresholds(trace)`; the policy is rebuilt from its name and parameters when the replay
+    does not carry it (a replay read back from the store)."""
+    from ctxlab.plots.annotations import thresholds
+
+    policy = replay.source_policy
+    if policy is None:
+        from ctxlab.policies.catalog import get
+
+        try:
+            policy = get(replay.policy, **replay.params)
+        except (TypeError, ValueError):
+            return {}
+    found = thresholds(policy, trace)
+    return {k: found[k] for k in ("trigger", "window") if k in found}
+
+
+def flags(
+    counted: Sequence[int], billed: Sequence[int | None], found: dict[str, int]
+) -> tuple[list[bool | None], list[bool | None]]:
+    """(`late_trigger`, `would_overflow`) per call from the policy's counts, the billed counts
+    and the policy's levels (`levels`); None where a level or the bill is missing."""
+    trigger, window = found.get("trigger"), found.get("window")
+    late: list[bool | None] = []
+    over: list[bool | None] = []
+    for own, paid in zip(counted, billed, strict=True):
+        late.append(None if trigger is None or paid is None else own < trigger <= paid)
+        over.append(None if window is None or paid is None else own <= window < paid)
+    return late, over
+
+
+def bill(replay: Replay, biller: BillerLike | None = None, store: Any = None) -> Billing:
+    """Billed tokens and flags of `replay` (`biller` defaults to
+    `ctxlab.calibration.biller_for(replay.trace, store)`); every value null when the replay
+    carries no trace."""
+    trace = replay.trace
+    n = len(replay.calls)
+    if trace is None:
+        return Billing.unknown(n)
+    if biller is None:
+        biller = biller_of(trace, store)
+    tokens: list[int | None] = list(billed_tokens(replay, biller))
+    late, over = flags([c.context_tokens for c in replay.calls], tokens, levels(replay, trace))
+    return Billing(biller.method, tokens, late, over)
+
+
+_BILLERS: dict[int, tuple[Any, Any]] = {}
+"""id(trace) -> (trace, biller): `biller_for` fits a calibration from the trace's usage, which a
+slider re-replaying the same trace must not pay again (bounded: the last few traces)."""
+
+
+def biller_of(trace: Trace, store: Any = None) -> BillerLike:
+    """`ctxlab.calibration.biller_for(trace, store)`, remembered for the last few traces
+    (without a store: a store may learn calibrations between calls)."""
+    from ctxlab.calibration import biller_for
+
+    if store is not None:
+        return biller_for(trace, store)
+    hit = _BILLERS.get(id(trace))
+    if hit is not None and hit[0] is trace:
+        return hit[1]
+    biller = biller_for(trace)
+    if len(_BILLERS) >= 8:
+        _BILLERS.pop(next(iter(_BILLERS)))
+    _BILLERS[id(trace)] = (trace, biller)
+    return biller
+
+
+__all__ = [
+    "BILLING_METHODS",
+    "COST_METHODS",
+    "Billing",
+    "BillerLike",
+    "bill",
+    "biller_of",
+    "billed_tokens",
+    "flags",
+    "levels",
+    "recount",
+    "request_tools",
+]
