@@ -246,6 +246,23 @@ def bill(replay: Replay, biller: BillerLike | None = None, store: Any = None) ->
     return Billing(biller.method, tokens, late, over)
 
 
+def cost_inputs(replay: Replay) -> tuple[list[int], list[float]]:
+    """Input tokens each call is priced at, and the factor from the policy's count to them:
+    billed tokens where the bill is known (`COST_METHODS`), else the policy's count (factor 1).
+
+    The prompt-cache simulation finds common prefixes in the policy's counts (`Call.request`);
+    a prefix is priced at the same factor as its request (billed over counted), since billing
+    counts whole requests, not each prefix."""
+    counted = [c.context_tokens for c in replay.calls]
+    billing = replay.billing
+    if billing.method not in COST_METHODS:
+        return counted, [1.0] * len(counted)
+    inputs = [
+        own if paid is None else paid for own, paid in zip(counted, billing.tokens, strict=True)
+    ]
+    return inputs, [paid / own if own else 1.0 for own, paid in zip(counted, inputs, strict=True)]
+
+
 _BILLERS: dict[int, tuple[Any, Any]] = {}
 """id(trace) -> (trace, biller): `biller_for` fits a calibration from the trace's usage, which a
 slider re-replaying the same trace must not pay again (bounded: the last few traces)."""
@@ -274,6 +291,7 @@ __all__ = [
     "Billing",
     "BillerLike",
     "bill",
+    "cost_inputs",
     "biller_of",
     "billed_tokens",
     "flags",

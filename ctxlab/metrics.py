@@ -17,6 +17,9 @@ Everything is computed from a `Replay` (its calls, events, files) and the trace 
   `deepagents`) are exact; for others the prefix is estimated from events: a summary or a
   changed set of truncated arguments keeps only the system prompt and tools cached
   (`cache_exact` says which);
+* **billed tokens** (`ctxlab.billing`): each request as the provider bills it; costs use it
+  where the bill is `exact` or `calibrated` (else the policy's count), and `summary` counts the
+  calls where the policy's count stayed under its trigger or window but the bill did not;
 * **validity**: turns whose request holds an orphaned tool call or result;
 * **information** (offline proxies): goal retention (the first user request is still in the
   request, verbatim, after compaction), references after eviction (later recorded tool calls
@@ -37,6 +40,7 @@ import polars as pl
 from langchain_core.messages import AIMessage, HumanMessage
 
 from ctxlab import tokens as tk
+from ctxlab.billing import cost_inputs
 from ctxlab.message_facts import chars_per_token, is_summary, message_text, paths_in
 from ctxlab.policies.base import Request
 from ctxlab.pricing import Price, Rates, cached_tokens, rates_for
@@ -154,14 +158,20 @@ def cache_frame(
     replay: Replay, trace: Trace, model: str | None = None, price: Price | None = None
 ) -> pl.DataFrame:
     """Per turn: input, common prefix, cached read / written / uncached tokens, costs (USD;
-    null when the model has no price and none is given)."""
+    null when the model has no price and none is given). Input is the billed tokens where the
+    replay's bill is `exact` or `calibrated` (`ctxlab.billing.cost_inputs`), else the
+    policy's own count."""
     rates = rates_for(model_of(trace, model), price)
     prefixes, before, _ = _prefixes(replay)
+    inputs, scales = cost_inputs(replay)  # billed tokens where known (ctxlab.billing)
+    prefixes = [min(t, round(p * s)) for p, s, t in zip(prefixes, scales, inputs, strict=True)]
+    before = [round(w * s) for w, s in zip(before, [1.0, *scales[:-1]], strict=True)]
     outputs = _output_tokens(trace)
     rows = []
     prev_total = None
-    for call, prefix, was, out_toks in zip(replay.calls, prefixes, before, outputs, strict=True):
-        total = call.context_tokens
+    for call, total, prefix, was, out_toks in zip(
+        replay.calls, inputs, prefixes, before, outputs, strict=True
+    ):
         read = cached_tokens(prefix, rates.cache) if rates else 0
         write = 0
         if rates and _bills_writes(rates.price.at(total)) and total >= rates.cache.min_cacheable:
@@ -365,11 +375,31 @@ def summary(
         "cache_breaks": int(cache["cache_break"].sum()) if n else 0,
         "rebilled_tokens": int(cache["rebilled_tokens"].sum()) if n else 0,
         "cache_exact": exact,
+        **_billed(replay, n),
         "orphan_turns": None if any(o is None for o in orphans) else sum(1 for o in orphans if o),
         "goal_retention": goal_retention(replay, trace),
         "references_after_eviction": references_after_eviction(replay, trace),
         "recoverability": recoverability(replay, trace),
         "needed_lost": needed_lost(replay, trace),
+    }
+
+
+def _billed(replay: Replay, n: int) -> dict[str, Any]:
+    """The bill beside the policy's count (`ctxlab.billing`): how it was counted, billed input
+    summed over the calls, and the calls where the policy's count stayed under its trigger /
+    window while the bill passed it (null when the policy has no such threshold)."""
+    billing = replay.billing
+    known = [t for t in billing.tokens if t is not None]
+
+    def flagged(values: list[bool | None]) -> int | None:
+        seen = [v for v in values if v is not None]
+        return sum(seen) if seen else None
+
+    return {
+        "billing_method": billing.method,
+        "billed_input_tokens": sum(known) if n and len(known) == n else None,
+        "late_trigger_turns": flagged(billing.late_trigger),
+        "would_overflow_turns": flagged(billing.would_overflow),
     }
 
 

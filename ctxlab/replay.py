@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from ctxlab.billing import BillerLike, Billing, bill
 from ctxlab.message_facts import KINDS
 from ctxlab.policies.base import Call, Event, Files, Policy
 from ctxlab.schema import EVENTS, TURNS
@@ -31,7 +32,11 @@ class Replay:
     * `turns`: one row per model call: `context_tokens` is the request as the policy counts it,
       `<kind>_tokens` split it by kind (system, tools, human, ai, tool_results, stubs, summary;
       unscaled), `baseline_tokens` is the same counter on the uncompacted context,
-      `recorded_input_tokens` what the provider reported, where known.
+      `recorded_input_tokens` what the provider reported, where known; `billed_tokens` the
+      same request as the provider would bill it (`ctxlab.billing`, by `billing_method`), and
+      the flags `late_trigger` / `would_overflow` (the policy's count under its trigger /
+      window, the billed count not). The billed columns are computed when the frame is first
+      asked for (counting is incremental: a fraction of the replay's own time).
     * `events`: one row per compaction action (`ctxlab.policies.base.EVENT_KINDS`), with the
       fields of `ctxlab.policies.base.Event`; `summary` holds the text of each `summarize`.
     * `files`: path -> text of everything the policy wrote to its virtual filesystem.
@@ -49,6 +54,20 @@ class Replay:
     source_policy: Policy | None = field(default=None, repr=False, compare=False)
     """The policy object itself (`policy` is its name), for thresholds and re-runs."""
     summarizer: Summarizer | None = field(default=None, repr=False, compare=False)
+    biller: BillerLike | None = field(default=None, repr=False, compare=False)
+    """What bills the requests (`ctxlab.calibration.Biller`); None: `biller_for(trace)`."""
+
+    @cached_property
+    def billing(self) -> Billing:
+        """Billed tokens and flags per call (`ctxlab.billing.bill`), computed on first use so
+        a replay nobody bills (a slider's intermediate one) does not pay for it."""
+        return bill(self, self.biller)
+
+    @property
+    def billing_method(self) -> str | None:
+        """How `billed_tokens` were counted: `exact`, `calibrated` or `estimated` (None
+        without the trace)."""
+        return self.billing.method
 
     @cached_property
     def turns(self) -> pl.DataFrame:
@@ -66,7 +85,21 @@ class Replay:
             "baseline_tokens": [c.baseline_tokens for c in calls],
             "events": [len(c.events) for c in calls],
         }
-        return TURNS.frame(columns, drop=_STORE_ONLY)
+        billing = self.billing
+        billed = {
+            "billed_tokens": billing.tokens,
+            "late_trigger": billing.late_trigger,
+            "would_overflow": billing.would_overflow,
+        }
+        schema = TURNS.polars(_STORE_ONLY)
+        columns.update({k: v for k, v in billed.items() if k in schema})
+        frame = TURNS.frame(columns, drop=_STORE_ONLY)
+        missing = [
+            pl.Series(k, v, dtype=pl.Int64 if k == "billed_tokens" else pl.Boolean)
+            for k, v in billed.items()
+            if k not in schema
+        ]
+        return frame.with_columns(missing) if missing else frame
 
     @cached_property
     def events(self) -> pl.DataFrame:

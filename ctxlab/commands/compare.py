@@ -2,7 +2,9 @@
 
 One row per (trace, policy) with the size, cost, cache and information metrics of
 `ctxlab.metrics.summary` (`needed_lost`: facts the recorded agent used again after the policy
-had lost them, as `ctxlab evaluate` counts them).
+had lost them, as `ctxlab evaluate` counts them; `late_trigger_turns` / `would_overflow_turns`:
+calls where the policy's own count stayed under its trigger / window while the billed tokens
+passed it, `ctxlab.billing`).
 `--model` picks the price list and profile when the trace names no model (or overrides it);
 `--window` sets every policy's window (and the overflow counts). Policies are the names
 `ctxlab policies` lists (built-in, registered or from an installed package); `a+b` composes
@@ -35,6 +37,8 @@ COLUMNS = (
     "cost_usd",
     "cost_usd_with_cache",
     "cache_breaks",
+    "late_trigger_turns",
+    "would_overflow_turns",
     "goal_retention",
 )
 """The table's columns, most telling first: a narrow terminal drops the last ones."""
@@ -127,7 +131,10 @@ LEGEND = (
     "facts the recorded agent used again after the policy had lost them (ctxlab evaluate "
     "lists them); cost_usd: "
     "the calls at list prices, cost_usd_with_cache: with prompt caching; cache_breaks: calls "
-    "whose cached prefix shrank; goal_retention: share of the calls after the first "
+    "whose cached prefix shrank; late_trigger_turns / would_overflow_turns: calls where the "
+    "policy's count stayed under its trigger / window but billed tokens passed it (- when the "
+    "policy has none; costs use billed tokens when billing_method is exact or calibrated, "
+    "see docs/billing.md); goal_retention: share of the calls after the first "
     "compaction that still send the first user request (- when nothing was compacted). "
     "--json has every metric."
 )

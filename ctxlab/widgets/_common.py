@@ -19,6 +19,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ctxlab import plots
+from ctxlab.billing import COST_METHODS
 from ctxlab.escape import esc
 from ctxlab.metrics import cache_frame
 from ctxlab.replay import Replay
@@ -290,7 +291,8 @@ def metrics(replay: Replay, trace: Trace | None = None) -> dict[str, Any]:
 
 def cost(replay: Replay, trace: Trace | None) -> dict[str, Any]:
     """Cost in USD without and with prompt caching (`ctxlab.metrics.cache_frame`) when the
-    trace is given and its model has a price; `{}` otherwise, so widgets show token counts."""
+    trace is given and its model has a price; `{}` otherwise, so widgets show token counts.
+    Priced on billed tokens where the bill is exact or calibrated (`billed`: that method)."""
     if trace is None:
         return {}
     try:
@@ -301,6 +303,8 @@ def cost(replay: Replay, trace: Trace | None) -> dict[str, Any]:
     for col, key in (("cost_usd", "cost_usd"), ("cost_usd_with_cache", "cost_usd_cached")):
         if col in frame.columns and frame.height and frame[col].null_count() < frame.height:
             out[key] = float(frame[col].sum())
+    if out and replay.billing.method in COST_METHODS:
+        out["billed"] = replay.billing.method
     return out
 
 
@@ -319,6 +323,8 @@ def readout_html(
         if k.startswith("cost"):
             label = "cost (cache)" if k == "cost_usd_cached" else "cost"
             parts.append(f"<b>{label}</b> ${v:,.2f}")
+    if m.get("billed"):
+        parts.append(f"<span class='ctx-billed'>billed tokens, {esc(m['billed'])}</span>")
     if latency_ms is not None:
         parts.append(f"<span style='color:#777'>{latency_ms:.0f} ms</span>")
     count = f" data-replays='{replays}'" if replays is not None else ""

@@ -2,10 +2,12 @@
 
 A turn slider with a play button drives three views that update in place: the context-tokens
 chart (a FigureWidget: stacked kinds, baseline, window/trigger lines, a marker per event, the
-recording's own input tokens and compactions when the trace has them, and a cursor on the
-current turn; zoom to the data and a log scale above it), the context strip (one block per
-message, sized by tokens, coloured by status, hover for before/after; pick a block for its
-full text) and the list of events so far. Clicking a point on the chart jumps to that turn.
+recording's own input tokens and compactions when the trace has them, the billed tokens with
+markers where the policy's count and the bill part about its trigger or window
+(`ctxlab.plots.billed`), and a cursor on the current turn; zoom to the data and a log scale
+above it), the context strip (one block per message, sized by tokens, coloured by status,
+hover for before/after; pick a block for its full text) and the list of events so far.
+Clicking a point on the chart jumps to that turn.
 """
 
 from __future__ import annotations
@@ -67,9 +69,11 @@ def title_at(replay: Replay, turn: int, trace: Trace | None = None) -> str:
     replay's: `plots.trace_name`); the browser test reads it."""
     row = replay.turns.row(turn, named=True)
     name = plots.trace_name(trace, replay.trace_id, 48) if trace else plots.replay_name(replay, 48)
+    billed = row.get("billed_tokens")
+    paid = f", billed {billed:,} ({esc(replay.billing_method)})" if billed is not None else ""
     return (
         f"turn {turn}: {row['context_tokens']:,} tokens "
-        f"(baseline {row['baseline_tokens']:,}) · {esc(replay.policy)} on {esc(name)}"
+        f"(baseline {row['baseline_tokens']:,}{paid}) · {esc(replay.policy)} on {esc(name)}"
     )
 
 
@@ -133,7 +137,11 @@ class Scrubber(W.VBox):
         )
         W.jslink((self.play, "value"), (self.slider, "value"))
         self.yaxis = YAxis(self._relayout)
-        self._traces = plots.context_trace_dicts(replay, lines=self.lines, recorded=trace)
+        self._billed = plots.billed_trace_dicts(replay)
+        self._traces = [
+            *plots.context_trace_dicts(replay, lines=self.lines, recorded=trace),
+            *self._billed,
+        ]
         self.figure = figure_widget(self._figure(start), "ctx-chart")
         for trace_ in self.figure.data[:-1]:
             trace_.on_click(self._clicked)
@@ -172,6 +180,9 @@ class Scrubber(W.VBox):
 
     def _figure(self, turn: int) -> go.Figure:
         fig = plots.context_tokens(self.replay, lines=self.lines, recorded=self.trace)
+        fig.add_traces(
+            [go.Scatter({k: v for k, v in d.items() if k != "type"}) for d in self._billed]
+        )
         fig.add_trace(cursor_trace(self.replay, turn))
         fig.update_layout(
             title_text=title_at(self.replay, turn, self.trace), shapes=[cursor_shape(turn)]
