@@ -183,3 +183,20 @@ def test_scrubber_shows_the_bill_and_the_flagged_turns() -> None:
     assert list(late.x) == flagged and late.showlegend is not False
     assert s.figure.data[-1].name == "current turn"
     assert "billed" in s.figure.layout.title.text
+
+
+def test_a_real_claude_code_session_triggers_late(shared: Any) -> None:
+    """The compacted Claude Code session in ../shared/data (Haiku 4.5 and Opus 4.6, system
+    prompt and tool schemas not recorded, which the calibration's offset bills): under
+    deepagents' defaults the bill passes the trigger while the policy's count has not."""
+    import ctxlab
+
+    folder = shared / "data" / "real-traces" / "claude-code-session-compacted"
+    main_trace = next(t for top in ctxlab.load(folder) for t in top.walk() if t.turns)
+    result = replay(main_trace, "deepagents")
+    biller = biller_for(main_trace)
+    assert biller.method == "calibrated"
+    assert billed_tokens(result, biller) == recount(result, biller)
+    row = summary(result, main_trace)
+    assert row["late_trigger_turns"] > 0
+    assert row["billed_input_tokens"] > row["cumulative_input_tokens"]
