@@ -75,6 +75,7 @@ class Replay:
         calls = self.calls
         if len(self.recorded) != len(calls):
             raise ValueError("one recorded input count per call expected")
+        billing = self.billing
         columns: dict[str, list[Any]] = {
             "turn": [c.turn for c in calls],
             "position": [c.position for c in calls],
@@ -84,25 +85,11 @@ class Replay:
             "recorded_input_tokens": self.recorded,
             "baseline_tokens": [c.baseline_tokens for c in calls],
             "events": [len(c.events) for c in calls],
-            **dict.fromkeys(
-                ("billed_tokens", "late_trigger", "would_overflow"), [None] * len(calls)
-            ),
-        }
-        billing = self.billing
-        billed = {
             "billed_tokens": billing.tokens,
             "late_trigger": billing.late_trigger,
             "would_overflow": billing.would_overflow,
         }
-        schema = TURNS.polars(_STORE_ONLY)
-        columns.update({k: v for k, v in billed.items() if k in schema})
-        frame = TURNS.frame(columns, drop=_STORE_ONLY)
-        missing = [
-            pl.Series(k, v, dtype=pl.Int64 if k == "billed_tokens" else pl.Boolean)
-            for k, v in billed.items()
-            if k not in schema
-        ]
-        return frame.with_columns(missing) if missing else frame
+        return TURNS.frame(columns, drop=_STORE_ONLY)
 
     @cached_property
     def events(self) -> pl.DataFrame:

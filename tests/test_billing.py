@@ -200,3 +200,17 @@ def test_a_real_claude_code_session_triggers_late(shared: Any) -> None:
     row = summary(result, main_trace)
     assert row["late_trigger_turns"] > 0
     assert row["billed_input_tokens"] > row["cumulative_input_tokens"]
+
+
+def test_store_keeps_the_billed_columns_and_method(tmp_path: Any) -> None:
+    from ctxlab.store import Store
+
+    result, _, _ = _undercounted()
+    store = Store(tmp_path / "s.duckdb")
+    key = store.save(result, result.trace)
+    stored = store.turns(key)
+    for column in ("billed_tokens", "late_trigger", "would_overflow"):
+        assert stored[column].to_list() == result.turns[column].to_list(), column
+    assert stored["late_trigger"].sum() > 0
+    row = store.query("SELECT billing_method FROM replays WHERE replay_key = ?", [key])
+    assert row.item() == "calibrated"

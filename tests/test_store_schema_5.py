@@ -85,10 +85,9 @@ def test_schema_4_file_is_migrated_and_keeps_its_rows(tmp_path: Path, trace: ctx
 def test_billing_columns_round_trip(tmp_path: Path, trace: ctxlab.Trace) -> None:
     store = Store(tmp_path / "s.duckdb")
     result = replay(trace, DeepAgents(window=20_000), summarizer=Fixed("s"))
-    # What replay.py fills until billing computes them: nulls of the right types.
+    # The billed columns as `ctxlab.billing` fills them (tests/test_billing.py checks values).
     assert result.turns.schema["billed_tokens"] == pl.Int64
     assert result.turns.schema["late_trigger"] == pl.Boolean
-    assert result.turns["billed_tokens"].null_count() == result.turns.height
     saved = SavedReplay.of(result, trace_key(trace), "Fixed")
     billed = [c * 2 for c in result.turns["context_tokens"]]
     late = [i % 2 == 0 for i in range(result.turns.height)]
