@@ -137,6 +137,13 @@ def billed_tokens(replay: Replay, biller: BillerLike) -> list[int]:
             recheck.setdefault(change.turn, set()).add(p)
             if change.until is not None:
                 recheck.setdefault(change.until + 1, set()).add(p)
+    moves = {0}
+    """Turns where the summaries in the request may change: one is made (and, for JetBrains'
+    static checkpoints, the next call shows all again) or a rolled-back one ends."""
+    for change in requests.summaries:
+        moves.update((change.turn, change.turn + 1))
+        if change.until is not None:
+            moves.add(change.until + 1)
     forms: dict[tuple[Any, ...], int] = {}
     summaries: dict[int, int] = {}
     current: dict[int, int] = {}
@@ -144,6 +151,7 @@ def billed_tokens(replay: Replay, biller: BillerLike) -> list[int]:
     fed = start
     truncated: set[int] = set()
     cutoff = 0
+    inserted = 0
     out = []
     for turn, position in enumerate(requests.positions):
         todo = set(recheck.get(turn, ()))
@@ -176,12 +184,14 @@ def billed_tokens(replay: Replay, biller: BillerLike) -> list[int]:
                     value = forms[key] = biller.message(requests.form(p, status, event, turn))
             total += value - current.get(p, 0)
             current[p] = value
-        inserted = 0
-        for change in requests.summaries_at(turn):
-            count = summaries.get(id(change))
-            if count is None:
-                count = summaries[id(change)] = biller.message(requests.summary_message(change))
-            inserted += count
+        if turn in moves:
+            inserted = 0
+            for change in requests.summaries_at(turn):
+                count = summaries.get(id(change))
+                if count is None:
+                    count = biller.message(requests.summary_message(change))
+                    summaries[id(change)] = count
+                inserted += count
         out.append(fixed + total + inserted)
     return out
 

@@ -91,6 +91,7 @@ class Requests:
         self.changes: dict[int, list[Change]] = {}
         self.truncated: dict[int, set[int]] = {}
         self.summaries: list[Change] = []
+        self._cutoffs: dict[int, int] = {}  # turn -> reasoning_cutoff(turn), asked per message
         for event in events:
             if event.turn is None:
                 continue
@@ -202,12 +203,16 @@ class Requests:
         """Deep Agents: kept AIMessages before this full-history position are sent without
         the reasoning bound to summarised history at `turn` (0: none). Incremental counts
         (`ctxlab.billing`) re-count the messages between two turns' cut-offs."""
+        known = self._cutoffs.get(turn)
+        if known is not None:
+            return known
         until = 0
         for change in self.summaries:
             if change.turn > turn:
                 break
             if change.until is None or change.active(turn):
                 until = max(until, self.positions[change.turn])
+        self._cutoffs[turn] = until
         return until
 
     def at(self, turn: int) -> list[RequestMessage]:
