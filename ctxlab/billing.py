@@ -27,6 +27,7 @@ rebuilt request.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -144,6 +145,22 @@ def billed_tokens(replay: Replay, biller: BillerLike) -> list[int]:
         moves.update((change.turn, change.turn + 1))
         if change.until is not None:
             moves.add(change.until + 1)
+    messages, message = requests.messages, biller.message
+    special = set(requests.changes) | set(requests.base)
+    """Positions an event or deepagents' state may send other than as recorded."""
+    if requests.system_replaced:
+        special.add(0)
+    reasoned = (
+        [
+            p
+            for p, m in enumerate(messages)
+            if isinstance(m, AIMessage) and isinstance(m.content, list)
+        ]
+        if deep is not None
+        else []
+    )
+    """deepagents: AIMessages whose reasoning its summaries may drop (`reasoning_cutoff`)."""
+    reasons = set(reasoned)
     forms: dict[tuple[Any, ...], int] = {}
     summaries: dict[int, int] = {}
     current: dict[int, int] = {}
@@ -161,13 +178,19 @@ def billed_tokens(replay: Replay, biller: BillerLike) -> list[int]:
         if deep is not None:
             moved = requests.reasoning_cutoff(turn)
             if moved != cutoff:
-                todo.update(range(min(moved, cutoff), max(moved, cutoff)))
+                low, high = min(moved, cutoff), max(moved, cutoff)
+                todo.update(reasoned[bisect_left(reasoned, low) : bisect_left(reasoned, high)])
                 cutoff = moved
         if position > fed:
             todo.update(range(fed, position))
             fed = position
         for p in todo:
             if p < start or p >= position:
+                continue
+            if p not in special and p not in truncated and (p >= cutoff or p not in reasons):
+                value = message(messages[p])  # sent as recorded: its own memoised count
+                total += value - current.get(p, 0)
+                current[p] = value
                 continue
             status, event = requests.status(p, turn)
             value = 0

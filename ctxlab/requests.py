@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from ctxlab import tokens as tk
 from ctxlab.message_facts import message_text, summary_message
 from ctxlab.timeline import sticky_status
 
@@ -91,7 +92,7 @@ class Requests:
         self.changes: dict[int, list[Change]] = {}
         self.truncated: dict[int, set[int]] = {}
         self.summaries: list[Change] = []
-        self._cutoffs: dict[int, int] = {}  # turn -> reasoning_cutoff(turn), asked per message
+        self._cutoffs: list[int] | None = None  # reasoning_cutoff per turn, made on first use
         for event in events:
             if event.turn is None:
                 continue
@@ -193,27 +194,46 @@ class Requests:
     def _deep_reasoning(self, p: int, message: AIMessage, turn: int) -> BaseMessage:
         """Deep Agents drops reasoning bound to summarised history from kept AIMessages from
         each summary's cutoff to the state length when it was made (request-only copies)."""
-        from ctxlab.policies.deepagents.message_edits import drop_bound_reasoning
+        from ctxlab.policies.deepagents.message_edits import dropped
 
         if not isinstance(message.content, list):
             return message
-        return drop_bound_reasoning(message) if p < self.reasoning_cutoff(turn) else message
+        return dropped(message) if p < self.reasoning_cutoff(turn) else message
 
     def reasoning_cutoff(self, turn: int) -> int:
         """Deep Agents: kept AIMessages before this full-history position are sent without
         the reasoning bound to summarised history at `turn` (0: none). Incremental counts
         (`ctxlab.billing`) re-count the messages between two turns' cut-offs."""
-        known = self._cutoffs.get(turn)
-        if known is not None:
-            return known
+        if self._cutoffs is None:
+            self._cutoffs = self._reasoning_cutoffs()
+        if 0 <= turn < len(self._cutoffs):
+            return self._cutoffs[turn]
         until = 0
         for change in self.summaries:
             if change.turn > turn:
                 break
             if change.until is None or change.active(turn):
                 until = max(until, self.positions[change.turn])
-        self._cutoffs[turn] = until
         return until
+
+    def _reasoning_cutoffs(self) -> list[int]:
+        """`reasoning_cutoff` of every turn in one sweep (it is asked per message)."""
+        out = [0] * len(self.positions)
+        rolled: dict[int, int] = {}  # turn -> cut-off of summaries rolled back after it
+        lasting: list[Change] = []
+        for change in self.summaries:
+            if change.until is None:
+                lasting.append(change)
+                continue
+            for t in range(change.turn, min(change.until + 1, len(out))):
+                rolled[t] = max(rolled.get(t, 0), self.positions[change.turn])
+        until = i = 0
+        for turn in range(len(out)):
+            while i < len(lasting) and lasting[i].turn <= turn:
+                until = max(until, self.positions[lasting[i].turn])
+                i += 1
+            out[turn] = max(until, rolled.get(turn, 0))
+        return out
 
     def at(self, turn: int) -> list[RequestMessage]:
         """The request at `turn` (row index of `replay.turns`)."""
@@ -271,7 +291,7 @@ def _deepagents_base(
     them): a tool result of a same-path parallel file mutation is replaced by the refusal
     (`masked`), a human message a recording already saved to a file is sent as its stub
     (`offloaded`)."""
-    from ctxlab import tokens as tk
+
     from ctxlab.policies.deepagents.filesystem import rejected_result, truncated_human_message
     from ctxlab.policies.deepagents.message_edits import NONE_REJECTED, ai_facts
 
@@ -355,7 +375,13 @@ def _masked(replay: Replay, message: BaseMessage) -> BaseMessage:
     text = _placeholder(replay)
     if text is None:  # SWE-agent's placeholder counts the lines it hides
         text = _swe_placeholder(message)
-    return message.model_copy(update={"content": text, "artifact": None})
+    # one copy per message and placeholder, so counts memoised per message object (billing)
+    # hold across requests and replays
+    return tk.derived(
+        message,
+        ("request-masked", text),
+        lambda: message.model_copy(update={"content": text, "artifact": None}),
+    )
 
 
 def _member_params(replay: Replay) -> list[tuple[str, dict[str, Any]]]:
