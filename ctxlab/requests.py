@@ -186,7 +186,15 @@ class Requests:
         if status == "offloaded" and event is not None:
             if event.kind == "tail_clip":  # clips the message as the state held it then
                 message = self.form(p, *self.status(p, turn, event), turn)
-            return _offloaded(self.messages, p, message, event)
+            # one stub per message and event kind / path, so rebuilding it (a clip formats a
+            # large result line by line) and counting it happen once across replays
+            shown = message
+            stub = tk.derived(
+                message,
+                ("request-offloaded", event.kind, event.file_path),
+                lambda: _changed(_offloaded(self.messages, p, shown, event), shown),
+            )
+            return message if stub is None else stub
         if status == "masked":
             return _masked(self.replay, message)
         return message
@@ -353,6 +361,12 @@ def _offloaded(
         path = f"/large_tool_results/{sanitize_tool_call_id(message.tool_call_id)}"
         return tool_stub(message, path, text)
     return tool_stub(message, event.file_path or "", text)
+
+
+def _changed(form: BaseMessage, message: BaseMessage) -> BaseMessage | None:
+    """`form`, or None when it is `message` itself (a memo entry must not hold its own
+    message, or the message would never be freed)."""
+    return None if form is message else form
 
 
 def _call_of(messages: Sequence[BaseMessage], p: int, call_id: str) -> dict | None:
