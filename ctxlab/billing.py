@@ -12,8 +12,9 @@ count stayed under a threshold the billed count passed:
 * `would_overflow`: the policy's count fits the `window` but billed tokens exceed it (the
   provider would refuse the request the policy thought fits).
 
-Thresholds come from the policy itself (`policy.thresholds(trace)`); a flag is None where the
-policy has no such threshold.
+Thresholds come from the policy itself (`policy.thresholds(trace)`, the window also from
+`window_for(trace)`, which catalogue presets have); a flag is None where the policy has no
+such threshold.
 
 The requests are those `ctxlab.requests.Requests` rebuilds from the replay's events, message
 for message, but counted incrementally: a request is the previous one plus the messages fed
@@ -234,8 +235,9 @@ def recount(replay: Replay, biller: BillerLike) -> list[int]:
 
 def levels(replay: Replay, trace: Trace) -> dict[str, int]:
     """The policy's `trigger` and `window` on `trace` (those it has), from its own
-    `thresholds(trace)`; the policy is rebuilt from its name and parameters when the replay
-    does not carry it (a replay read back from the store)."""
+    `thresholds(trace)`, the window also from `window_for(trace)` (catalogue presets resolve
+    one but draw no lines); the policy is rebuilt from its name and parameters when the replay
+    does not carry it."""
     from ctxlab.plots.annotations import thresholds
 
     policy = replay.source_policy
@@ -247,6 +249,11 @@ def levels(replay: Replay, trace: Trace) -> dict[str, int]:
         except (TypeError, ValueError):
             return {}
     found = thresholds(policy, trace)
+    window_for = getattr(policy, "window_for", None)
+    if "window" not in found and window_for is not None:  # catalogue presets draw no lines
+        window = window_for(trace)
+        if window:
+            found["window"] = int(window)
     return {k: found[k] for k in ("trigger", "window") if k in found}
 
 

@@ -116,6 +116,8 @@ def test_flags_are_null_without_a_threshold_or_a_bill() -> None:
     trace = make_trace(10, model="gpt-4o")
     result = replay(trace, "raw")
     assert result.turns["late_trigger"].null_count() == result.turns.height  # raw: no trigger
+    assert result.turns["would_overflow"].null_count() == 0  # but gpt-4o's window
+    assert levels(result, trace) == {"window": 128_000}
     result.trace = None
     unknown = bill(result)
     assert unknown.method is None and unknown.tokens == [None] * len(result.calls)
