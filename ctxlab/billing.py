@@ -319,7 +319,7 @@ def biller_of(trace: Trace, store: Any = None) -> BillerLike:
     if hit is not None and hit[0] is trace:
         return hit[1]
     biller = biller_for(trace)
-    if len(_BILLERS) >= 8:
+    if len(_BILLERS) >= 4:
         _BILLERS.pop(next(iter(_BILLERS)))
     _BILLERS[id(trace)] = (trace, biller)
     return biller

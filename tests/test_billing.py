@@ -216,3 +216,14 @@ def test_store_keeps_the_billed_columns_and_method(tmp_path: Any) -> None:
     assert stored["late_trigger"].sum() > 0
     row = store.query("SELECT billing_method FROM replays WHERE replay_key = ?", [key])
     assert row.item() == "calibrated"
+
+
+def test_explorer_costs_are_priced_on_the_bill() -> None:
+    from ctxlab.widgets import ThresholdExplorer
+
+    trace = make_trace(60, fmt="anthropic", seed=3, model="claude-sonnet-4-5", usage=True)
+    explorer = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+    assert "billed tokens, calibrated" in explorer.readout.value
+    explorer.control("trigger").value = 0.3  # a move re-replays and re-prices on the bill
+    assert explorer.replay is not None and explorer.replay.billing_method == "calibrated"
+    assert "billed tokens, calibrated" in explorer.readout.value
