@@ -217,6 +217,12 @@ def rates_for(
     return Rates(model, _filled(price, rule), rule)
 
 
+def cache_rule(model: str | None) -> CacheRule:
+    """The cache rule of `model`'s provider (whether or not the model has a price): what a
+    policy needs to know when a cache goes cold (`ttl_seconds`)."""
+    return _rule(model)
+
+
 def cached_tokens(prefix: int, rule: CacheRule) -> int:
     """Tokens of a common prefix the provider would serve from cache."""
     if prefix < rule.min_cacheable:
@@ -430,6 +436,7 @@ __all__ = [
     "CacheRule",
     "Price",
     "Rates",
+    "cache_rule",
     "cached_tokens",
     "genai_prices_version",
     "model_key",
