@@ -37,6 +37,7 @@ import polars as pl
 from langchain_core.messages import AIMessage, HumanMessage
 
 from ctxlab import tokens as tk
+from ctxlab.cache_causes import attribute
 from ctxlab.message_facts import chars_per_token, is_summary, message_text, paths_in
 from ctxlab.policies.base import Request
 from ctxlab.pricing import Price, Rates, cached_tokens, rates_for
@@ -45,7 +46,7 @@ from ctxlab.profiles import profile as lookup_profile
 if TYPE_CHECKING:
     from ctxlab.policies.base import Call
     from ctxlab.replay import Replay
-    from ctxlab.trace import Trace
+    from ctxlab.trace import Trace, Turn
 
 EVICTING = frozenset(
     {
@@ -151,22 +152,40 @@ def model_of(trace: Trace, model: str | None = None) -> str | None:
 
 
 def cache_frame(
-    replay: Replay, trace: Trace, model: str | None = None, price: Price | None = None
+    replay: Replay,
+    trace: Trace,
+    model: str | None = None,
+    price: Price | None = None,
+    *,
+    ttl_seconds: float | None = None,
 ) -> pl.DataFrame:
     """Per turn: input, common prefix, cached read / written / uncached tokens, costs (USD;
-    null when the model has no price and none is given)."""
+    null when the model has no price and none is given), and why the input not read from the
+    cache was sent afresh (`cache_write_cause`, `cause_event`: `ctxlab.cache_causes`; null
+    when nothing was sent afresh or the model has no price).
+
+    A call after a model switch, or after an idle gap longer than the cache lifetime
+    (`ttl_seconds`, default the provider's `CacheRule.ttl_seconds`), reads nothing."""
     rates = rates_for(model_of(trace, model), price)
     prefixes, before, _ = _prefixes(replay)
     outputs = _output_tokens(trace)
+    calls = replay.calls
+    totals = [c.context_tokens for c in calls]
+    breaks = [i > 0 and before[i] < totals[i - 1] for i in range(len(calls))]
+    ttl = ttl_seconds if ttl_seconds is not None else (rates.cache.ttl_seconds if rates else None)
+    causes, cause_events, cold = attribute(calls, _turns_of(replay, trace), breaks, ttl)
     rows = []
     prev_total = None
-    for call, prefix, was, out_toks in zip(replay.calls, prefixes, before, outputs, strict=True):
+    for i, (call, prefix, was, out_toks) in enumerate(
+        zip(calls, prefixes, before, outputs, strict=True)
+    ):
         total = call.context_tokens
-        read = cached_tokens(prefix, rates.cache) if rates else 0
+        read = cached_tokens(prefix, rates.cache) if rates and not cold[i] else 0
         write = 0
         if rates and _bills_writes(rates.price.at(total)) and total >= rates.cache.min_cacheable:
             write = total - read
         uncached = total - read - write
+        fresh = rates is not None and total > read
         rows.append(
             {
                 "turn": call.turn,
@@ -180,10 +199,22 @@ def cache_frame(
                 "rebilled_tokens": (prev_total - was) if prev_total is not None else 0,
                 "cost_usd": _cost(rates, total, total, 0, 0, out_toks),
                 "cost_usd_with_cache": _cost(rates, total, uncached, read, write, out_toks),
+                "cache_write_cause": causes[i] if fresh else None,
+                "cause_event": cause_events[i] if fresh else None,
             }
         )
         prev_total = total
-    return pl.DataFrame(rows) if rows else pl.DataFrame()
+    schema = {"cache_write_cause": pl.String, "cause_event": pl.Int64}
+    return pl.DataFrame(rows, schema_overrides=schema) if rows else pl.DataFrame()
+
+
+def _turns_of(replay: Replay, trace: Trace) -> list[Turn]:
+    """The recorded turn each call replays (by `Call.turn`), for timestamps and models."""
+    by_index = {t.index: t for t in trace.turns}
+    try:
+        return [by_index[c.turn] for c in replay.calls]
+    except KeyError as e:
+        raise ValueError(f"replay call of turn {e.args[0]} is not a turn of trace") from None
 
 
 def _bills_writes(price: Price) -> bool:

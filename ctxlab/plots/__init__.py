@@ -17,6 +17,7 @@ from ctxlab.palette import (
     STATUS_COLORS,
 )
 from ctxlab.plots.annotations import default_labels, replay_name, thresholds, trace_name
+from ctxlab.plots.cache import cache_writes
 from ctxlab.plots.checks import same_trace
 from ctxlab.plots.exporter import FORMATS, KALEIDO, export
 from ctxlab.plots.figures import (
@@ -48,6 +49,7 @@ __all__ = [
     "SERIES_COLORS",
     "SERIES_DASHES",
     "STATUS_COLORS",
+    "cache_writes",
     "comparison",
     "composition",
     "context_trace_dicts",
