@@ -37,7 +37,7 @@ from ctxlab.replay import Replay, replay
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
-    from ctxlab.trace import Trace
+    from ctxlab.trace import Trace, Turn
 
 STANDIN_PRICE = Price(1.0, 1.0, cache_read=0.1, cache_write=1.25, source="stand-in")
 """Prices for a model genai-prices does not know: only the read/write split is used, and a
@@ -140,7 +140,7 @@ def has_recorded_cache(trace: Trace) -> bool:
     return any(_recorded(t) for t in trace.turns)
 
 
-def _recorded(turn: Any) -> bool:
+def _recorded(turn: Turn) -> bool:
     return (
         turn.input_tokens is not None
         and turn.cache_read_tokens is not None

@@ -16,7 +16,9 @@ Everything is computed from a `Replay` (its calls, events, files) and the trace 
   before and is paid again. Runs that fill `Call.request` (every catalogue policy and
   `deepagents`) are exact; for others the prefix is estimated from events: a summary or a
   changed set of truncated arguments keeps only the system prompt and tools cached
-  (`cache_exact` says which);
+  (`cache_exact` says which). A call after a model switch or an idle gap longer than the
+  provider's cache lifetime reads nothing, and every call says why its input not read from
+  the cache was sent afresh (`cache_write_cause`, `cause_event`: `ctxlab.cache_causes`);
 * **validity**: turns whose request holds an orphaned tool call or result;
 * **information** (offline proxies): goal retention (the first user request is still in the
   request, verbatim, after compaction), references after eviction (later recorded tool calls
