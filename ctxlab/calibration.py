@@ -473,9 +473,16 @@ def biller_for(trace: Trace, store: Store | None = None) -> Biller:
     usage (of its main model, `models`), else a calibration of the model family borrowed
     from `store`, else estimated."""
     model = models(trace)[0]
-    if _usage_turns(trace, model):
-        return calibrate(trace, model=model).biller()
-    return _without_usage(trace, model, store)
+    usage = _usage_turns(trace, model)
+    if not usage:
+        return _without_usage(trace, model, store)
+    # The fit alone: a replay asks for its biller each time, and the errors `calibrate`
+    # measures on top (policy counter, held-out refit) would triple the cost.
+    encoding = ot.encoding_for(model)
+    calls, indexed = _observations(trace, usage, encoding or BASE_ENCODING)
+    default = default_fit(model, trace.provider)
+    fit = _fit(model_family(model), calls, [d for _, d in indexed], default, encoding)
+    return Biller("exact" if encoding else "calibrated", model, fit)
 
 
 def _without_usage(trace: Trace, model: str | None, store: Store | None) -> Biller:

@@ -65,6 +65,9 @@ class Replay:
             "recorded_input_tokens": self.recorded,
             "baseline_tokens": [c.baseline_tokens for c in calls],
             "events": [len(c.events) for c in calls],
+            **dict.fromkeys(
+                ("billed_tokens", "late_trigger", "would_overflow"), [None] * len(calls)
+            ),
         }
         return TURNS.frame(columns, drop=_STORE_ONLY)
 

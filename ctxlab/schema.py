@@ -123,10 +123,12 @@ REPLAYS = Table(
         Column("params", _S, "JSON"),
         *_cols("summarizer ctxlab_version", _S),
         Column("created_at", _T),
+        Column("billing_method", _S),
     ),
     key="replay_key",
 )
-"""One row per replay, keyed by the hash of trace, policy, parameters, summariser and version."""
+"""One row per replay, keyed by the hash of trace, policy, parameters, summariser and version;
+`billing_method` says how its `turns.billed_tokens` are known (`ctxlab.calibration.METHODS`)."""
 
 TURNS = Table(
     "turns",
@@ -135,13 +137,16 @@ TURNS = Table(
         *_cols(
             "turn position context_tokens system_tokens tools_tokens human_tokens ai_tokens "
             "tool_results_tokens stubs_tokens summary_tokens messages recorded_input_tokens "
-            "baseline_tokens events",
+            "baseline_tokens events billed_tokens",
             _I,
         ),
+        *_cols("late_trigger would_overflow", _B),
     ),
 )
 """`ctxlab.replay.Replay.turns` plus its replay: the `<kind>_tokens` columns are
-`ctxlab.message_facts.KINDS`."""
+`ctxlab.message_facts.KINDS`; `billed_tokens` what the provider would bill for the request
+(`ctxlab.calibration`), `late_trigger` / `would_overflow` the turns where the policy's own count
+stayed under its trigger / the window but the billed count did not (null when unknown)."""
 
 EVENTS = Table(
     "events",
@@ -201,6 +206,25 @@ PROBES = Table(
 """`Evaluation.probes` (Tier 2) plus its replay and order: `ctxlab.probes.PROBE_COLUMNS` and
 `EXTRA_COLUMNS`; `extra` holds any other column of the frame as one JSON object per row."""
 
+CALIBRATIONS = Table(
+    "calibrations",
+    (
+        *_cols("calibration_key model_family trace_id model method", _S),
+        Column("calls_with_usage", _I),
+        *_cols("policy_counter_error_median billed_error_median", _F),
+        *_cols("scale per_message offset_tokens", _F),
+        Column("encoding", _S),
+        Column("deltas", _I),
+        Column("held_out_error_median", _F),
+        Column("created_at", _T),
+    ),
+    key="calibration_key",
+)
+"""`ctxlab.calibration.TraceCalibration` rows (`Store.save_calibration`), one per trace and
+model, kept so traces of the same model family without usage can borrow the fit
+(`ctxlab.calibration.biller_for(trace, store)`); the fit's fields are flattened
+(`offset_tokens` is `Fit.offset`)."""
+
 PROBE_CACHE = Table(
     "probe_cache",
     (*_cols("cache_key model answer", _S), Column("created_at", _T)),
@@ -222,6 +246,7 @@ TABLES = (
     FACTS,
     PROBES,
     PROBE_CACHE,
+    CALIBRATIONS,
 )
 
 FILE_ROWS = {**FILES.polars(drop=("replay_key",)), "content": pl.Utf8()}

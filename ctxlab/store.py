@@ -41,6 +41,7 @@ import ctxlab
 from ctxlab.defaults import DEFAULT_PATH
 from ctxlab.errors import QueryRefusedError, StoreBusyError, StoreError
 from ctxlab.schema import (
+    CALIBRATIONS,
     EVENTS,
     FACT_ROWS,
     FACTS,
@@ -61,12 +62,13 @@ from ctxlab.store_safety import SANDBOX, check_blocks, check_statements, first_l
 from ctxlab.trace import Trace
 
 if TYPE_CHECKING:
+    from ctxlab.calibration import TraceCalibration
     from ctxlab.evaluation import Evaluation
     from ctxlab.replay import Replay
 
 FILE_MODES = ("all", "offloaded", "none")
 HISTORY_PREFIX = "/conversation_history/"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 VIEWS = """
 CREATE OR REPLACE VIEW replay_summary AS
@@ -103,6 +105,10 @@ MIGRATIONS: dict[int, str] = {
     1: "ALTER TABLE events ADD COLUMN summary VARCHAR;",
     2: "ALTER TABLE traces ADD COLUMN notes JSON; ALTER TABLE traces ADD COLUMN compactions JSON;",
     3: "\n".join(t.create() for t in (FACTS, PROBES, PROBE_CACHE)),
+    4: "ALTER TABLE turns ADD COLUMN IF NOT EXISTS billed_tokens BIGINT; "
+    "ALTER TABLE turns ADD COLUMN IF NOT EXISTS late_trigger BOOLEAN; "
+    "ALTER TABLE turns ADD COLUMN IF NOT EXISTS would_overflow BOOLEAN; "
+    "ALTER TABLE replays ADD COLUMN IF NOT EXISTS billing_method VARCHAR; " + CALIBRATIONS.create(),
 }
 """Each entry upgrades a file from schema N to N + 1 (run in order, in one transaction)."""
 
@@ -164,6 +170,8 @@ class SavedReplay:
     """Summariser cache entries written while replaying (stored with the replay)."""
     facts: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=FACT_ROWS))
     """Tier 1 of `ctxlab.evaluate` on the replay (`fact_rows`), when it was evaluated."""
+    billing_method: str | None = None
+    """How the replay's billed tokens are known (`Replay.billing_method`), if they are."""
 
     @classmethod
     def of(
@@ -215,6 +223,7 @@ class SavedReplay:
             events=events.select(EVENTS.names[1:]),
             files=file_frame,
             facts=fact_rows(facts) if facts is not None else pl.DataFrame(schema=FACT_ROWS),
+            billing_method=getattr(replay, "billing_method", None),
         )
 
     def write_parts(self, prefix: Path) -> ReplayPart:
@@ -236,6 +245,7 @@ class SavedReplay:
             self.summarizer,
             str(prefix),
             self.summaries,
+            self.billing_method,
         )
 
 
@@ -252,6 +262,7 @@ class ReplayPart:
     summarizer: str
     prefix: str
     summaries: tuple[SummaryRow, ...] = ()
+    billing_method: str | None = None
 
     def path(self, table: str) -> str:
         """The Parquet file holding this replay's rows of `table`."""
@@ -597,6 +608,86 @@ class Store:
     def traces(self) -> pl.DataFrame:
         return self.query("SELECT * FROM traces ORDER BY loaded_at, trace_id")
 
+    # ------------------------------------------------------------------ calibrations
+
+    def save_calibration(self, calibrations: TraceCalibration | Iterable[TraceCalibration]) -> int:
+        """Keep calibrations (`ctxlab.calibration.calibrate`) so traces of the same model
+        family without usage can borrow them; one row per trace and model, a later save of
+        the same pair replacing the earlier. Returns how many rows were written."""
+        from ctxlab.calibration import TraceCalibration, model_family
+
+        items = [calibrations] if isinstance(calibrations, TraceCalibration) else [*calibrations]
+        rows = {f"{c.trace_id}|{c.model}": c for c in items}
+        if not rows:
+            return 0
+        now = _now()
+        frame = CALIBRATIONS.frame(
+            {
+                "calibration_key": list(rows),
+                "model_family": [c.fit.family or model_family(c.model) for c in rows.values()],
+                "trace_id": [c.trace_id for c in rows.values()],
+                "model": [c.model for c in rows.values()],
+                "method": [c.method for c in rows.values()],
+                "calls_with_usage": [c.calls_with_usage for c in rows.values()],
+                "policy_counter_error_median": [
+                    c.policy_counter_error_median for c in rows.values()
+                ],
+                "billed_error_median": [c.billed_error_median for c in rows.values()],
+                "scale": [c.fit.scale for c in rows.values()],
+                "per_message": [c.fit.per_message for c in rows.values()],
+                "offset_tokens": [c.fit.offset for c in rows.values()],
+                "encoding": [c.fit.encoding for c in rows.values()],
+                "deltas": [c.fit.deltas for c in rows.values()],
+                "held_out_error_median": [c.fit.held_out_error_median for c in rows.values()],
+                "created_at": [now] * len(rows),
+            }
+        )
+        with self._transaction() as con:
+            con.execute(
+                "DELETE FROM calibrations WHERE calibration_key IN (SELECT unnest(?))",
+                [list(rows)],
+            )
+            _insert(con, "calibrations", frame)
+        return len(rows)
+
+    def calibrations(self) -> pl.DataFrame:
+        """Every stored calibration, by model family, then most calls with usage first."""
+        return self.query(
+            "SELECT * FROM calibrations ORDER BY model_family, calls_with_usage DESC, created_at"
+        )
+
+    def calibration(self, model_family: str) -> TraceCalibration | None:
+        """The calibration a trace of `model_family` without usage borrows: the fitted one
+        (method `calibrated`) with the most calls with usage (latest on ties); None without."""
+        from ctxlab.calibration import Fit, TraceCalibration
+
+        rows = self.query(
+            "SELECT * FROM calibrations WHERE model_family = ? AND method = 'calibrated' "
+            "ORDER BY calls_with_usage DESC, created_at DESC LIMIT 1",
+            [model_family],
+        )
+        if rows.height == 0:
+            return None
+        row = rows.row(0, named=True)
+        fit = Fit(
+            row["model_family"],
+            row["scale"],
+            row["per_message"],
+            row["offset_tokens"],
+            row["encoding"],
+            row["deltas"],
+            row["held_out_error_median"],
+        )
+        return TraceCalibration(
+            row["trace_id"],
+            row["model"],
+            row["method"],
+            row["calls_with_usage"],
+            row["policy_counter_error_median"],
+            row["billed_error_median"],
+            fit,
+        )
+
     def replays(self) -> pl.DataFrame:
         return self.query("SELECT * FROM replay_summary ORDER BY trace_id, policy, params")
 
@@ -756,6 +847,7 @@ def _replays_frame(items: Sequence[SavedReplay | ReplayPart]) -> pl.DataFrame:
             "summarizer": [s.summarizer for s in items],
             "ctxlab_version": [ctxlab.__version__] * len(items),
             "created_at": [now] * len(items),
+            "billing_method": [s.billing_method for s in items],
         }
     )
 
