@@ -16,7 +16,9 @@ Everything is computed from a `Replay` (its calls, events, files) and the trace 
   before and is paid again. Runs that fill `Call.request` (every catalogue policy and
   `deepagents`) are exact; for others the prefix is estimated from events: a summary or a
   changed set of truncated arguments keeps only the system prompt and tools cached
-  (`cache_exact` says which);
+  (`cache_exact` says which). A call after a model switch or an idle gap longer than the
+  provider's cache lifetime reads nothing, and every call says why its input not read from
+  the cache was sent afresh (`cache_write_cause`, `cause_event`: `ctxlab.cache_causes`);
 * **billed tokens** (`ctxlab.billing`): each request as the provider bills it; costs use it
   where the bill is `exact` or `calibrated` (else the policy's count), and `summary` counts the
   calls where the policy's count stayed under its trigger or window but the bill did not;
@@ -41,6 +43,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from ctxlab import tokens as tk
 from ctxlab.billing import cost_inputs
+from ctxlab.cache_causes import attribute
 from ctxlab.message_facts import chars_per_token, is_summary, message_text, paths_in
 from ctxlab.policies.base import Request
 from ctxlab.pricing import Price, Rates, cached_tokens, rates_for
@@ -49,7 +52,7 @@ from ctxlab.profiles import profile as lookup_profile
 if TYPE_CHECKING:
     from ctxlab.policies.base import Call
     from ctxlab.replay import Replay
-    from ctxlab.trace import Trace
+    from ctxlab.trace import Trace, Turn
 
 EVICTING = frozenset(
     {
@@ -155,28 +158,45 @@ def model_of(trace: Trace, model: str | None = None) -> str | None:
 
 
 def cache_frame(
-    replay: Replay, trace: Trace, model: str | None = None, price: Price | None = None
+    replay: Replay,
+    trace: Trace,
+    model: str | None = None,
+    price: Price | None = None,
+    *,
+    ttl_seconds: float | None = None,
 ) -> pl.DataFrame:
     """Per turn: input, common prefix, cached read / written / uncached tokens, costs (USD;
-    null when the model has no price and none is given). Input is the billed tokens where the
-    replay's bill is `exact` or `calibrated` (`ctxlab.billing.cost_inputs`), else the
-    policy's own count."""
+    null when the model has no price and none is given), and why the input not read from the
+    cache was sent afresh (`cache_write_cause`, `cause_event`: `ctxlab.cache_causes`; null
+    when nothing was sent afresh or the model has no price). Input is the billed tokens where
+    the replay's bill is `exact` or `calibrated` (`ctxlab.billing.cost_inputs`), else the
+    policy's own count.
+
+    A call after a model switch, or after an idle gap longer than the cache lifetime
+    (`ttl_seconds`, default the provider's `CacheRule.ttl_seconds`), reads nothing."""
     rates = rates_for(model_of(trace, model), price)
     prefixes, before, _ = _prefixes(replay)
+    calls = replay.calls
+    totals = [c.context_tokens for c in calls]
+    breaks = [i > 0 and before[i] < totals[i - 1] for i in range(len(calls))]
     inputs, scales = cost_inputs(replay)  # billed tokens where known (ctxlab.billing)
     prefixes = [min(t, round(p * s)) for p, s, t in zip(prefixes, scales, inputs, strict=True)]
     before = [round(w * s) for w, s in zip(before, [1.0, *scales[:-1]], strict=True)]
     outputs = _output_tokens(trace)
+    ttl = ttl_seconds if ttl_seconds is not None else (rates.cache.ttl_seconds if rates else None)
+    causes, cause_events, cold = attribute(calls, _turns_of(replay, trace), breaks, ttl)
     rows = []
     prev_total = None
-    for call, total, prefix, was, out_toks in zip(
-        replay.calls, inputs, prefixes, before, outputs, strict=True
+    for i, (call, prefix, was, out_toks) in enumerate(
+        zip(calls, prefixes, before, outputs, strict=True)
     ):
-        read = cached_tokens(prefix, rates.cache) if rates else 0
+        total = inputs[i]
+        read = cached_tokens(prefix, rates.cache) if rates and not cold[i] else 0
         write = 0
         if rates and _bills_writes(rates.price.at(total)) and total >= rates.cache.min_cacheable:
             write = total - read
         uncached = total - read - write
+        fresh = rates is not None and total > read
         rows.append(
             {
                 "turn": call.turn,
@@ -186,14 +206,26 @@ def cache_frame(
                 "cache_read_tokens": read,
                 "cache_write_tokens": write,
                 "uncached_tokens": uncached,
-                "cache_break": prev_total is not None and was < prev_total,
+                "cache_break": breaks[i],  # in the policy's counts: scaling may round
                 "rebilled_tokens": (prev_total - was) if prev_total is not None else 0,
                 "cost_usd": _cost(rates, total, total, 0, 0, out_toks),
                 "cost_usd_with_cache": _cost(rates, total, uncached, read, write, out_toks),
+                "cache_write_cause": causes[i] if fresh else None,
+                "cause_event": cause_events[i] if fresh else None,
             }
         )
         prev_total = total
-    return pl.DataFrame(rows) if rows else pl.DataFrame()
+    schema = {"cache_write_cause": pl.String, "cause_event": pl.Int64}
+    return pl.DataFrame(rows, schema_overrides=schema) if rows else pl.DataFrame()
+
+
+def _turns_of(replay: Replay, trace: Trace) -> list[Turn]:
+    """The recorded turn each call replays (by `Call.turn`), for timestamps and models."""
+    by_index = {t.index: t for t in trace.turns}
+    try:
+        return [by_index[c.turn] for c in replay.calls]
+    except KeyError as e:
+        raise ValueError(f"replay call of turn {e.args[0]} is not a turn of trace") from None
 
 
 def _bills_writes(price: Price) -> bool:

@@ -29,15 +29,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any, Protocol
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    ChatMessage,
-    FunctionMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from ctxlab.tokens import openai_role
 
 ENCODINGS = ("o200k_base", "cl100k_base")
 """The OpenAI encodings ctxlab counts exactly (the two `rs-bpe` ships)."""
@@ -100,20 +94,12 @@ def count_text(text: str, encoding: str = "o200k_base") -> int:
 
 
 def _role(message: BaseMessage) -> str:
-    """The chat-completions role a LangChain message is sent with."""
-    if isinstance(message, AIMessage):
-        return "assistant"
-    if isinstance(message, HumanMessage):
+    """The chat-completions role a LangChain message is sent with (`user` for a message class
+    OpenAI has no role for)."""
+    try:
+        return openai_role(message)
+    except ValueError:
         return "user"
-    if isinstance(message, ToolMessage):
-        return "tool"
-    if isinstance(message, SystemMessage):
-        return str(message.additional_kwargs.get("__openai_role__", "system"))
-    if isinstance(message, FunctionMessage):
-        return "function"
-    if isinstance(message, ChatMessage):
-        return message.role
-    return "user"
 
 
 def _content_text(content: Any) -> str:

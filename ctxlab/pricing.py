@@ -21,14 +21,17 @@ against stored copies of the providers' pages (`VERIFIED` says what was and was 
 * **Anthropic** (platform.claude.com/docs/en/build-with-claude/prompt-caching): a cache read
   costs 0.1x the input price, a 5-minute cache write 1.25x (used only when genai-prices has no
   cache price); the cacheable prefix must be at least 1,024 tokens, 4,096 on Opus 4.5 and
-  Haiku 4.5.
+  Haiku 4.5. A cached prefix lives 5 minutes after its last use (`ANTHROPIC_LONG_TTL`: the
+  1-hour option).
 * **OpenAI** (developers.openai.com/api/docs/guides/prompt-caching): automatic for prompts of
   at least 1,024 tokens, hits counted in 128-token steps, no write surcharge. A model with no
-  cached-input price in genai-prices gets no discount.
+  cached-input price in genai-prices gets no discount. Cached prefixes are evicted after 5 to
+  10 minutes of inactivity (at most one hour): ctxlab takes 5 minutes.
 * **Google** (ai.google.dev/gemini-api/docs/caching, implicit caching): no write surcharge,
   minimum 2,048 tokens (2.5 Flash and 2.5 Pro; 1,024 kept for 2.5 Flash-Lite, unpublished).
 * Any other provider: a 1,024-token minimum, no steps, no write surcharge, and no discount
-  unless genai-prices (or the given `Price`) has a cache-read price.
+  unless genai-prices (or the given `Price`) has a cache-read price. Google and other
+  providers have no cache lifetime here (`ttl_seconds` None): idle gaps are not simulated.
 """
 
 from __future__ import annotations
@@ -61,11 +64,15 @@ VERIFIED = {
     "prompt (1,024; 4,096 for Opus 4.5 and Haiku 4.5): the stored copy of the prompt-caching page "
     "did not show its limits section; taken from the docs' text as quoted in "
     "anthropics/anthropic-sdk-python#1194 and agreeing gateway docs (secondary). Newer models "
-    "take the 1,024 default, unverified",
+    "take the 1,024 default, unverified. Cache lifetimes: 5 minutes and 1 hour are the pricing "
+    "page's two cache-write tiers (1-hour writes at 2x); that a read refreshes the lifetime "
+    "is from secondary copies of the prompt-caching page's text (gateway docs quoting it)",
     "openai": "verified against stored copies of "
     "https://developers.openai.com/api/docs/guides/prompt-caching and of the openai-cookbook "
     "notebook Prompt_Caching_201.ipynb on 2026-12-02: 1,024-token minimum, 128-token steps, no "
-    "write fee",
+    "write fee. Cache lifetime is a range in the docs ('5 to 10 minutes of inactivity, up to "
+    "one hour'; Azure OpenAI's page words it the same): ctxlab uses 5 minutes, unverified as "
+    "a fixed value",
     "google": "verified against stored copies of https://ai.google.dev/gemini-api/docs/caching "
     "on 2026-12-02: implicit-caching minimum 2,048 tokens for 2.5 Flash and 2.5 Pro (page last "
     "updated 2026-10-13); 2.5 Flash-Lite is not listed there (1,024 kept, unverified); other "
@@ -119,11 +126,27 @@ class CacheRule:
     """Multiplier on the input price for cached input tokens, if the price has none."""
     write: float = 1.0
     """Multiplier on the input price for tokens written to the cache, if the price has none."""
+    ttl_seconds: int | None = None
+    """How long a cached prefix outlives its last use (None: the provider publishes none). A
+    call made longer than this after the previous one finds the cache cold and writes its
+    whole prefix again (`ctxlab.cache_causes`, cause `idle_gap`)."""
 
+
+ANTHROPIC_TTL = 300
+"""Anthropic's default cache lifetime: 5 minutes, refreshed each time the prefix is read."""
+ANTHROPIC_LONG_TTL = 3600
+"""Anthropic's optional 1-hour cache lifetime (`"ttl": "1h"`, written at 2x the input price per
+the pricing page); pass `ttl_seconds=ANTHROPIC_LONG_TTL` to `metrics.cache_frame` to simulate
+it (its higher write price is not applied: give a `Price` with that `cache_write`)."""
+OPENAI_TTL = 300
+"""OpenAI publishes a range, not a lifetime: cached prefixes stay active after 5 to 10 minutes
+of inactivity and are always evicted within one hour (longer with opt-in extended retention on
+some models). ctxlab takes the short end, 5 minutes, so an idle gap it reports may in fact
+still have hit."""
 
 CACHE_RULES = {
-    "anthropic": CacheRule("anthropic", 1024, read=0.1, write=1.25),
-    "openai": CacheRule("openai", 1024, step=128),
+    "anthropic": CacheRule("anthropic", 1024, read=0.1, write=1.25, ttl_seconds=ANTHROPIC_TTL),
+    "openai": CacheRule("openai", 1024, step=128, ttl_seconds=OPENAI_TTL),
     "google": CacheRule("google", 2048),
 }
 """Each provider's rule (keys are genai-prices provider ids)."""
@@ -192,6 +215,12 @@ def rates_for(
         return None
     rule = _rule(model)
     return Rates(model, _filled(price, rule), rule)
+
+
+def cache_rule(model: str | None) -> CacheRule:
+    """The cache rule of `model`'s provider (whether or not the model has a price): what a
+    policy needs to know when a cache goes cold (`ttl_seconds`)."""
+    return _rule(model)
 
 
 def cached_tokens(prefix: int, rule: CacheRule) -> int:
@@ -396,14 +425,18 @@ def _genai_price(model: str, day: str) -> Price | None:
 
 __all__ = [
     "CACHE_RULES",
+    "ANTHROPIC_LONG_TTL",
+    "ANTHROPIC_TTL",
     "CACHE_RULES_AS_OF",
     "MIN_CACHEABLE",
+    "OPENAI_TTL",
     "OTHER",
     "SOURCES",
     "VERIFIED",
     "CacheRule",
     "Price",
     "Rates",
+    "cache_rule",
     "cached_tokens",
     "genai_prices_version",
     "model_key",

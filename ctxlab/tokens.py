@@ -43,10 +43,10 @@ _ROLES: dict[type, str] = {
     ToolMessage: "tool",
     FunctionMessage: "function",
 }
-"""Roles of the exact message classes; subclasses and the rest go through `_role`."""
+"""Roles of the exact message classes; subclasses and the rest go through `openai_role`."""
 
 
-def _role(message: BaseMessage) -> str:
+def openai_role(message: BaseMessage) -> str:
     """The OpenAI role string LangChain adds to every message's character count."""
     if isinstance(message, AIMessage):
         return "assistant"
@@ -187,7 +187,7 @@ def _measure(message: BaseMessage) -> tuple[int, int]:
     if isinstance(message, ToolMessage):
         chars += len(message.tool_call_id)
     role = _ROLES.get(type(message))
-    chars += len(role if role is not None else _role(message))
+    chars += len(role if role is not None else openai_role(message))
     name = message.name
     if name:
         chars += len(name)

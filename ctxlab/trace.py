@@ -13,10 +13,13 @@ Messages are real `langchain_core` message objects so users can hand them straig
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+
+from ctxlab.inputs import Inputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +33,7 @@ class Turn:
 
     index: int
     position: int
-    inputs: tuple[BaseMessage, ...]
+    inputs: Sequence[BaseMessage]
     output: AIMessage | None
     model: str | None = None
     provider: str | None = None
@@ -157,8 +160,9 @@ def from_messages(
     Plain lists carry no per-call inputs, so every call is taken to have seen the whole prefix
     (no recorded compaction) and no recorded usage except what AIMessages carry themselves.
     """
+    history = list(messages)
     turns: list[Turn] = []
-    for pos, msg in enumerate(messages):
+    for pos, msg in enumerate(history):
         if isinstance(msg, AIMessage):
             usage = msg.usage_metadata or {}
             details = usage.get("input_token_details") or {}
@@ -166,7 +170,7 @@ def from_messages(
                 Turn(
                     index=len(turns),
                     position=pos,
-                    inputs=tuple(messages[:pos]),
+                    inputs=Inputs.prefix(history, pos),
                     output=msg,
                     model=model,
                     provider=provider,
@@ -180,7 +184,7 @@ def from_messages(
         trace_id=trace_id,
         format=format,
         source=source,
-        messages=list(messages),
+        messages=history,
         turns=turns,
         tools=list(tools or []),
         model=model,

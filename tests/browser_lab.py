@@ -6,16 +6,11 @@ The server gets isolated config dirs, no outbound calls and no news toast; the b
 system chromium (no Playwright download). `open_notebook` returns once the notebook's kernel is
 idle and connected, so cells can be run at once.
 
-Plotly's FigureWidget is an anywidget whose JavaScript module is 5 MB. anywidget's frontend
-gives a widget model 2 s to load and initialise that module; past that, the model's `ready`
-promise rejects ("[anywidget] Failed to initialize model.") and every later comm message to it
-is dropped: the chart stays an empty placeholder without its CSS class and never follows the
-kernel. On 2 cores the load can take more than 2 s when the kernel replays or exports
-(kaleido starts its own chromium), another FigureWidget loads at the same time, or other
-processes crowd the cores. So `run_cells` runs a notebook one cell at a time,
-each after the previous finished, and callers wait for each chart before running the next cell:
-one module loads at a time, with the kernel idle. (Raising chromium's CPU priority does not
-help: chromium sets its renderers' nice levels itself.)
+The charts are `ctxlab.widgets.chart.ChartWidget`s: plotly FigureWidgets whose anywidget module is
+a small loader, so anywidget's 2 s module deadline is met however long plotly.js (5 MB) takes to
+load on a busy machine (`ctxlab/widgets/chart.py` says why). So a notebook runs as a user runs
+it, all cells at once (`run_all`); `run_cells` runs it a slice at a time where a caller wants to
+act between cells.
 """
 
 from __future__ import annotations
@@ -165,6 +160,13 @@ def run_cells(page: Any, through: str | None = None) -> None:
         }""",
         through,
     )
+
+
+def run_all(page: Any) -> None:
+    """Run every cell of the open notebook as a user does (Run > Run All Cells); returns once the
+    kernel has run them all (widgets may still be rendering)."""
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function(KERNEL_IDLE, timeout=300_000)
 
 
 def wait_widget(page: Any, css: str, timeout: int = 120_000) -> None:

@@ -138,9 +138,11 @@ def test_costs_use_the_bill_where_it_is_known() -> None:
     plain = replay(result.trace, result.source_policy, Fixed(SUMMARY))
     plain.biller = Biller("estimated", result.trace.model, biller.fit)
     assert summary(plain, result.trace)["cost_usd"] < row["cost_usd"]  # estimated: own count
-    assert cache_frame(plain, result.trace)["input_tokens"].to_list() == [
-        c.context_tokens for c in plain.calls
-    ]
+    counted = cache_frame(plain, result.trace)
+    assert counted["input_tokens"].to_list() == [c.context_tokens for c in plain.calls]
+    # a cache break is the request not extending the previous one, whatever the units
+    assert counted["cache_break"].to_list() == cache["cache_break"].to_list()
+    assert cache["common_prefix"].to_list() != counted["common_prefix"].to_list()
 
 
 def test_compare_counts_the_flags(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:

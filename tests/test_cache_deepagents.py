@@ -26,6 +26,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.messages.utils import count_tokens_approximately
 
 import ctxlab
+from ctxlab.calibration import Biller, default_fit
 from ctxlab.metrics import cache_frame, common_prefixes, summary
 from ctxlab.policies import DeepAgents
 from ctxlab.replay import replay
@@ -143,6 +144,9 @@ def _check_cache_matches_oracle(
     with _recording_requests() as sent:
         oracle = run_oracle(trace, summary_text=SUMMARY, **oracle_kwargs)
     result = replay(trace, policy, Fixed(SUMMARY))
+    # costs on the policy's own count (an estimated bill is not priced), so the simulated
+    # prefixes compare with the real requests' counts (billed pricing: tests/test_billing.py)
+    result.biller = Biller("estimated", trace.model, default_fit(trace.model))
     assert [(c.turn, c.context_tokens, c.messages) for c in result.calls] == oracle.turns
     assert len(sent) == len(result.calls)
 

@@ -25,6 +25,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab.errors import TraceFormatError
+from ctxlab.inputs import Inputs
 from ctxlab.trace import Trace, Turn
 
 NAME = "anthropic-managed-agents"
@@ -259,7 +260,7 @@ class _Builder:
             Turn(
                 index=len(self.turns),
                 position=position,
-                inputs=tuple(self.history),
+                inputs=Inputs.prefix(self.history, position),
                 output=message,
                 model=self.session.model,
                 provider="anthropic",

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab.errors import TraceFormatError
+from ctxlab.inputs import Inputs
 from ctxlab.trace import RecordedCompaction, Trace, Turn
 
 if TYPE_CHECKING:
@@ -287,7 +288,7 @@ class _Builder:
             Turn(
                 index=len(self.turns),
                 position=position,
-                inputs=tuple(self.messages[:position]),
+                inputs=Inputs.prefix(self.messages, position),
                 output=output,
                 model=model,
                 run_id=str(where.step),

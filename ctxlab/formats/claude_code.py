@@ -28,6 +28,7 @@ from langchain_core.messages import AIMessage
 
 from ctxlab.formats.claude_code_chain import Conversation, build, check_parents
 from ctxlab.formats.claude_code_lines import MESSAGE_TYPES, Line, Parsed, parse
+from ctxlab.inputs import Inputs
 from ctxlab.trace import Trace, Turn
 
 NAME = "claude-code"
@@ -185,7 +186,7 @@ def _add_harness_call(trace: Trace, turn: Turn, before: tuple[Any, ...]) -> None
             turn,
             index=len(trace.harness_calls),
             position=-1,
-            inputs=(*before, *turn.inputs),
+            inputs=Inputs.of((*before, *turn.inputs)),
             name="compact",
         )
     )

@@ -25,6 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from ctxlab.errors import TraceFormatError
 from ctxlab.formats.claude_code_lines import MESSAGE_TYPES, Line
+from ctxlab.inputs import Context, Recorder
 from ctxlab.trace import RecordedCompaction, Turn
 
 SYNTHETIC_MODEL = "<synthetic>"
@@ -209,7 +210,8 @@ class _Builder:
     def __init__(self, source: str) -> None:
         self.source = source
         self.history: list[BaseMessage] = []
-        self.context: list[BaseMessage] = []
+        self.context = Context()
+        self.recorder = Recorder()
         self.turns: list[Turn] = []
         self.inserted: list[BaseMessage] = []
         self.compactions: list[RecordedCompaction] = []
@@ -231,16 +233,16 @@ class _Builder:
             if post is None and pre is not None and saved is not None:
                 post = max(pre - saved, 0)
             cleared = set(meta.get("tool_ids") or ())
-            self.context = [
+            self.context = Context(
                 m.model_copy(update={"content": CLEARED})
                 if isinstance(m, ToolMessage) and m.tool_call_id in cleared
                 else m
                 for m in self.context
-            ]
+            )
             kind = "microcompact"
         else:
             self.before[line.logical_parent or line.uuid] = tuple(self.context)
-            self.context = []
+            self.context = Context()
             self.awaiting_summary = True
             kind = "summarize"
         self.compacted = True
@@ -259,7 +261,7 @@ class _Builder:
         """The summary message after a boundary (or, in files without one, on its own)."""
         if not self.awaiting_summary:
             self.before[line.parent or line.uuid] = tuple(self.context)
-            self.context = []
+            self.context = Context()
             self.compacted = True
             self.compactions.append(
                 RecordedCompaction(turn=len(self.turns), started_at=line.timestamp)
@@ -285,7 +287,7 @@ class _Builder:
             Turn(
                 index=len(self.turns),
                 position=len(self.history),
-                inputs=tuple(self.context),
+                inputs=self.recorder.snapshot(self.context),
                 output=message,
                 model=lines[0].model,
                 provider="anthropic",

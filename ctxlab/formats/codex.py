@@ -29,6 +29,7 @@ from langchain_core.messages import (
 
 from ctxlab.errors import TraceFormatError
 from ctxlab.formats.messages import MessageDecodeError, parse_arguments
+from ctxlab.inputs import Context, Inputs, Recorder
 from ctxlab.message_facts import summary_message
 from ctxlab.trace import RecordedCompaction, Trace, Turn
 
@@ -228,7 +229,8 @@ class _Rollout:
     """Reading state: the full history, the as-sent context, and what is pending."""
 
     history: list[BaseMessage] = field(default_factory=list)
-    sent: list[BaseMessage] = field(default_factory=list)
+    sent: Context = field(default_factory=Context)
+    recorder: Recorder = field(default_factory=Recorder)
     turns: list[Turn] = field(default_factory=list)
     harness: list[Turn] = field(default_factory=list)
     inserted: list[BaseMessage] = field(default_factory=list)
@@ -296,7 +298,7 @@ class _Rollout:
         return Turn(
             index=len(self.turns),
             position=len(self.history),
-            inputs=tuple(self.sent),
+            inputs=self.recorder.snapshot(self.sent),
             output=output,
             model=self.model,
             provider=self.provider,
@@ -394,7 +396,7 @@ class _Rollout:
                 Turn(
                     index=len(self.harness),
                     position=-1,
-                    inputs=tuple(self.sent),
+                    inputs=Inputs.of(self.sent),
                     output=None,
                     model=self.model,
                     provider=self.provider,
@@ -413,11 +415,12 @@ class _Rollout:
                 raise where.fail(
                     f"'payload.replacement_history' must be a list, got {_kind(replacement)}"
                 )
-            self.sent, summary = self.replaced(replacement, message, where)
+            sent, summary = self.replaced(replacement, message, where)
+            self.sent = Context(sent)
         else:
             self.rebuilt_lines.append(where.line or 0)
             summary = summary_message(message or "(no summary available)")
-            self.sent = self.rebuilt(summary)
+            self.sent = Context(self.rebuilt(summary))
         if summary is not None:
             self.inserted.append(summary)
         trigger = payload.get("trigger")

@@ -37,6 +37,7 @@ from langchain_core.messages import (
 from ctxlab.errors import TraceFormatError
 from ctxlab.formats.langsmith import fingerprint, looks_like_summary
 from ctxlab.formats.messages import MessageDecodeError, parse_arguments
+from ctxlab.inputs import Inputs, Recorder
 from ctxlab.message_facts import first_orphan_result, summary_message
 from ctxlab.trace import RecordedCompaction, Trace, Turn, from_messages
 
@@ -336,7 +337,16 @@ def _model(call: _Call) -> tuple[str | None, str | None]:
     return model, provider or None
 
 
-def _turn(s: _Sample, call: _Call, index: int, position: int, compacted: bool) -> Turn:
+def _turn(
+    s: _Sample,
+    call: _Call,
+    index: int,
+    position: int,
+    compacted: bool,
+    recorder: Recorder | None = None,
+) -> Turn:
+    """A recorded call as a `Turn`; its inputs share storage with the previous call's when a
+    `recorder` is given (the agent's calls), else are a list of their own (harness calls)."""
     model, provider = _model(call)
     inp, out, read, write = _usage(s, call)
     config = call.event.get("config")
@@ -345,7 +355,7 @@ def _turn(s: _Sample, call: _Call, index: int, position: int, compacted: bool) -
     return Turn(
         index=index,
         position=position,
-        inputs=tuple(call.inputs),
+        inputs=Inputs.of(call.inputs) if recorder is None else recorder.snapshot(call.inputs),
         output=call.output,
         model=model,
         provider=provider,
@@ -653,7 +663,8 @@ def _build(
     agent, summariser = _split_summariser(agent, compactions)
     history, placed, inserted = _chain(agent, final)
     _check_pairs(s, history)
-    turns = [_turn(s, c, i, pos, comp) for i, (c, pos, comp) in enumerate(placed)]
+    recorder = Recorder()
+    turns = [_turn(s, c, i, pos, comp, recorder) for i, (c, pos, comp) in enumerate(placed)]
     recorded: list[RecordedCompaction] = []
     for event_index, event in compactions:
         later = [i for i, (c, _, _) in enumerate(placed) if c.event_index > event_index]

@@ -34,6 +34,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from ctxlab.errors import TraceFormatError
 from ctxlab.formats.fields import FieldTypeError, obj, seq, text
 from ctxlab.formats.messages import Memo, MessageDecodeError, decode_message, decode_messages
+from ctxlab.inputs import Inputs, Recorder
 from ctxlab.message_facts import first_orphan_result, is_summary
 from ctxlab.trace import Trace, Turn
 
@@ -578,6 +579,7 @@ def _chain(calls: list[ModelCall]) -> tuple[list[BaseMessage], list[Turn], list[
     turns: list[Turn] = []
     prev_sent: list[str] | None = None
     prints_by_object: dict[int, str] = {}  # decoded messages are shared between calls
+    recorder = Recorder()
 
     def fp(msg: BaseMessage) -> str:
         key = id(msg)
@@ -614,7 +616,7 @@ def _chain(calls: list[ModelCall]) -> tuple[list[BaseMessage], list[Turn], list[
         position = len(history)
         if call.output is not None:
             add(call.output)
-        turns.append(_turn(call, len(turns), position, compacted))
+        turns.append(_turn(call, len(turns), position, compacted, recorder))
         prev_sent = prints + ([fp(call.output)] if call.output is not None else [])
     return history, turns, inserted
 
@@ -628,8 +630,15 @@ def _fields_of(run: Run) -> Iterator[None]:
         raise TraceFormatError(str(exc), source=run.source, line=run.line, run_id=run.id) from exc
 
 
-def _turn(call: ModelCall, index: int, position: int, compacted: bool = False) -> Turn:
-    """A recorded call as a `Turn`; harness calls have no place in the history (position -1)."""
+def _turn(
+    call: ModelCall,
+    index: int,
+    position: int,
+    compacted: bool = False,
+    recorder: Recorder | None = None,
+) -> Turn:
+    """A recorded call as a `Turn`; harness calls have no place in the history (position -1).
+    The agent's calls pass a `recorder`, so each call's inputs share the previous call's."""
     with _fields_of(call.run):
         usage = call_usage(call.run, call.output)
         model, provider = call_model(call.run, call.output)
@@ -637,7 +646,7 @@ def _turn(call: ModelCall, index: int, position: int, compacted: bool = False) -
     return Turn(
         index=index,
         position=position,
-        inputs=tuple(call.inputs),
+        inputs=Inputs.of(call.inputs) if recorder is None else recorder.snapshot(call.inputs),
         output=call.output,
         model=model,
         provider=provider,

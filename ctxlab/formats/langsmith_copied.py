@@ -30,6 +30,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from ctxlab.errors import TraceFormatError
 from ctxlab.formats import langsmith
 from ctxlab.formats.messages import Memo, MessageDecodeError, decode_messages
+from ctxlab.inputs import Inputs
 from ctxlab.trace import Trace, Turn
 
 NAME = "langsmith-copied-run"
@@ -199,7 +200,7 @@ def _chain_trace(
                 Turn(
                     index=len(turns),
                     position=len(history),
-                    inputs=tuple(history),
+                    inputs=Inputs.prefix(history, len(history)),
                     output=msg,
                     model=model,
                     provider=provider,

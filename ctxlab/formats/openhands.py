@@ -30,6 +30,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from ctxlab.errors import TraceFormatError
 from ctxlab.formats.messages import MessageDecodeError, parse_arguments
+from ctxlab.inputs import Inputs, Recorder
 from ctxlab.trace import RecordedCompaction, Trace, Turn
 
 if TYPE_CHECKING:
@@ -510,16 +511,18 @@ def _turns(builder: _Builder) -> tuple[list[Turn], list[RecordedCompaction], lis
     inserted: list[BaseMessage] = []
     seen: set[int] = set()
     mark = 0
+    recorder = Recorder()
     for index, call in enumerate(builder.calls):
         before = call.event_index
         if condensed:
-            inputs, extra = _view(builder, before)
+            view, extra = _view(builder, before)
+            inputs = recorder.snapshot(view)
             for message in extra:
                 if id(message) not in seen:
                     seen.add(id(message))
                     inserted.append(message)
         else:
-            inputs = tuple(builder.messages[: call.position])
+            inputs = Inputs.prefix(builder.messages, call.position)
         compacted = False
         while mark < len(marks) and marks[mark][0] <= before:
             _, summary, stamp = marks[mark]

@@ -26,6 +26,7 @@ from ctxlab.formats.otel_spans import (
     otlp_batches,
     spans_of,
 )
+from ctxlab.inputs import Inputs, Recorder
 from ctxlab.message_facts import first_orphan_result
 from ctxlab.trace import Trace, Turn
 
@@ -64,6 +65,7 @@ def _chain(calls: list[Call]) -> tuple[list[BaseMessage], list[Turn], list[BaseM
     prev_sent: list[str] | None = None
     prev_context: list[BaseMessage] = []
     prints: dict[int, str] = {}
+    recorder = Recorder()
 
     def fp(msg: BaseMessage) -> str:
         key = id(msg)
@@ -99,7 +101,7 @@ def _chain(calls: list[Call]) -> tuple[list[BaseMessage], list[Turn], list[BaseM
         position = len(history)
         if call.output is not None:
             add(call.output)
-        turns.append(_turn(call, len(turns), position, inputs, compacted))
+        turns.append(_turn(call, len(turns), position, recorder.snapshot(inputs), compacted))
         prev_sent = sent + ([fp(call.output)] if call.output is not None else [])
         prev_context = [*inputs, call.output] if call.output is not None else list(inputs)
     return history, turns, inserted
@@ -139,13 +141,11 @@ def _with_call_ids(call: Call, memo: Memo) -> Call:
     return call
 
 
-def _turn(
-    call: Call, index: int, position: int, inputs: list[BaseMessage], compacted: bool
-) -> Turn:
+def _turn(call: Call, index: int, position: int, inputs: Inputs, compacted: bool) -> Turn:
     return Turn(
         index=index,
         position=position,
-        inputs=tuple(inputs),
+        inputs=inputs,
         output=call.output,
         model=call.model,
         provider=call.provider,

@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from ctxlab.errors import TraceFormatError
 from ctxlab.formats.messages import Memo, MessageDecodeError, decode_messages
+from ctxlab.inputs import Inputs, Recorder
 from ctxlab.message_facts import first_orphan_result
 from ctxlab.trace import Trace, Turn
 
@@ -224,6 +225,7 @@ def read(values: Values, source: str) -> list[Trace]:
     output_tokens = [s.get("output_tokens") for s in steps]
     turns: list[Turn] = []
     previous: tuple[list[BaseMessage], int] | None = None
+    recorder = Recorder()
     for index, position in enumerate(outputs):
         seen = inputs[index] if inputs is not None else history[:position]
         compacted = previous is not None and not _extends(
@@ -234,7 +236,9 @@ def read(values: Values, source: str) -> list[Trace]:
             Turn(
                 index=index,
                 position=position,
-                inputs=tuple(seen),
+                inputs=recorder.snapshot(seen)
+                if inputs is not None
+                else Inputs.prefix(history, position),
                 output=history[position],  # type: ignore[arg-type]
                 output_tokens=produced if isinstance(produced, int) else None,
                 compacted=compacted,

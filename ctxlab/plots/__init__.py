@@ -18,6 +18,7 @@ from ctxlab.palette import (
 )
 from ctxlab.plots.annotations import default_labels, replay_name, thresholds, trace_name
 from ctxlab.plots.billed import billed_trace_dicts
+from ctxlab.plots.cache import cache_writes
 from ctxlab.plots.checks import same_trace
 from ctxlab.plots.exporter import FORMATS, KALEIDO, export
 from ctxlab.plots.figures import (
@@ -50,6 +51,7 @@ __all__ = [
     "SERIES_DASHES",
     "STATUS_COLORS",
     "billed_trace_dicts",
+    "cache_writes",
     "comparison",
     "composition",
     "context_trace_dicts",

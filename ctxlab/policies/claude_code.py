@@ -9,8 +9,9 @@ that carries the summary.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from ctxlab.policies.cache_aligned import aligned, aligned_params
 from ctxlab.policies.engine import (
     AUTO,
     Context,
@@ -100,6 +101,13 @@ class ClaudeCode(StagePolicy):
     max_output_tokens: int = 20_000
     autocompact_buffer: int = 13_000
     model: str | None = None
+    cache_aligned: bool = False
+    """Compact only at a call whose cache is cold anyway, or when the window forces it
+    (`ctxlab.policies.cache_aligned`)."""
+
+    def params(self) -> dict[str, Any]:
+        """Parameters as given; `cache_aligned` only when set."""
+        return aligned_params(super().params())
 
     def window_for(self, trace: Trace) -> int | None:
         """The profile window, else 200k."""
@@ -109,7 +117,8 @@ class ClaudeCode(StagePolicy):
         """One auto-compact stage."""
         effective = int(window or 200_000) - min(int(self.max_output_tokens), 20_000)
         threshold = effective - int(self.autocompact_buffer)
-        return [AutoCompactStage(threshold, CONTINUATION, CLAUDE_CODE_SUMMARY_PROMPT)]
+        stages = [AutoCompactStage(threshold, CONTINUATION, CLAUDE_CODE_SUMMARY_PROMPT)]
+        return aligned(stages, self, trace, window)
 
 
 __all__ = ["CLAUDE_CODE_SUMMARY_PROMPT", "CONTINUATION", "AutoCompactStage", "ClaudeCode"]

@@ -11,10 +11,11 @@ handoff. Assistant messages and tool calls and results are dropped.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain_core.messages import HumanMessage
 
+from ctxlab.policies.cache_aligned import aligned, aligned_params
 from ctxlab.policies.engine import (
     AUTO,
     Context,
@@ -137,6 +138,13 @@ class Codex(StagePolicy):
     auto_compact_token_limit: int | None = None
     user_message_max_tokens: int = 20_000
     model: str | None = None
+    cache_aligned: bool = False
+    """Compact only at a call whose cache is cold anyway, or when the window forces it
+    (`ctxlab.policies.cache_aligned`)."""
+
+    def params(self) -> dict[str, Any]:
+        """Parameters as given; `cache_aligned` only when set."""
+        return aligned_params(super().params())
 
     def stages(self, trace: Trace, window: int | None) -> list[Stage]:
         """One compaction stage."""
@@ -150,7 +158,7 @@ class Codex(StagePolicy):
             raise ValueError(
                 "codex: needs the model's window (window=N) or auto_compact_token_limit"
             )
-        return [CodexStage(limit, int(self.user_message_max_tokens))]
+        return aligned([CodexStage(limit, int(self.user_message_max_tokens))], self, trace, window)
 
 
 __all__ = ["CODEX_COMPACT_PROMPT", "CODEX_SUMMARY_PREFIX", "Codex", "CodexStage"]

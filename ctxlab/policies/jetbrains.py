@@ -12,11 +12,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain_core.messages import AIMessage, HumanMessage
 
 from ctxlab.message_facts import SUMMARY_SOURCE
+from ctxlab.policies.cache_aligned import aligned, aligned_params
 from ctxlab.policies.engine import (
     AUTO,
     Context,
@@ -173,14 +174,20 @@ class JetBrainsLLMSummary(StagePolicy):
     enable_static_checkpointing: bool = True
     window: int | None | Literal["auto"] = AUTO
     model: str | None = None
+    cache_aligned: bool = False
+    """Compact only at a call whose cache is cold anyway, or when the window forces it
+    (`ctxlab.policies.cache_aligned`)."""
+
+    def params(self) -> dict[str, Any]:
+        """Parameters as given; `cache_aligned` only when set."""
+        return aligned_params(super().params())
 
     def stages(self, trace: Trace, window: int | None) -> list[Stage]:
         """One summary stage."""
-        return [
-            EveryNTurnsStage(
-                int(self.n), int(self.keep_last_m_turns), bool(self.enable_static_checkpointing)
-            )
-        ]
+        stage = EveryNTurnsStage(
+            int(self.n), int(self.keep_last_m_turns), bool(self.enable_static_checkpointing)
+        )
+        return aligned([stage], self, trace, window)
 
 
 @dataclass(frozen=True)
@@ -202,20 +209,26 @@ class JetBrainsHybrid(StagePolicy):
     observations_n: int = 10
     window: int | None | Literal["auto"] = AUTO
     model: str | None = None
+    cache_aligned: bool = False
+    """Compact only at a call whose cache is cold anyway, or when the window forces it
+    (`ctxlab.policies.cache_aligned`)."""
+
+    def params(self) -> dict[str, Any]:
+        """Parameters as given; `cache_aligned` only when set."""
+        return aligned_params(super().params())
 
     def stages(self, trace: Trace, window: int | None) -> list[Stage]:
         """Summary, then masking of the summarised request."""
-        return [
-            EveryNTurnsStage(
-                int(self.n), int(self.keep_last_m_turns), bool(self.enable_static_checkpointing)
-            ),
-            LastNStage(
-                int(self.observations_n),
-                1,
-                frozenset({"remove_output"}),
-                frozenset({"keep_output"}),
-            ),
-        ]
+        summary = EveryNTurnsStage(
+            int(self.n), int(self.keep_last_m_turns), bool(self.enable_static_checkpointing)
+        )
+        masking = LastNStage(
+            int(self.observations_n),
+            1,
+            frozenset({"remove_output"}),
+            frozenset({"keep_output"}),
+        )
+        return [*aligned([summary], self, trace, window), masking]
 
 
 __all__ = ["EveryNTurnsStage", "checkpoint_item", "JetBrainsHybrid", "JetBrainsLLMSummary"]

@@ -29,6 +29,7 @@ from ctxlab import tokens as tk
 from ctxlab.message_facts import chars_per_token, summary_message
 from ctxlab.policies._engine_counts import Sums, TokenCache
 from ctxlab.policies.base import Event
+from ctxlab.policies.cache_aligned import aligned, aligned_params
 from ctxlab.policies.engine import (
     AUTO,
     Context,
@@ -234,10 +235,13 @@ class LangChainSummarization(StagePolicy):
     window: int | None | Literal["auto"] = AUTO
     chars_per_token: float | Literal["auto"] = AUTO
     model: str | None = None
+    cache_aligned: bool = False
+    """Compact only at a call whose cache is cold anyway, or when the window forces it
+    (`ctxlab.policies.cache_aligned`)."""
 
     def params(self) -> dict[str, Any]:
         """Parameters, the summary prompt only when changed."""
-        out = super().params()
+        out = aligned_params(super().params())
         if self.summary_prompt == DEFAULT_SUMMARY_PROMPT:
             out.pop("summary_prompt")
         return out
@@ -248,14 +252,13 @@ class LangChainSummarization(StagePolicy):
 
     def stages(self, trace: Trace, window: int | None) -> list[Stage]:
         """One summarisation stage."""
-        return [
-            SummarizeStage(
-                trigger=self.trigger,
-                keep=tuple(self.keep),
-                trim_tokens_to_summarize=self.trim_tokens_to_summarize,
-                summary_prompt=self.summary_prompt,
-            )
-        ]
+        stage = SummarizeStage(
+            trigger=self.trigger,
+            keep=tuple(self.keep),
+            trim_tokens_to_summarize=self.trim_tokens_to_summarize,
+            summary_prompt=self.summary_prompt,
+        )
+        return aligned([stage], self, trace, window)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,11 +18,12 @@ memory filters unmatched tool calls, so pairs are never split.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from ctxlab.policies.base import Event
+from ctxlab.policies.cache_aligned import aligned, aligned_params
 from ctxlab.policies.engine import (
     AUTO,
     Context,
@@ -264,12 +265,20 @@ class OpenHandsLLMSummarizing(StagePolicy):
     max_event_length: int = 10_000
     window: int | None | Literal["auto"] = AUTO
     model: str | None = None
+    cache_aligned: bool = False
+    """Compact only at a call whose cache is cold anyway, or when the window forces it
+    (`ctxlab.policies.cache_aligned`)."""
+
+    def params(self) -> dict[str, Any]:
+        """Parameters as given; `cache_aligned` only when set."""
+        return aligned_params(super().params())
 
     def stages(self, trace: Trace, window: int | None) -> list[Stage]:
         """One rolling-summary stage."""
-        return [
-            RollingStage(int(self.max_size), int(self.keep_first), True, int(self.max_event_length))
-        ]
+        stage = RollingStage(
+            int(self.max_size), int(self.keep_first), True, int(self.max_event_length)
+        )
+        return aligned([stage], self, trace, window)
 
 
 @dataclass(frozen=True)

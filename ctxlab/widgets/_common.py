@@ -24,6 +24,7 @@ from ctxlab.escape import esc
 from ctxlab.metrics import cache_frame
 from ctxlab.replay import Replay
 from ctxlab.trace import Trace
+from ctxlab.widgets.chart import ChartWidget
 
 FIGURES_ENV = "CTXLAB_FIGURES"
 """Folder export buttons write to (default `data/figures`); notebooks and tests set it."""
@@ -185,9 +186,10 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def figure_widget(fig: go.Figure, css_class: str) -> go.FigureWidget:
-    """A FigureWidget built from `fig` in the constructor (edits before display survive nesting
-    in boxes, unlike `update_layout` after construction; see the research notes)."""
-    widget = go.FigureWidget(data=fig.data, layout=fig.layout)
+    """A `ChartWidget` (a FigureWidget whose browser module loads within anywidget's deadline,
+    `ctxlab.widgets.chart`) built from `fig` in the constructor (edits before display survive
+    nesting in boxes, unlike `update_layout` after construction; see the research notes)."""
+    widget = ChartWidget(data=fig.data, layout=fig.layout)
     widget.add_class(css_class)
     return widget
 

@@ -2,11 +2,13 @@
 
 For the question after scrubbing one replay: which policy (or which sweep cell) keeps the
 context smallest for the same trace, at what cost in events. The metric toggle switches
-between per-turn context and cumulative input tokens (what a provider bills).
+between per-turn context, cumulative input tokens (what a provider bills) and the cache writes
+by cause (`ctxlab.plots.cache_writes`: what each policy's compactions cost in cache rewrites).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +20,9 @@ from ctxlab.metrics import needed_lost
 from ctxlab.replay import Replay
 from ctxlab.trace import Trace
 from ctxlab.widgets._common import ExportBar, figure_widget, metrics, update_in_place
+
+CACHE_WRITES = "cache_writes"
+"""The metric toggle's value that shows cache writes by cause."""
 
 
 def metrics_table_html(
@@ -85,10 +90,15 @@ class Compare(W.VBox):
             self.labels = [f"{i}: {label}" for i, label in enumerate(self.labels)]
         self.trace = trace
         self.metric = W.ToggleButtons(
-            options=[("context per turn", "context"), ("cumulative", "cumulative")],
+            options=[
+                ("context per turn", "context"),
+                ("cumulative", "cumulative"),
+                ("cache writes by cause", CACHE_WRITES),
+            ],
             value="context",
         )
         self.metric.add_class("ctx-metric")
+        self._bars = False
         self.figure = figure_widget(self._figure(), "ctx-compare-chart")
         self.table = W.HTML(metrics_table_html(self.replays, self.labels, trace))
         self.table.add_class("ctx-compare-table")
@@ -98,6 +108,8 @@ class Compare(W.VBox):
         self.add_class("ctx-compare")
 
     def _figure(self) -> Any:
+        if self.metric.value == CACHE_WRITES:
+            return plots.cache_writes(self._with_traces(), labels=self.labels)
         return plots.comparison(
             self.replays,
             labels=self.labels,
@@ -105,9 +117,25 @@ class Compare(W.VBox):
             recorded=self.trace if self.trace is not None else self.replays[0].trace,
         )
 
+    def _with_traces(self) -> list[Replay]:
+        """The replays, each carrying the trace (the cache simulation reads its turns)."""
+        return [
+            r
+            if r.trace is not None or self.trace is None
+            else dataclasses.replace(r, trace=self.trace)
+            for r in self.replays
+        ]
+
     def redraw(self) -> None:
-        """Redraw the curves for the chosen metric, in place."""
+        """Redraw the chart for the chosen metric: the curves in place; a new chart when
+        switching to or from the cache-write bars (another kind of chart, other axes)."""
         fig = self._figure()
+        bars = self.metric.value == CACHE_WRITES
+        if bars or self._bars:
+            self._bars = bars
+            self.figure = figure_widget(fig, "ctx-compare-chart")
+            self.children = (self.metric, self.figure, self.table, self.exporter)
+            return
         update_in_place(self.figure, fig, layout={"yaxis.title.text": fig.layout.yaxis.title.text})
 
     def export(self, path: Any) -> Any:
