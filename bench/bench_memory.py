@@ -13,8 +13,9 @@ both halves:
   --data is loaded (with its subagents), with the number of message references the turns'
   inputs expose (`sum(len(turn.inputs))`, which grows with the square of the turns when every
   call sees the whole history) and the number actually stored (`ctxlab.inputs`: each shared
-  list once), so the MB can be read against them. Traced in a phase of its own: tracing slows
-  everything.
+  list once), so the MB can be read against them; then, as bench.bench_widgets measures it,
+  what a `ThresholdExplorer` adds after five trigger moves. Traced in a phase of its own:
+  tracing slows everything.
 * *Time*: bench.bench_widgets' long-trace measurement (Deep Agents at its defaults with the
   offline summariser: a repeat replay, five trigger moves of a `ThresholdExplorer`, a scrubber
   moved over 40 turns), repeated `--rounds` times on fresh traces; medians over the rounds of
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import ctxlab
-from bench.bench_widgets import DATA, _move, synthetic, timed
+from bench.bench_widgets import DATA, _move, memory_mb, synthetic, timed
 from ctxlab.policies import DeepAgents
 from ctxlab.widgets import Scrubber, ThresholdExplorer
 
@@ -84,6 +85,15 @@ def memory_rows(sizes: tuple[int, ...], data: Path) -> None:
         trace, mb = traced_mb(lambda turns=turns: synthetic(turns))
         _print_memory(f"synthetic {turns:,}", trace, mb)
         del trace
+    print("\n| synthetic turns | trace MB | explorer MB after 5 trigger moves |")
+    print("|---:|---:|---:|")
+    memory_mb(50)  # imports and first-use caches, so they are not counted below
+    for turns in sizes:
+        held, added = memory_mb(turns)  # bench_widgets' own phase: trace, then explorer
+        print(f"| {turns:,} | {held:.1f} | {added:.1f} |", flush=True)
+    print()
+    print("| trace | turns | messages | input refs | stored refs | MB | KB per turn |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for path in sorted(data.glob("claude-code-session*/*.jsonl*")):
         loaded, mb = traced_mb(lambda path=path: ctxlab.load(path))
         trace = loaded[0] if isinstance(loaded, list) else loaded

@@ -7,6 +7,9 @@ A `Trace` keeps two views of one agent run, because compaction research needs bo
   offloaded is restored from its tool run when the export has it). Policies replay this.
 * the **as-sent inputs** (`Turn.inputs`): what the model really received at each recorded call,
   after whatever compaction the recorded harness applied. Recorded token counts refer to these.
+  Each is an `Inputs` (`ctxlab.inputs`): slices of the history or of a loader's append-only
+  list, shared between calls, since a tuple per call made a trace hold turns x history
+  references (1.1 GB at 10,000 turns). `Trace.messages` is therefore append-only once loaded.
 
 Messages are real `langchain_core` message objects so users can hand them straight to LangChain.
 """

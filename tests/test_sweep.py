@@ -87,33 +87,24 @@ def test_parallel_resume_and_ray_give_the_same_rows(tmp_path: Path, traces: list
     assert Store(path).query("SELECT count(*) n FROM replays")["n"][0] == 8  # 4 resumed, 4 new
     resumed = full.filter(full["keep"] == "fraction:0.1").select(COLUMNS)
     assert resumed.equals(half.select(COLUMNS))
-    local = sweep(
-        traces,
-        DeepAgents(window=40_000),
-        GRID,
-        store=tmp_path / "local.duckdb",
-        workers=2,
-        progress=False,
-    )
+    # Ray against the resumed store: a fresh sweep on Ray stores what half a sweep plus its
+    # resumption stored (one Ray worker: the comparison needs the backend, not its parallelism)
     ray = sweep(
         traces,
         DeepAgents(window=40_000),
         GRID,
         store=tmp_path / "ray.duckdb",
         backend="ray",
-        workers=2,
+        workers=1,
         progress=False,
     )
-    assert ray.select(COLUMNS).equals(local.select(COLUMNS))
-    a = Store(tmp_path / "local.duckdb").query(
-        "SELECT * EXCLUDE (created_at) FROM replays ORDER BY 1"
-    )
+    assert ray.select(COLUMNS).equals(full.select(COLUMNS))
+    a = Store(path).query("SELECT * EXCLUDE (created_at) FROM replays ORDER BY 1")
     b = Store(tmp_path / "ray.duckdb").query(
         "SELECT * EXCLUDE (created_at) FROM replays ORDER BY 1"
     )
     assert a.equals(b)
-    ta = Store(tmp_path / "local.duckdb").turns()
-    assert ta.equals(Store(tmp_path / "ray.duckdb").turns())
+    assert Store(path).turns().equals(Store(tmp_path / "ray.duckdb").turns())
 
 
 def test_bad_requests_fail_before_any_work(tmp_path: Path, traces: list) -> None:
@@ -211,7 +202,7 @@ from ctxlab.policies import DeepAgents
 from ctxlab.sweep import sweep
 from tests.synthetic import make_trace
 traces = [make_trace(80, seed=s, model="claude-sonnet-4-5", provider="anthropic") for s in range(3)]
-grid = {"trigger": [f"fraction:{f / 100}" for f in range(20, 90, 12)]}
+grid = {"trigger": [f"fraction:{f / 100}" for f in range(20, 90, 20)]}
 sweep(traces, DeepAgents(window=40_000), grid, store=sys.argv[1], workers=1, progress=False,
       batch_seconds=0.0)
 """
@@ -242,7 +233,7 @@ def test_killed_sweep_leaves_only_whole_replays_and_resumes(tmp_path: Path) -> N
         "LEFT JOIN turns t USING (replay_key) GROUP BY ALL"
     )
     n = counts.height
-    assert 3 <= n < 3 * 6  # killed midway: a transaction per cell, 18 cells
+    assert 3 <= n < 3 * 4  # killed midway: a transaction per cell, 12 cells
     assert set(counts["turns"].to_list()) == {80}  # every stored replay is whole
     orphans = store.query(
         "SELECT count(*) n FROM turns WHERE replay_key NOT IN (SELECT replay_key FROM replays)"
@@ -254,7 +245,7 @@ def test_killed_sweep_leaves_only_whole_replays_and_resumes(tmp_path: Path) -> N
     exec(textwrap.dedent(KILLED).split("sweep(traces")[0].replace("import sys\n", ""), namespace)
     traces, grid = namespace["traces"], namespace["grid"]
     out = sweep(traces, DeepAgents(window=40_000), grid, store=path, workers=2, progress=False)
-    assert out.height == 3 * 6 and store.query("SELECT count(*) n FROM replays")["n"][0] == 18
+    assert out.height == 3 * 4 and store.query("SELECT count(*) n FROM replays")["n"][0] == 12
     row = out.row(0, named=True)
     fresh = replay(traces[0], DeepAgents(window=40_000, trigger=("fraction", 0.2)))
     assert row["cumulative_input_tokens"] == fresh.turns["context_tokens"].sum()

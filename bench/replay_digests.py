@@ -1,0 +1,103 @@
+"""Digests of loads and replays, to check that a change alters no result, byte for byte.
+
+    .venv/bin/python -m bench.replay_digests > /tmp/after.json            # in this checkout
+    (cd OTHER && PYTHONPATH=$PWD python -m bench.replay_digests > /tmp/before.json)
+    .venv/bin/python -m bench.replay_digests --compare /tmp/before.json /tmp/after.json
+
+For synthetic traces in both message formats and every trace (and subagent) ctxlab loads from
+../shared/data: a digest of each turn's inputs as loaded (types, texts, and which are the
+history's own objects), then, under every preset `ctxlab policies` lists at its defaults, a
+digest of the replay's turns and events frames (rows and schema) and of every file it wrote.
+A preset that refuses a trace (no window known) records its error, which must match too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import ctxlab
+from ctxlab.policies.catalog import names
+from tests.synthetic import make_trace
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def _h(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _frame(df: Any) -> bytes:
+    return repr(df.rows()).encode() + repr(df.schema).encode()
+
+
+def load_digest(trace: ctxlab.Trace) -> str:
+    """Each turn's and harness call's inputs: length, types and texts, and for turns which
+    full-history message each input is (-1: not one of them)."""
+    parts = []
+    for turn in [*trace.turns, *trace.harness_calls]:
+        seen = [(m.type, m.text) for m in turn.inputs]
+        parts.append(repr((turn.index, turn.position, turn.compacted, turn.input_tokens, seen)))
+    where = {id(m): i for i, m in enumerate(trace.messages)}
+    parts.extend(repr([where.get(id(m), -1) for m in t.inputs]) for t in trace.turns)
+    return _h("\n".join(parts).encode())
+
+
+def replay_digest(trace: ctxlab.Trace, preset: str) -> str:
+    try:
+        r = ctxlab.replay(trace, preset)
+    except Exception as exc:  # noqa: BLE001 - a refusal is a result to compare
+        return f"error {type(exc).__name__}: {exc}"[:200]
+    data = [_frame(r.turns), _frame(r.events)]
+    data.extend(p.encode() + b"\0" + r.file_bytes(p) for p in sorted(r.files))
+    return _h(b"\1".join(data))
+
+
+def traces(turns: int, data: Path) -> list[tuple[str, ctxlab.Trace]]:
+    out = [
+        (f"synthetic-{fmt}", make_trace(turns, fmt=fmt, seed=3, model="claude-sonnet-4-5"))
+        for fmt in ("anthropic", "openai")
+    ]
+    for path in sorted(data.glob("*/*/*")):
+        if path.is_dir() or path.name == "SOURCE.txt":
+            continue
+        try:
+            loaded = ctxlab.load(path)
+        except Exception as exc:  # noqa: BLE001 - recorded, compared like any result
+            print(f"{path}: {type(exc).__name__}", file=sys.stderr)
+            continue
+        for k, trace in enumerate(loaded if isinstance(loaded, list) else [loaded]):
+            out.extend(
+                (f"{path.relative_to(data)}#{k}.{j}", sub) for j, sub in enumerate(trace.walk())
+            )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=400, help="synthetic trace length")
+    parser.add_argument("--data", type=Path, default=DATA, help=f"traces (default {DATA})")
+    parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
+    args = parser.parse_args()
+    if args.compare:
+        before, after = (json.loads(p.read_text()) for p in args.compare)
+        differ = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+        for key in differ:
+            print(f"{key}: {before.get(key)} -> {after.get(key)}")
+        print(f"{len(before)} / {len(after)} digests, {len(differ)} differ")
+        raise SystemExit(1 if differ else 0)
+    out: dict[str, str] = {}
+    for label, trace in traces(args.turns, args.data):
+        out[f"{label}:load"] = load_digest(trace)
+        if trace.turns:
+            for preset in names():
+                out[f"{label}:{preset}"] = replay_digest(trace, preset)
+    json.dump(out, sys.stdout, indent=0, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main()
