@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ctxlab.replay import Replay
     from ctxlab.trace import Trace
 
+
 @dataclass
 class Evaluation:
     """One replay evaluated: its facts and where they went (`facts`, `ctxlab.survival.follow`'s

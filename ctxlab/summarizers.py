@@ -153,7 +153,6 @@ class LLM:
             default=str,
         )
 
-
     def key(self, messages: Sequence[BaseMessage], prompt: str) -> str:
         """Cache key of one summary request."""
         text = format_prompt(messages, self.prompt or prompt)
@@ -183,7 +182,6 @@ class LLM:
         return text
 
 
-
 MIDDLE_OMITTED = "\n\n[... middle of conversation omitted ...]\n\n"
 """What LangChain's summarisation puts where it cut the middle of an overflowing history."""
 
@@ -209,7 +207,7 @@ def middle_cut_prompt(
     if keep <= 0:
         return None
     head = keep // 4
-    cut = f"{formatted[:head]}{MIDDLE_OMITTED}{formatted[-(keep - head):]}"
+    cut = f"{formatted[:head]}{MIDDLE_OMITTED}{formatted[-(keep - head) :]}"
     return template.format(messages=cut).rstrip()
 
 

@@ -26,6 +26,7 @@ from ctxlab.summarizers import Extractive, format_prompt
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "traces" / "deepagents_long_session.jsonl.xz"
 
+
 class Upstream(NamedTuple):
     """A prompt ctxlab copies verbatim, where it was copied from, and that text's sha256."""
 

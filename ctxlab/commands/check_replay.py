@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ctxlab.check_replay import Check
     from ctxlab.policies.base import Policy
 
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "check-replay",
