@@ -235,9 +235,9 @@ def recount(replay: Replay, biller: BillerLike) -> list[int]:
 
 def levels(replay: Replay, trace: Trace) -> dict[str, int]:
     """The policy's `trigger` and `window` on `trace` (those it has), from its own
-    `thresholds(trace)`, the window also from `window_for(trace)` (catalogue presets resolve
-    one but draw no lines); the policy is rebuilt from its name and parameters when the replay
-    does not carry it."""
+    `thresholds(trace)`, the window also from `window_for(trace)` where `thresholds` gives
+    none; the policy is rebuilt from its name and parameters when the replay does not carry
+    it."""
     from ctxlab.plots.annotations import thresholds
 
     policy = replay.source_policy
@@ -250,7 +250,7 @@ def levels(replay: Replay, trace: Trace) -> dict[str, int]:
             return {}
     found = thresholds(policy, trace)
     window_for = getattr(policy, "window_for", None)
-    if "window" not in found and window_for is not None:  # catalogue presets draw no lines
+    if "window" not in found and window_for is not None:
         window = window_for(trace)
         if window:
             found["window"] = int(window)

@@ -229,3 +229,21 @@ def test_explorer_costs_are_priced_on_the_bill() -> None:
     explorer.control("trigger").value = 0.3  # a move re-replays and re-prices on the bill
     assert explorer.replay is not None and explorer.replay.billing_method == "calibrated"
     assert "billed tokens, calibrated" in explorer.readout.value
+
+
+def test_a_preset_with_a_token_trigger_flags_late_triggers_too(shared: Any) -> None:
+    """Catalogue presets whose stage compacts at a token threshold report it as their trigger
+    (claude-code: window - output reserve - auto-compact buffer), so their calls billed past it
+    are flagged and counted like Deep Agents'."""
+    import ctxlab
+    from ctxlab.policies.catalog import get
+
+    folder = shared / "data" / "real-traces" / "claude-code-session-compacted"
+    main_trace = next(t for top in ctxlab.load(folder) for t in top.walk() if t.turns)
+    policy = get("claude-code", window=60_000)
+    assert policy.thresholds(main_trace) == {"window": 60_000, "trigger": 60_000 - 20_000 - 13_000}
+    result = replay(main_trace, policy)
+    row = summary(result, main_trace)
+    late = result.turns["late_trigger"].to_list()
+    assert None not in late
+    assert row["late_trigger_turns"] == sum(late) > 0

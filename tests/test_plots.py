@@ -68,7 +68,14 @@ class Lined:
 
 def test_thresholds_are_the_policys_own(trace) -> None:
     assert plots.thresholds(Lined(), trace) == {"budget": len(trace.messages) * 10}
-    assert plots.thresholds(catalog.get("clear-tool-uses"), trace) == {}
+    # catalogue presets: the window they resolve, and a trigger only where a stage compacts
+    # at a token threshold of the policy's own count
+    window = catalog.get("clear-tool-uses").window_for(trace)
+    assert plots.thresholds(catalog.get("clear-tool-uses"), trace) == {"window": window}
+    assert plots.thresholds(catalog.get("claude-code"), trace) == {
+        "window": window,
+        "trigger": window - 20_000 - 13_000,
+    }
 
 
 def test_default_labels_show_what_changed(trace, stressed) -> None:

@@ -65,6 +65,11 @@ class AutoCompactStage(RebuildStage):
         super().__init__()
         self.threshold, self.lead, self.prompt = threshold, prefix, prompt
 
+    @property
+    def trigger_tokens(self) -> int:
+        """The request size, as the policy counts it, at which this stage compacts."""
+        return int(self.threshold)
+
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         view = self.view(items)
         if ctx.count(view) < self.threshold:

@@ -85,6 +85,11 @@ class CodexStage(RebuildStage):
         super().__init__()
         self.limit, self.budget = limit, user_budget
 
+    @property
+    def trigger_tokens(self) -> int:
+        """The request size, as the policy counts it, at which this stage compacts."""
+        return int(self.limit)
+
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         view = self.view(items)
         if ctx.count(view) < self.limit:

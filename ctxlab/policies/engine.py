@@ -328,6 +328,22 @@ class StagePolicy:
         """The window this policy resolves for `trace` (`window` field, if it has one)."""
         return resolve_window(getattr(self, "window", None), trace, getattr(self, "model", None))
 
+    def thresholds(self, trace: Trace) -> dict[str, int]:
+        """Token levels of this policy on `trace`: the `window` it resolves and, as `trigger`,
+        the lowest `trigger_tokens` among its stages (stages that compact once the request, as
+        the policy counts it, reaches a token threshold say so). Figures draw them as lines and
+        billing flags the calls billed past them (`ctxlab.billing.levels`)."""
+        window = self.window_for(trace)
+        out = {"window": int(window)} if window else {}
+        triggers = [
+            int(t)
+            for stage in self.stages(trace, window)
+            if (t := getattr(stage, "trigger_tokens", None)) is not None
+        ]
+        if triggers:
+            out["trigger"] = min(triggers)
+        return out
+
     def counter_chars_per_token(self, trace: Trace) -> float:
         """Characters per token of the reported counts: LangChain's approximate counter for the
         trace's model (3.3 for Anthropic, else 4), the one `deepagents` reports, so policies

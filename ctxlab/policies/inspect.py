@@ -225,6 +225,11 @@ class InspectStage(RebuildStage):
         super().__init__()
         self.threshold = threshold
 
+    @property
+    def trigger_tokens(self) -> int:
+        """The request size, as the policy counts it, at which this stage compacts."""
+        return int(self.threshold)
+
     same = 0
     """Leading items of the last `compact` output known to equal its input (see `commit`)."""
     written: str | None = None
