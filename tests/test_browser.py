@@ -43,10 +43,10 @@ EXPLORER_TITLE = ".ctx-explorer-chart.js-plotly-plot .gtitle"
 
 
 SLOW_CELLS = [
+    # in a kernel, importing the widgets sends plotly's bundle to the page (ctxlab/widgets/chart.py)
     """import plotly.graph_objects as go
-from ctxlab.widgets._common import figure_widget
-
-chart = figure_widget(
+from ctxlab.widgets._common import figure_widget""",
+    """chart = figure_widget(
     go.Figure(go.Scatter(y=[1, 3, 2], name="first"), layout={"title": {"text": "drawn"}}),
     "ctx-slow-chart",
 )
@@ -75,6 +75,7 @@ URL.createObjectURL = function (obj) {
   while (performance.now() < end) { /* a busy machine */ }
   const inner = createObjectURL.call(this, obj);
   const late = `await new Promise((done) => setTimeout(done, 4000));
+window.__slow.evaluated = true;
 export * from "${inner}";
 export { default } from "${inner}";`;
   return createObjectURL.call(this, new Blob([late], {type: 'text/javascript'}));
@@ -193,7 +194,10 @@ def test_chart_draws_when_plotly_loads_slowly(lab: str, artifacts: Path) -> None
         try:
             page.add_init_script(SLOW_PLOTLY)
             open_notebook(page, lab, "slow_chart.ipynb")
-            run_cells(page, through="updated 2")  # both cells run before plotly is there
+            run_cells(page, through="import plotly")
+            page.wait_for_function("() => window.__slow.loads === 1", timeout=120_000)
+            run_cells(page, through="updated 2")  # the chart and its updates, plotly not there
+            assert not page.evaluate("window.__slow.evaluated"), "plotly came too soon"
             wait_text(page, f"{slow} .gtitle", "updated 2", timeout=120_000)
             assert page.evaluate("window.__slow.loads") == 1  # once per page, for every chart
             assert page.locator(f"{slow} .scatterlayer .trace").count() == 1
