@@ -11,9 +11,14 @@ kernel exporting with kaleido, several charts loading at once) the import takes 
 A `ChartWidget` *is* a FigureWidget in Python (same traits, update messages, click callbacks,
 `batch_update`, export), with only the module anywidget loads replaced by `chart.js` (a few KB,
 initialised at once). plotly's bundle travels as the state of one shared `PlotlyBundle` model per
-kernel (binary, from the installed plotly package: no network, the kernel's plotly version); the
-page imports it once for every chart, queues the figure messages that arrive before it is ready
-and hands them to plotly's own FigureModel in order before drawing.
+kernel (binary, from the installed plotly package: no network, the kernel's plotly version),
+made when `ctxlab.widgets` is imported in a kernel; the page imports it then, once for every
+chart, so its one long evaluation (which blocks the page) happens before charts load rather than
+inside a later chart's 2 s window. Charts queue the figure messages that arrive before plotly is
+ready and hand them to plotly's own FigureModel in order before drawing.
+
+What is left: a chart whose model is created while the page is still evaluating plotly (a chart
+made in the same instant as the import, on a crowded machine) can still miss anywidget's window.
 """
 
 from __future__ import annotations
