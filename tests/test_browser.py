@@ -43,10 +43,10 @@ EXPLORER_TITLE = ".ctx-explorer-chart.js-plotly-plot .gtitle"
 
 
 SLOW_CELLS = [
+    # in a kernel, importing the widgets sends plotly's bundle to the page (ctxlab/widgets/chart.py)
     """import plotly.graph_objects as go
-from ctxlab.widgets._common import figure_widget
-
-chart = figure_widget(
+from ctxlab.widgets._common import figure_widget""",
+    """chart = figure_widget(
     go.Figure(go.Scatter(y=[1, 3, 2], name="first"), layout={"title": {"text": "drawn"}}),
     "ctx-slow-chart",
 )
@@ -75,6 +75,7 @@ URL.createObjectURL = function (obj) {
   while (performance.now() < end) { /* a busy machine */ }
   const inner = createObjectURL.call(this, obj);
   const late = `await new Promise((done) => setTimeout(done, 4000));
+window.__slow.evaluated = true;
 export * from "${inner}";
 export { default } from "${inner}";`;
   return createObjectURL.call(this, new Blob([late], {type: 'text/javascript'}));
@@ -125,7 +126,7 @@ def test_quickstart_scrubber_in_jupyterlab(lab: str, artifacts: Path) -> None:
             run_all(page)  # every cell, as a user runs it: both charts load at once
             wait_widget(page, CHART_TITLE)
             wait_widget(page, EXPLORER_TITLE)
-            page.locator(STRIP).wait_for(state="attached", timeout=60_000)
+            page.locator(STRIP).wait_for(state="attached", timeout=120_000)
             title = page.locator(CHART_TITLE).text_content() or ""
             assert title.startswith("turn ") and "tokens" in title
             turn = int(page.locator(STRIP).get_attribute("data-turn") or -1)
@@ -146,7 +147,7 @@ def test_quickstart_scrubber_in_jupyterlab(lab: str, artifacts: Path) -> None:
             page.wait_for_function(
                 "([css, t]) => document.querySelector(css)?.dataset.turn === String(t)",
                 arg=[STRIP, turn + 1],
-                timeout=60_000,
+                timeout=120_000,
             )
             assert page.locator(STRIP).inner_html() != strip_before
             assert page.locator(CURSOR).first.get_attribute("transform") != cursor_before
@@ -160,7 +161,7 @@ def test_quickstart_scrubber_in_jupyterlab(lab: str, artifacts: Path) -> None:
             # the explorer: a released slider goes through the kernel's debounce (call_later on
             # the kernel's event loop) and re-replays: the replay counter and chart change
             readout = ".ctx-explorer .ctx-readout"
-            page.locator(readout).wait_for(state="attached", timeout=60_000)
+            page.locator(readout).wait_for(state="attached", timeout=120_000)
             assert page.locator(readout).get_attribute("data-replays") == "0"
             title_before = page.locator(EXPLORER_TITLE).text_content()
             trigger = page.locator(".ctx-explorer .ctx-trigger .noUi-handle").first
@@ -171,12 +172,12 @@ def test_quickstart_scrubber_in_jupyterlab(lab: str, artifacts: Path) -> None:
             page.wait_for_function(
                 "(css) => Number(document.querySelector(css)?.dataset.replays) >= 1",
                 arg=readout,
-                timeout=60_000,
+                timeout=120_000,
             )
             page.wait_for_function(
                 "([css, old]) => document.querySelector(css)?.textContent !== old",
                 arg=[EXPLORER_TITLE, title_before],
-                timeout=60_000,
+                timeout=120_000,
             )
             page.locator(".ctx-explorer").first.screenshot(path=str(artifacts / "explorer.png"))
         except Exception:
@@ -193,8 +194,11 @@ def test_chart_draws_when_plotly_loads_slowly(lab: str, artifacts: Path) -> None
         try:
             page.add_init_script(SLOW_PLOTLY)
             open_notebook(page, lab, "slow_chart.ipynb")
-            run_cells(page, through="updated 2")  # both cells run before plotly is there
-            wait_text(page, f"{slow} .gtitle", "updated 2", timeout=60_000)
+            run_cells(page, through="import plotly")
+            page.wait_for_function("() => window.__slow.loads === 1", timeout=120_000)
+            run_cells(page, through="updated 2")  # the chart and its updates, plotly not there
+            assert not page.evaluate("window.__slow.evaluated"), "plotly came too soon"
+            wait_text(page, f"{slow} .gtitle", "updated 2", timeout=120_000)
             assert page.evaluate("window.__slow.loads") == 1  # once per page, for every chart
             assert page.locator(f"{slow} .scatterlayer .trace").count() == 1
             assert page.locator(f"{slow} .barlayer .trace").count() == 1

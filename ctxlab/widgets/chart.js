@@ -40,6 +40,18 @@ function importBundle(key, bytes) {
   return import(/* webpackIgnore: true */ url).finally(() => URL.revokeObjectURL(url));
 }
 
+// The `PlotlyBundle` model holds the bundle: it starts the import as soon as it exists (when
+// `ctxlab.widgets` is imported in a kernel), before charts are made, so plotly's one long
+// evaluation seldom overlaps another model's 2 s module deadline.
+function preload(holder) {
+  const key = holder.get("key");
+  if (!bundles.has(key)) {
+    const entry = importBundle(key, holder.get("bundle"));
+    entry.catch(() => bundles.delete(key));
+    bundles.set(key, entry);
+  }
+}
+
 function loadPlotly(model, signal) {
   const key = model.get("_bundle_key");
   let entry = bundles.get(key);
@@ -82,6 +94,11 @@ export default () => {
   let ready = null;
   return {
     initialize({ model, signal }) {
+      if (model.get("bundle") !== undefined) {
+        // the shared PlotlyBundle model itself: start the import, return at once
+        setTimeout(() => preload(model), 0);
+        return;
+      }
       const queue = [];
       const listeners = PY2JS.map((name) => [
         `change:${name}`,

@@ -11,13 +11,19 @@ kernel exporting with kaleido, several charts loading at once) the import takes 
 A `ChartWidget` *is* a FigureWidget in Python (same traits, update messages, click callbacks,
 `batch_update`, export), with only the module anywidget loads replaced by `chart.js` (a few KB,
 initialised at once). plotly's bundle travels as the state of one shared `PlotlyBundle` model per
-kernel (binary, from the installed plotly package: no network, the kernel's plotly version); the
-page imports it once for every chart, queues the figure messages that arrive before it is ready
-and hands them to plotly's own FigureModel in order before drawing.
+kernel (binary, from the installed plotly package: no network, the kernel's plotly version),
+made when `ctxlab.widgets` is imported in a kernel; the page imports it then, once for every
+chart, so its one long evaluation (which blocks the page) happens before charts load rather than
+inside a later chart's 2 s window. Charts queue the figure messages that arrive before plotly is
+ready and hand them to plotly's own FigureModel in order before drawing.
+
+What is left: a chart whose model is created while the page is still evaluating plotly (a chart
+made in the same instant as the import, on a crowded machine) can still miss anywidget's window.
 """
 
 from __future__ import annotations
 
+import sys
 from functools import cache
 from importlib import metadata, resources
 from pathlib import Path
@@ -48,9 +54,7 @@ class PlotlyBundle(anywidget.AnyWidget):
     """plotly's widget bundle as binary widget state: sent to the page once per kernel (not once
     per chart), and kept once in a saved notebook's widget state."""
 
-    _esm = """
-export default {};
-"""
+    _esm = LOADER  # the same module: for this model it only starts plotly's import
     bundle = traitlets.Bytes().tag(sync=True)
     key = traitlets.Unicode().tag(sync=True)
 
@@ -64,6 +68,13 @@ def shared_bundle() -> PlotlyBundle:
     if _shared is None or _shared.comm is None:
         _shared = PlotlyBundle(bundle=plotly_bundle(), key=bundle_key())
     return _shared
+
+
+def in_kernel() -> bool:
+    """Whether this Python runs in a Jupyter kernel (where widgets reach a page); imports
+    nothing, so plain Python stays quick."""
+    app = sys.modules.get("ipykernel.kernelapp")
+    return app is not None and bool(app.IPKernelApp.initialized())
 
 
 class ChartWidget(go.FigureWidget):
@@ -102,3 +113,10 @@ class ChartWidget(go.FigureWidget):
         """Open the comm, except while the constructor is still filling the figure in."""
         if not getattr(self, "_constructing", False):
             super().open()
+
+
+# In a kernel, the bundle goes to the page when `ctxlab.widgets` is imported: the page imports
+# plotly (one evaluation of 5 MB that blocks the page, seconds on a crowded machine) while no
+# chart is loading yet, instead of while the next chart's module races anywidget's deadline.
+if in_kernel():
+    shared_bundle()

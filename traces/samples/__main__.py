@@ -13,9 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from .encoding import dumps_json
-from .output import normalise_ops, write_jsonl_xz
-from .recording import RecordingClient, record
-from .scenarios import sessions
 
 TRACES = Path(__file__).resolve().parents[1]
 
@@ -31,6 +28,11 @@ def main(argv: Sequence[str] | None = None, encode: Callable[[Any], bytes] = dum
     parser.add_argument("out_dir", nargs="?", type=Path, default=TRACES, metavar="OUTPUT_DIR",
                         help="where to write the .jsonl.xz files (default: traces/)")
     out_dir = parser.parse_args(argv).out_dir
+    # deepagents, LangChain and the chat models load here, not at import: `--help` stays quick
+    from .output import normalise_ops, write_jsonl_xz
+    from .recording import RecordingClient, record
+    from .scenarios import sessions
+
     out_dir.mkdir(parents=True, exist_ok=True)
     for variable in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGCHAIN_TRACING"):
         os.environ.pop(variable, None)  # an ambient tracer would add a second, networked one
