@@ -16,7 +16,10 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 import ctxlab
 
-CHAT_LANGCHAIN = "real-traces/langsmith-runops-chat-langchain/run_ops_1efb27a4-5264-6908-9ab5-23fc3c60ae2d.jsonl.gz"
+CHAT_LANGCHAIN = (
+    "real-traces/langsmith-runops-chat-langchain/"
+    "run_ops_1efb27a4-5264-6908-9ab5-23fc3c60ae2d.jsonl.gz"
+)
 CASES = {
     # create_agent ReAct loop: call 1 sees [system, human] -> AI(read_file); call 2 sees
     # [system, human, ai, tool] -> final AI. Usage 120 + 400 input tokens.
