@@ -46,20 +46,60 @@ Tests switch this off to check that every replay equals the full recomputation e
 falls back to when its input is not the previous input plus new messages."""
 
 
-def common_prefix(a: Sequence[Item], b: Sequence[Item]) -> int:
-    """Length of the longest common prefix of two requests, compared at C speed.
+class Grown(list):
+    """A list whose first `same` items are the very objects of `base`'s first `same` (an
+    append-only history, or a previous request plus new messages): comparing the two can
+    start at `same` (`shared`), so the check costs what changed. Neither list may be edited
+    below `same` afterwards (the rule every request list keeps)."""
+
+    __slots__ = ("base", "same")
+
+    def __init__(self, items: Sequence[Item] = (), base: list[Item] | None = None) -> None:
+        super().__init__(items)
+        self.base = base
+        self.same = 0 if base is None else len(base)
+
+
+def grown(base: list[Item], new: Sequence[Item]) -> Grown:
+    """`base + new` as a `Grown` of `base` (lower `same` after editing an item below it).
+
+    `base` forgets its own base, so a run's requests do not form a chain kept alive."""
+    if isinstance(base, Grown):
+        base.base = None
+    out = Grown(base, base)
+    out.extend(new)
+    return out
+
+
+def shared(a: Sequence[Item], b: Sequence[Item]) -> int:
+    """A length the two lists are known to share item for item (0 when nothing is known)."""
+    if a is b:
+        return len(a)
+    if getattr(b, "base", None) is a:
+        return min(b.same, len(a))  # type: ignore[attr-defined]
+    if getattr(a, "base", None) is b:
+        return min(a.same, len(b))  # type: ignore[attr-defined]
+    return 0
+
+
+def common_prefix(a: Sequence[Item], b: Sequence[Item], start: int = 0) -> int:
+    """Length of the longest common prefix of two requests known to share `start` items,
+    compared at C speed.
 
     Items compare by identity first and by value otherwise (equal content is an equal prefix,
-    as a provider's prompt cache sees it). Blocks are compared as slices (C loops) until one
-    differs, then bisected, so finding the first difference costs about one pass.
+    as a provider's prompt cache sees it). Blocks from `start` on, growing from 32 to 1,024
+    items, are compared as slices (C loops) until one differs, then bisected, so finding the
+    first difference costs about one pass over what differs.
     """
     n = min(len(a), len(b))
-    lo = 0
+    lo = min(start, n)
+    step = 32
     while lo < n:
-        hi = min(n, lo + 256)
+        hi = min(n, lo + step)
         if a[lo:hi] != b[lo:hi]:
             break
         lo = hi
+        step = min(1024, 2 * step)
     else:
         return n
     # a[:lo] == b[:lo] and a[lo:hi] != b[lo:hi]
@@ -80,7 +120,8 @@ def appended(previous: list[Item] | None, items: list[Item]) -> list[Item] | Non
     if not INCREMENTAL or previous is None or len(items) < len(previous):
         return None
     n = len(previous)
-    if items[:n] != previous:
+    same = shared(previous, items)
+    if same < n and items[same:n] != previous[same:]:
         return None
     return items[n:]
 

@@ -37,6 +37,7 @@ The catalogue (`ctxlab.policies.catalog`) adds `clear_tool_uses` (tool results r
 placeholder), `mask_observations` (old observations elided), `forget` (events dropped without a
 summary, OpenHands-style) and `trim` (oldest messages dropped to fit, `trim_messages`-style)."""
 
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """One compaction action. `messages` are full-history positions touched; `summary` is the

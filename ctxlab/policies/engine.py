@@ -54,6 +54,7 @@ the previous call's through `appended` and do only the new messages' work.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
@@ -62,7 +63,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxlab import tokens as tk
 from ctxlab.message_facts import AUTO, chars_per_token, kind_of, message_text, summary_message
-from ctxlab.policies._engine_counts import Sums, TokenCache, appended
+from ctxlab.policies._engine_counts import Grown, Sums, TokenCache, appended, grown
 from ctxlab.policies._engine_request import Meta, RequestTotals
 from ctxlab.policies.base import Call, Event, Files, Request
 from ctxlab.policies.checks import check_shared
@@ -182,6 +183,12 @@ class StageCall(Call):
     orphans: int = 0
 
 
+def _refcount(obj: object) -> int:
+    """References to `obj` (CPython); elsewhere a count that always says "shared" (copy)."""
+    getrefcount = getattr(sys, "getrefcount", None)
+    return getrefcount(obj) if getrefcount is not None else sys.maxsize
+
+
 def count_orphans(messages: Sequence[BaseMessage]) -> int:
     """Tool results without an earlier call in the request, plus calls never answered in it
     (a provider rejects both with a 400)."""
@@ -221,7 +228,10 @@ class StageRun:
         self.cpt = chars_per_token
         self.files = Files()
         self.tools_tokens = tk.tool_schema_tokens(trace.tools, chars_per_token)
-        self.history: list[Item] = []
+        self.history: list[Item] = Grown()
+        """What the first stage gets: appended to in place while nobody else holds it, else
+        copied first (`_writable`), so a stage never sees a list it was given change."""
+        self._refs = _refcount(self.history)
         self.baseline = self.tools_tokens
         self.tok = TokenCache(chars_per_token)
         self.sums = Sums(self.tok)
@@ -232,12 +242,24 @@ class StageRun:
         self.last_request: Request | None = None
         """The previous call's `Call.request`, which the next one is an edit of."""
 
+    def _writable(self) -> list[Item]:
+        """The history, safe to append to: itself when only this run holds it (as the
+        history, and as the last request, which knows it may grow), else a `Grown` copy (a
+        stage kept the list it was given), whose shared prefix later checks skip."""
+        if _refcount(self.history) - (self.totals.items is self.history) > self._refs:
+            self.history = grown(self.history, ())
+            self._refs = _refcount(self.history)
+        return self.history
+
     def _feed(self, upto: int) -> None:
+        if len(self.history) >= upto:
+            return
+        history = self._writable()
         msgs = self.trace.messages
-        while len(self.history) < upto:
-            pos = len(self.history)
+        while len(history) < upto:
+            pos = len(history)
             message = msgs[pos]
-            self.history.append(Item(pos, message, kind_of(message)))
+            history.append(Item(pos, message, kind_of(message)))
             self.baseline += self.tok(message)
 
     def _meta_of(self, message: BaseMessage) -> Meta:
@@ -268,7 +290,7 @@ class StageRun:
             self.tok,
             self.sums,
         )
-        items = list(self.history)
+        items = self.history
         for stage in self.stages:
             items = stage.apply(items, ctx)
         req = self.totals
@@ -287,6 +309,7 @@ class StageRun:
             request=request,
             orphans=req.orphans,
         )
+        del items  # a reference left here would make the next feed copy the history
         if turn.output is not None:
             self._feed(turn.position + 1)
         return call
