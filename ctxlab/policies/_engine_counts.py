@@ -9,7 +9,7 @@ the full recomputation.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
@@ -71,14 +71,15 @@ def grown(base: list[Item], new: Sequence[Item]) -> Grown:
     return out
 
 
-def shared(a: Sequence[Item], b: Sequence[Item]) -> int:
-    """A length the two lists are known to share item for item (0 when nothing is known)."""
-    if a is b:
-        return len(a)
-    if getattr(b, "base", None) is a:
-        return min(b.same, len(a))  # type: ignore[attr-defined]
-    if getattr(a, "base", None) is b:
-        return min(a.same, len(b))  # type: ignore[attr-defined]
+def shared(a: Sequence[Item] | None, b: Sequence[Item]) -> int:
+    """A length the two lists are known to share item for item, through a `Grown`'s base (0
+    when nothing is known: a plain list may have been edited since it was seen)."""
+    if a is None:
+        return 0
+    if isinstance(b, Grown) and (b is a or b.base is a):
+        return min(b.same, len(a)) if b is not a else len(a)
+    if isinstance(a, Grown) and a.base is b:
+        return min(a.same, len(b))
     return 0
 
 
@@ -131,7 +132,8 @@ class Sums:
 
     A call's stages count lists that mostly repeat earlier ones (the history plus a few new
     messages, the same request with one result masked near its end), so a count costs a
-    C-speed comparison plus the tokens of what differs, not a walk of the whole request.
+    C-speed comparison plus the tokens of what differs, not a walk of the whole request; the
+    comparison starts where the list is known to share the entry's source (`shared`).
     Entries hold copies: a caller mutating its list later cannot corrupt them.
     """
 
@@ -141,10 +143,11 @@ class Sums:
 
     def __init__(self, tok: TokenCache) -> None:
         self.tok = tok
-        # (copy of the list, cumulative tokens of every item, of the non-system items)
-        self._entries: list[tuple[list[Item], list[int], list[int]]] = []
+        # [copy of the list, cumulative tokens of every item, of the non-system items,
+        #  the list last counted with the entry, whose first items the copy holds]
+        self._entries: list[list[Any]] = []
         # the list last counted and its entry (exactly that list's items), for `rebase`
-        self._last: tuple[Sequence[Item], tuple[list[Item], list[int], list[int]]] | None = None
+        self._last: tuple[Sequence[Item], list[Any]] | None = None
 
     def rebase(self, before: Sequence[Item], after: Sequence[Item], same: int) -> None:
         """`after` replaces `before`, the list just counted, sharing its first `same` items:
@@ -176,11 +179,10 @@ class Sums:
             # the newest entry that `items` extends (one C-speed comparison each) grows in place
             for i, entry in enumerate(entries):
                 n = len(entry[0])
-                if (
-                    n <= len(items)
-                    and (not n or items[n - 1] == entry[0][-1])
-                    and items[:n] == entry[0]
-                ):
+                if n > len(items):
+                    continue
+                same = min(shared(entry[3], items), n)
+                if same == n or (items[n - 1] == entry[0][-1] and items[same:n] == entry[0][same:]):
                     if n < len(items):
                         self._extend(entry, items, n)
                     if i:
@@ -191,24 +193,22 @@ class Sums:
         best_k, best = 0, None
         if INCREMENTAL:
             for entry in entries:
-                k = common_prefix(entry[0], items)
+                k = common_prefix(entry[0], items, min(shared(entry[3], items), len(entry[0])))
                 if k > best_k:
                     best_k, best = k, entry
                     if 2 * k >= len(items):
                         break  # most of it: do not pay more comparisons for the rest
         if best is None:
-            entry = ([], [0], [0])
+            entry = [[], [0], [0], None]
         else:
-            entry = (best[0][:best_k], best[1][: best_k + 1], best[2][: best_k + 1])
+            entry = [best[0][:best_k], best[1][: best_k + 1], best[2][: best_k + 1], None]
         self._extend(entry, items, best_k)
         entries.insert(0, entry)
         del entries[self.KEEP :]
         self._last = (items, entry)
         return entry[1], entry[2]
 
-    def _extend(
-        self, entry: tuple[list[Item], list[int], list[int]], items: Sequence[Item], start: int
-    ) -> None:
+    def _extend(self, entry: list[Any], items: Sequence[Item], start: int) -> None:
         every, non_system = entry[1], entry[2]
         a, s = every[-1], non_system[-1]
         tok = self.tok
@@ -220,3 +220,4 @@ class Sums:
                 s += t
             non_system.append(s)
         entry[0].extend(items[start:])
+        entry[3] = items

@@ -27,7 +27,7 @@ from langchain_core.messages import (
 
 from ctxlab import tokens as tk
 from ctxlab.message_facts import chars_per_token, summary_message
-from ctxlab.policies._engine_counts import Sums, TokenCache
+from ctxlab.policies._engine_counts import Grown, Sums, TokenCache, grown
 from ctxlab.policies.base import Event
 from ctxlab.policies.cache_aligned import aligned, aligned_params
 from ctxlab.policies.engine import (
@@ -407,7 +407,7 @@ class ClearStage:
             self.tool_idx, self.last_ai, self.done = [], [], 0
             return items
         if fast:
-            out = self.prev_out + new  # type: ignore[operator]
+            out: list[Item] = grown(self.prev_out, new)  # type: ignore[arg-type]
             self._index(items, len(self.prev_out))
         else:
             out = list(items)
@@ -416,7 +416,11 @@ class ClearStage:
         upto = max(0, len(self.tool_idx) - self.keep) if self.keep < len(self.tool_idx) else 0
         touched: list[int] = []
         saved = 0
-        for idx in self.tool_idx[self.done : upto]:
+        todo = self.tool_idx[self.done : upto]
+        if isinstance(out, Grown) and todo:  # edited from the first result cleared (or its call)
+            first = self.last_ai[todo[0]] if self.clear_tool_inputs else todo[0]
+            out.same = min(out.same, first if first >= 0 else todo[0])
+        for idx in todo:
             saved, pos = self._clear(out, idx, saved, ctx)
             if pos is not None:
                 touched.append(pos)
