@@ -63,7 +63,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxlab import tokens as tk
 from ctxlab.message_facts import AUTO, chars_per_token, kind_of, message_text, summary_message
-from ctxlab.policies._engine_counts import Grown, Sums, TokenCache, appended, grown
+from ctxlab.policies._engine_counts import Grown, Mark, Sums, TokenCache, appended, grown, mark
 from ctxlab.policies._engine_request import Meta, RequestTotals
 from ctxlab.policies.base import Call, Event, Files, Request
 from ctxlab.policies.checks import check_shared
@@ -442,13 +442,14 @@ class RebuildStage:
     def __init__(self) -> None:
         self.prefix: list[Item] | None = None
         self.cut = 0
-        self._in: list[Item] | None = None
+        # marks of the inputs (`mark`): a list kept here is one the run must copy to grow
+        self._in: list[Item] | Mark | None = None
         self._view: list[Item] = []
-        self._given: list[Item] | None = None
+        self._given: list[Item] | Mark | None = None
 
     def view(self, items: list[Item]) -> list[Item]:
         """The current request before this call's decision."""
-        self._given = items
+        self._given = mark(items)
         if self.prefix is None:
             return items
         new = appended(self._in, items)
@@ -456,8 +457,8 @@ class RebuildStage:
         if new is None:
             view = [*self.prefix, *(it for it in items if it.pos is not None and it.pos >= cut)]
         else:
-            view = self._view + [it for it in new if it.pos is not None and it.pos >= cut]
-        self._in, self._view = items, view
+            view = grown(self._view, [it for it in new if it.pos is not None and it.pos >= cut])
+        self._in, self._view = self._given, view
         return view
 
     def commit(
