@@ -109,8 +109,11 @@ def shared(a: Sequence[Item] | Mark | None, b: Sequence[Item]) -> int:
         return 0
     if b is a:
         return len(a)
-    if b.base is a:
+    base = b.base
+    if base is a:
         return min(b.same, len(a))
+    if isinstance(base, Grown) and base.base is a:  # an edit of a previous request's growth
+        return min(b.same, base.same, len(a))
     if isinstance(a, Grown) and a.base is b:
         return min(a.same, len(b))
     return 0

@@ -484,7 +484,8 @@ class RebuildStage:
             for it in before[same:]
             if it.pos is not None and (it.pos not in kept or kept[it.pos] is not it.msg)
         ]
-        self.prefix = list(after)
+        # a Grown is never edited once handed on; any other list is copied, as a caller may
+        self.prefix = after if isinstance(after, Grown) else list(after)
         self.cut = ctx.turn.position
         # every input item is older than this call (positions < cut), so the next view is
         # the prefix plus what the input gains
