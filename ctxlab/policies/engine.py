@@ -49,7 +49,9 @@ Rules a stage keeps:
 
 A stage may be plain (recompute its request from `items` on every call): the engine's own
 bookkeeping is incremental. Stages that must be fast on long traces compare their input with
-the previous call's through `appended` and do only the new messages' work.
+the previous call's through `appended` and do only the new messages' work; keeping
+`mark(items)` rather than `items` for that test lets the run grow its history in place
+instead of copying it for the next call (a kept list is never changed under a stage).
 """
 
 from __future__ import annotations
@@ -537,6 +539,7 @@ __all__ = [
     "count_orphans",
     "first_user_index",
     "kind_of",
+    "mark",
     "message_text",
     "replaced",
     "resolve_window",
