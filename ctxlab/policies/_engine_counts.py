@@ -8,8 +8,9 @@ the full recomputation.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from langchain_core.messages import BaseMessage
 
@@ -46,20 +47,96 @@ Tests switch this off to check that every replay equals the full recomputation e
 falls back to when its input is not the previous input plus new messages."""
 
 
-def common_prefix(a: Sequence[Item], b: Sequence[Item]) -> int:
-    """Length of the longest common prefix of two requests, compared at C speed.
+_serials = itertools.count(1)
+
+
+class Grown(list):
+    """A list whose first `same` items are the very objects of `base`'s first `same` (an
+    append-only history, or a previous request plus new messages): comparing the two can
+    start at `same` (`shared`), so the check costs what changed.
+
+    Once anyone else has seen it, a `Grown` is only ever appended to (the run's history grows
+    in place); `serial` names it for good, so a stage can remember it by a `Mark` without
+    keeping it alive (a list a stage keeps is one the run must copy before it grows)."""
+
+    __slots__ = ("base", "same", "serial")
+
+    def __init__(self, items: Sequence[Item] = (), base: list[Item] | None = None) -> None:
+        super().__init__(items)
+        self.base = base
+        self.same = 0 if base is None else len(base)
+        self.serial = next(_serials)
+
+
+class Mark(NamedTuple):
+    """A `Grown` as it was seen (its serial and length), held instead of the list itself."""
+
+    serial: int
+    n: int
+
+
+def mark(items: list[Item]) -> list[Item] | Mark:
+    """What a stage keeps of its input to test the next one with `appended`: a `Mark` of a
+    `Grown` (so the run may append to it in place), any other list itself."""
+    return Mark(items.serial, len(items)) if isinstance(items, Grown) else items
+
+
+def grown(base: list[Item], new: Sequence[Item]) -> Grown:
+    """`base + new` as a `Grown` of `base` (lower `same` after editing an item below it,
+    before handing it on).
+
+    `base` forgets its own base, so a run's requests do not form a chain kept alive."""
+    if isinstance(base, Grown):
+        base.base = None
+    out = Grown(base, base)
+    out.extend(new)
+    return out
+
+
+def shared(a: Sequence[Item] | Mark | None, b: Sequence[Item]) -> int:
+    """A length the two lists are known to share item for item, through a `Grown`'s base or
+    serial (0 when nothing is known: a plain list may have been edited since it was seen)."""
+    if a is None or not isinstance(b, Grown):
+        if isinstance(b, list) and isinstance(a, Grown) and a.base is b:
+            return min(a.same, len(b))
+        return 0
+    if isinstance(a, Mark):
+        if b.serial == a.serial:
+            return min(a.n, len(b))
+        base = b.base
+        if isinstance(base, Grown) and base.serial == a.serial:
+            return min(a.n, b.same)
+        return 0
+    if b is a:
+        return len(a)
+    base = b.base
+    if base is a:
+        return min(b.same, len(a))
+    if isinstance(base, Grown) and base.base is a:  # an edit of a previous request's growth
+        return min(b.same, base.same, len(a))
+    if isinstance(a, Grown) and a.base is b:
+        return min(a.same, len(b))
+    return 0
+
+
+def common_prefix(a: Sequence[Item], b: Sequence[Item], start: int = 0) -> int:
+    """Length of the longest common prefix of two requests known to share `start` items,
+    compared at C speed.
 
     Items compare by identity first and by value otherwise (equal content is an equal prefix,
-    as a provider's prompt cache sees it). Blocks are compared as slices (C loops) until one
-    differs, then bisected, so finding the first difference costs about one pass.
+    as a provider's prompt cache sees it). Blocks from `start` on, growing from 32 to 1,024
+    items, are compared as slices (C loops) until one differs, then bisected, so finding the
+    first difference costs about one pass over what differs.
     """
     n = min(len(a), len(b))
-    lo = 0
+    lo = min(start, n)
+    step = 32
     while lo < n:
-        hi = min(n, lo + 256)
+        hi = min(n, lo + step)
         if a[lo:hi] != b[lo:hi]:
             break
         lo = hi
+        step = min(1024, 2 * step)
     else:
         return n
     # a[:lo] == b[:lo] and a[lo:hi] != b[lo:hi]
@@ -74,13 +151,24 @@ def common_prefix(a: Sequence[Item], b: Sequence[Item]) -> int:
     return lo
 
 
-def appended(previous: list[Item] | None, items: list[Item]) -> list[Item] | None:
+def appended(previous: list[Item] | Mark | None, items: list[Item]) -> list[Item] | None:
     """`items[len(previous):]` when `items` is `previous` plus new messages, else None (and
-    always None with `INCREMENTAL` off): the test every stage's fast path starts with."""
-    if not INCREMENTAL or previous is None or len(items) < len(previous):
+    always None with `INCREMENTAL` off): the test every stage's fast path starts with.
+
+    `previous` may be a `Mark` (`mark(previous)`): then only what the marked list is known to
+    share with `items` counts, and anything else is None (the stage recomputes)."""
+    if not INCREMENTAL or previous is None:
         return None
+    if isinstance(previous, Mark):
+        n = previous.n
+        if len(items) < n or shared(previous, items) < n:
+            return None
+        return items[n:]
     n = len(previous)
-    if items[:n] != previous:
+    if len(items) < n:
+        return None
+    same = shared(previous, items)
+    if same < n and items[same:n] != previous[same:]:
         return None
     return items[n:]
 
@@ -90,7 +178,8 @@ class Sums:
 
     A call's stages count lists that mostly repeat earlier ones (the history plus a few new
     messages, the same request with one result masked near its end), so a count costs a
-    C-speed comparison plus the tokens of what differs, not a walk of the whole request.
+    C-speed comparison plus the tokens of what differs, not a walk of the whole request; the
+    comparison starts where the list is known to share the entry's source (`shared`).
     Entries hold copies: a caller mutating its list later cannot corrupt them.
     """
 
@@ -100,10 +189,11 @@ class Sums:
 
     def __init__(self, tok: TokenCache) -> None:
         self.tok = tok
-        # (copy of the list, cumulative tokens of every item, of the non-system items)
-        self._entries: list[tuple[list[Item], list[int], list[int]]] = []
-        # the list last counted and its entry (exactly that list's items), for `rebase`
-        self._last: tuple[Sequence[Item], tuple[list[Item], list[int], list[int]]] | None = None
+        # [copy of the list, cumulative tokens of every item, of the non-system items,
+        #  the list last counted with the entry, whose first items the copy holds]
+        self._entries: list[list[Any]] = []
+        # the list last counted (a `Mark` of a `Grown`) and its entry, for `rebase`
+        self._last: tuple[Sequence[Item] | Mark, list[Any]] | None = None
 
     def rebase(self, before: Sequence[Item], after: Sequence[Item], same: int) -> None:
         """`after` replaces `before`, the list just counted, sharing its first `same` items:
@@ -112,7 +202,7 @@ class Sums:
         for a search and a copy of the whole prefix at its next count)."""
         last = self._last
         self._last = None
-        if not INCREMENTAL or last is None or last[0] is not before:
+        if not INCREMENTAL or last is None or not _is(last[0], before):
             return
         entry = last[1]
         if len(entry[0]) != len(before) or same > len(before) or same > len(after):
@@ -135,39 +225,36 @@ class Sums:
             # the newest entry that `items` extends (one C-speed comparison each) grows in place
             for i, entry in enumerate(entries):
                 n = len(entry[0])
-                if (
-                    n <= len(items)
-                    and (not n or items[n - 1] == entry[0][-1])
-                    and items[:n] == entry[0]
-                ):
+                if n > len(items):
+                    continue
+                same = min(shared(entry[3], items), n)
+                if same == n or (items[n - 1] == entry[0][-1] and items[same:n] == entry[0][same:]):
                     if n < len(items):
                         self._extend(entry, items, n)
                     if i:
                         entries.insert(0, entries.pop(i))
-                    self._last = (items, entry)
+                    self._last = (mark(items), entry)  # type: ignore[arg-type]
                     return entry[1], entry[2]
         # else a new entry, from the one sharing the longest prefix with `items`
         best_k, best = 0, None
         if INCREMENTAL:
             for entry in entries:
-                k = common_prefix(entry[0], items)
+                k = common_prefix(entry[0], items, min(shared(entry[3], items), len(entry[0])))
                 if k > best_k:
                     best_k, best = k, entry
                     if 2 * k >= len(items):
                         break  # most of it: do not pay more comparisons for the rest
         if best is None:
-            entry = ([], [0], [0])
+            entry = [[], [0], [0], None]
         else:
-            entry = (best[0][:best_k], best[1][: best_k + 1], best[2][: best_k + 1])
+            entry = [best[0][:best_k], best[1][: best_k + 1], best[2][: best_k + 1], None]
         self._extend(entry, items, best_k)
         entries.insert(0, entry)
         del entries[self.KEEP :]
-        self._last = (items, entry)
+        self._last = (mark(items), entry)  # type: ignore[arg-type]
         return entry[1], entry[2]
 
-    def _extend(
-        self, entry: tuple[list[Item], list[int], list[int]], items: Sequence[Item], start: int
-    ) -> None:
+    def _extend(self, entry: list[Any], items: Sequence[Item], start: int) -> None:
         every, non_system = entry[1], entry[2]
         a, s = every[-1], non_system[-1]
         tok = self.tok
@@ -179,3 +266,11 @@ class Sums:
                 s += t
             non_system.append(s)
         entry[0].extend(items[start:])
+        entry[3] = mark(items)  # type: ignore[arg-type]
+
+
+def _is(seen: Sequence[Item] | Mark, items: Sequence[Item]) -> bool:
+    """`items` is the list `seen` was taken of, unchanged since."""
+    if isinstance(seen, Mark):
+        return isinstance(items, Grown) and items.serial == seen.serial and len(items) == seen.n
+    return seen is items

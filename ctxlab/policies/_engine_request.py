@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from ctxlab.policies._engine_counts import common_prefix
+from ctxlab.policies._engine_counts import common_prefix, shared
 
 if TYPE_CHECKING:
     from ctxlab.policies.engine import Item
@@ -36,6 +36,7 @@ class RequestTotals:
     def __init__(self, tools_tokens: int, meta: Callable[[BaseMessage], Meta]) -> None:
         self.meta = meta
         self.items: list[Item] = []
+        self.n = 0  # the request's length: `items` may be the run's history, grown since
         # the request's parts (tool schemas, then messages): fingerprints and tokens
         self.fps: list[int] = [0] if tools_tokens else []
         self.toks: list[int] = [tools_tokens] if tools_tokens else []
@@ -119,13 +120,18 @@ class RequestTotals:
         """Make `items` the current request."""
         # Always by comparison (not under INCREMENTAL): a part equal to the previous request's
         # keeps its fingerprint, as a provider's cache matches content, not objects.
-        prev = self.items
-        k = common_prefix(prev, items)
+        prev, m = self.items, self.n  # m: the previous request's length
+        if prev is items:  # the run's history, grown in place: its first n items are kept
+            k = self.n
+        else:
+            if len(prev) != self.n:  # the history, grown since it was the request
+                prev = prev[: self.n]
+            k = common_prefix(prev, items, shared(prev, items))
         self.kept = self.base + k
         undo = self.undo
         by_kind, n_kind = self.by_kind, self.n_kind
         meta = self.meta
-        while k < len(prev) and k < len(items):
+        while k < m and k < len(items):
             kind0, toks0, calls0, tool_id0, status = undo[k]
             msg, pair, calls = meta(items[k].msg)
             tool_id = msg.tool_call_id if not calls and isinstance(msg, ToolMessage) else None
@@ -142,8 +148,8 @@ class RequestTotals:
             self.fps[self.base + k], self.toks[self.base + k] = pair
             undo[k] = (kind, toks, calls, tool_id, status)
             k += 1
-            k += common_prefix(prev[k:], items[k:])
-        if k < len(prev) and k < len(items):
+            k = common_prefix(prev, items, k)
+        if k < m and k < len(items):
             try:
                 b = prev.index(items[k], k + 1)  # C-speed scan for a removed block prev[k:b]
             except ValueError:
@@ -166,6 +172,7 @@ class RequestTotals:
         for it in items[k:]:
             self._push(it)
         self.items = items
+        self.n = len(items)
 
     @property
     def orphans(self) -> int:

@@ -49,11 +49,14 @@ Rules a stage keeps:
 
 A stage may be plain (recompute its request from `items` on every call): the engine's own
 bookkeeping is incremental. Stages that must be fast on long traces compare their input with
-the previous call's through `appended` and do only the new messages' work.
+the previous call's through `appended` and do only the new messages' work; keeping
+`mark(items)` rather than `items` for that test lets the run grow its history in place
+instead of copying it for the next call (a kept list is never changed under a stage).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
@@ -62,7 +65,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxlab import tokens as tk
 from ctxlab.message_facts import AUTO, chars_per_token, kind_of, message_text, summary_message
-from ctxlab.policies._engine_counts import Sums, TokenCache, appended
+from ctxlab.policies._engine_counts import Grown, Mark, Sums, TokenCache, appended, grown, mark
 from ctxlab.policies._engine_request import Meta, RequestTotals
 from ctxlab.policies.base import Call, Event, Files, Request
 from ctxlab.policies.checks import check_shared
@@ -182,6 +185,12 @@ class StageCall(Call):
     orphans: int = 0
 
 
+def _refcount(obj: object) -> int:
+    """References to `obj` (CPython); elsewhere a count that always says "shared" (copy)."""
+    getrefcount = getattr(sys, "getrefcount", None)
+    return getrefcount(obj) if getrefcount is not None else sys.maxsize
+
+
 def count_orphans(messages: Sequence[BaseMessage]) -> int:
     """Tool results without an earlier call in the request, plus calls never answered in it
     (a provider rejects both with a 400)."""
@@ -221,7 +230,10 @@ class StageRun:
         self.cpt = chars_per_token
         self.files = Files()
         self.tools_tokens = tk.tool_schema_tokens(trace.tools, chars_per_token)
-        self.history: list[Item] = []
+        self.history: list[Item] = Grown()
+        """What the first stage gets: appended to in place while nobody else holds it, else
+        copied first (`_writable`), so a stage never sees a list it was given change."""
+        self._refs = _refcount(self.history)
         self.baseline = self.tools_tokens
         self.tok = TokenCache(chars_per_token)
         self.sums = Sums(self.tok)
@@ -232,12 +244,24 @@ class StageRun:
         self.last_request: Request | None = None
         """The previous call's `Call.request`, which the next one is an edit of."""
 
+    def _writable(self) -> list[Item]:
+        """The history, safe to append to: itself when only this run holds it (as the
+        history, and as the last request, which knows it may grow), else a `Grown` copy (a
+        stage kept the list it was given), whose shared prefix later checks skip."""
+        if _refcount(self.history) - (self.totals.items is self.history) > self._refs:
+            self.history = grown(self.history, ())
+            self._refs = _refcount(self.history)
+        return self.history
+
     def _feed(self, upto: int) -> None:
+        if len(self.history) >= upto:
+            return
+        history = self._writable()
         msgs = self.trace.messages
-        while len(self.history) < upto:
-            pos = len(self.history)
+        while len(history) < upto:
+            pos = len(history)
             message = msgs[pos]
-            self.history.append(Item(pos, message, kind_of(message)))
+            history.append(Item(pos, message, kind_of(message)))
             self.baseline += self.tok(message)
 
     def _meta_of(self, message: BaseMessage) -> Meta:
@@ -268,7 +292,7 @@ class StageRun:
             self.tok,
             self.sums,
         )
-        items = list(self.history)
+        items = self.history
         for stage in self.stages:
             items = stage.apply(items, ctx)
         req = self.totals
@@ -287,6 +311,7 @@ class StageRun:
             request=request,
             orphans=req.orphans,
         )
+        del items  # a reference left here would make the next feed copy the history
         if turn.output is not None:
             self._feed(turn.position + 1)
         return call
@@ -435,13 +460,14 @@ class RebuildStage:
     def __init__(self) -> None:
         self.prefix: list[Item] | None = None
         self.cut = 0
-        self._in: list[Item] | None = None
+        # marks of the inputs (`mark`): a list kept here is one the run must copy to grow
+        self._in: list[Item] | Mark | None = None
         self._view: list[Item] = []
-        self._given: list[Item] | None = None
+        self._given: list[Item] | Mark | None = None
 
     def view(self, items: list[Item]) -> list[Item]:
         """The current request before this call's decision."""
-        self._given = items
+        self._given = mark(items)
         if self.prefix is None:
             return items
         new = appended(self._in, items)
@@ -449,8 +475,8 @@ class RebuildStage:
         if new is None:
             view = [*self.prefix, *(it for it in items if it.pos is not None and it.pos >= cut)]
         else:
-            view = self._view + [it for it in new if it.pos is not None and it.pos >= cut]
-        self._in, self._view = items, view
+            view = grown(self._view, [it for it in new if it.pos is not None and it.pos >= cut])
+        self._in, self._view = self._given, view
         return view
 
     def commit(
@@ -476,7 +502,8 @@ class RebuildStage:
             for it in before[same:]
             if it.pos is not None and (it.pos not in kept or kept[it.pos] is not it.msg)
         ]
-        self.prefix = list(after)
+        # a Grown is never edited once handed on; any other list is copied, as a caller may
+        self.prefix = after if isinstance(after, Grown) else list(after)
         self.cut = ctx.turn.position
         # every input item is older than this call (positions < cut), so the next view is
         # the prefix plus what the input gains
@@ -528,6 +555,7 @@ __all__ = [
     "count_orphans",
     "first_user_index",
     "kind_of",
+    "mark",
     "message_text",
     "replaced",
     "resolve_window",

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain_core.messages import AIMessage, ToolMessage
 
+from ctxlab.policies._engine_counts import Grown
 from ctxlab.policies.engine import (
     AUTO,
     Context,
@@ -334,7 +335,8 @@ class EditStage(InspectStage):
 
     def _compact(self, view: list[Item], settled: int) -> tuple[list[Item] | None, str, str | None]:
         """`CompactionEdit` over `view[settled:]` (all of it when `settled` is 0)."""
-        out = list(view)
+        out = Grown(view, view)  # edited from `settled` on only
+        out.same = settled
         ais = [i for i in range(settled, len(out)) if isinstance(out[i].msg, AIMessage)]
         if self.keep_thinking != "all":
             keep = int(self.keep_thinking)

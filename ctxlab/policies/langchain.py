@@ -27,7 +27,7 @@ from langchain_core.messages import (
 
 from ctxlab import tokens as tk
 from ctxlab.message_facts import chars_per_token, summary_message
-from ctxlab.policies._engine_counts import Sums, TokenCache
+from ctxlab.policies._engine_counts import Grown, Sums, TokenCache, grown, mark
 from ctxlab.policies.base import Event
 from ctxlab.policies.cache_aligned import aligned, aligned_params
 from ctxlab.policies.engine import (
@@ -105,7 +105,7 @@ class SummarizeStage:
             if self.summary is None:
                 view = items
             else:
-                view = self._view + [it for it in new if self._keeps(it)]
+                view = grown(self._view, [it for it in new if self._keeps(it)])
         elif self.summary is None:
             view = items
             self._n_system = sum(1 for it in items if it.kind == "system")
@@ -114,7 +114,8 @@ class SummarizeStage:
             tail = [it for it in items if it.kind != "system" and self._keeps(it)]
             view = [*head, self.summary, *tail]
             self._n_system = len(head)
-        self._in, self._view = items, view
+        # marks, not the lists: a list kept here is one the run must copy before it grows
+        self._in, self._view = mark(items), (view if self.summary is not None else [])
         return view
 
     def should(self, n_messages: int, total: int, ctx: Context) -> bool:
@@ -403,11 +404,11 @@ class ClearStage:
         fast = new is not None and self.over and not self.clear_at_least
         tokens = self._count(items)
         if tokens <= self.trigger:
-            self.prev_in, self.prev_out, self.over = items, items, False
+            self.prev_in, self.prev_out, self.over = mark(items), [], False
             self.tool_idx, self.last_ai, self.done = [], [], 0
             return items
         if fast:
-            out = self.prev_out + new  # type: ignore[operator]
+            out: list[Item] = grown(self.prev_out, new)  # type: ignore[arg-type]
             self._index(items, len(self.prev_out))
         else:
             out = list(items)
@@ -416,14 +417,18 @@ class ClearStage:
         upto = max(0, len(self.tool_idx) - self.keep) if self.keep < len(self.tool_idx) else 0
         touched: list[int] = []
         saved = 0
-        for idx in self.tool_idx[self.done : upto]:
+        todo = self.tool_idx[self.done : upto]
+        if isinstance(out, Grown) and todo:  # edited from the first result cleared (or its call)
+            first = self.last_ai[todo[0]] if self.clear_tool_inputs else todo[0]
+            out.same = min(out.same, first if first >= 0 else todo[0])
+        for idx in todo:
             saved, pos = self._clear(out, idx, saved, ctx)
             if pos is not None:
                 touched.append(pos)
             if self.clear_at_least > 0 and max(0, saved) >= self.clear_at_least:
                 break
         self.done = upto
-        self.prev_in, self.prev_out, self.over = items, out, True
+        self.prev_in, self.prev_out, self.over = mark(items), out, True
         if fast:
             new_pos = [p for p in touched if p not in self.cleared]
             self.cleared.update(new_pos)

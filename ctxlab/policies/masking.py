@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from langchain_core.messages import ToolMessage
 
+from ctxlab.policies._engine_counts import grown, mark
 from ctxlab.policies.base import Event
 from ctxlab.policies.engine import (
     AUTO,
@@ -124,7 +125,7 @@ class LastNStage:
             out = self._full(items, ctx)
         else:
             out = self._extend(items, new, ctx)
-        self.prev_in, self.prev_out = items, out
+        self.prev_in, self.prev_out = mark(items), out
         return out
 
     def _full(self, items: list[Item], ctx: Context) -> list[Item]:
@@ -168,7 +169,9 @@ class LastNStage:
         omitted = set(candidates)
         candidates += [i for i in obs[max(1, last_removed) :] if i >= base and i not in omitted]
         self.last_removed = last_removed
-        out = self.prev_out + new
+        out = grown(self.prev_out, new)
+        if candidates:  # edited from the first candidate on
+            out.same = min(out.same, min(candidates))
         fresh = []
         for i in candidates:
             it = items[i]
@@ -234,12 +237,13 @@ class WindowMaskStage:
             if fresh or len(positions) != len(self.masked):
                 self.masked = set(positions)
         else:
-            out = self.prev_out + new
             start = max(0, len(self.prev_out) - self.window)
+            out = grown(self.prev_out, new)
+            out.same = min(out.same, start)  # edited from `start` on
             touched = [self._mask(out, i, ctx) for i in range(start, max(0, limit))]
             fresh = [p for p in touched if p is not None and p not in self.masked]
             self.masked.update(fresh)
-        self.prev_in, self.prev_out = items, out
+        self.prev_in, self.prev_out = mark(items), out
         _record(ctx, items, self.saved, fresh, f"attention_window={self.window}")
         return out
 

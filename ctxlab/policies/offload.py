@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from langchain_core.messages import AIMessage, ToolMessage
 
 from ctxlab.message_facts import message_text
+from ctxlab.policies._engine_counts import grown, mark
 from ctxlab.policies.base import Event
 from ctxlab.policies.deepagents.filesystem import (
     NUM_CHARS_PER_TOKEN,
@@ -68,7 +69,7 @@ class OffloadStage:
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         new = appended(self.prev_in, items)
         if new is not None and self._names(new):
-            out = self.prev_out + new
+            out = grown(self.prev_out, new)  # edited from `start` on only
             start = len(self.prev_out)
         else:
             self.names = {}
@@ -76,7 +77,7 @@ class OffloadStage:
             out, start = list(items), 0
         for i in range(start, len(items)):
             self._offload(out, i, ctx)
-        self.prev_in, self.prev_out = items, out
+        self.prev_in, self.prev_out = mark(items), out
         return out
 
     def _offload(self, out: list[Item], i: int, ctx: Context) -> None:
