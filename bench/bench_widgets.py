@@ -33,6 +33,7 @@ compared with the trace's own size.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import statistics
 import tempfile
@@ -123,13 +124,24 @@ def middleware_seconds(trace: ctxlab.Trace) -> tuple[float, float]:
     return seconds, cpu[0]
 
 
+_LOOP = asyncio.new_event_loop()
+"""Moves run on an event loop, as in a kernel: readouts a widget defers past the redraw
+(`ctxlab.widgets._common.after_redraw`: the bill and its cost) run after the clock stops,
+before the next move."""
+
+
 def _move(slider: Any, value: Any, cpu: list[float] | None = None) -> float:
-    """Wall milliseconds of one move (its CPU milliseconds appended to `cpu`)."""
-    start, used = time.perf_counter(), time.process_time()
-    slider.value = value  # what a release delivers to the kernel
-    if cpu is not None:
-        cpu.append((time.process_time() - used) * 1000)
-    return (time.perf_counter() - start) * 1000
+    """Wall milliseconds of one move, release to chart sent (its CPU milliseconds appended to
+    `cpu`)."""
+
+    async def release() -> float:
+        start, used = time.perf_counter(), time.process_time()
+        slider.value = value  # what a release delivers to the kernel
+        if cpu is not None:
+            cpu.append((time.process_time() - used) * 1000)
+        return (time.perf_counter() - start) * 1000
+
+    return _LOOP.run_until_complete(release())
 
 
 def deepagents_moves(

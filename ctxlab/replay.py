@@ -23,6 +23,8 @@ from ctxlab.trace import Trace
 
 _STORE_ONLY = ("replay_key", "seq")
 """Columns the store adds to a replay's frames: which replay, and the order of its events."""
+_BILLED = ("billed_tokens", "late_trigger", "would_overflow")
+"""Columns of `turns` that need the bill (`Replay.billing`)."""
 
 
 @dataclass
@@ -36,7 +38,9 @@ class Replay:
       same request as the provider would bill it (`ctxlab.billing`, by `billing_method`), and
       the flags `late_trigger` / `would_overflow` (the policy's count under its trigger /
       window, the billed count not). The billed columns are computed when the frame is first
-      asked for (counting is incremental: a fraction of the replay's own time).
+      asked for (counting is incremental: a fraction of the replay's own time). `counts` is
+      the same frame without them, for views that need only the policy's counts (live
+      charts), so they never pay for the bill.
     * `events`: one row per compaction action (`ctxlab.policies.base.EVENT_KINDS`), with the
       fields of `ctxlab.policies.base.Event`; `summary` holds the text of each `summarize`.
     * `files`: path -> text of everything the policy wrote to its virtual filesystem.
@@ -70,12 +74,12 @@ class Replay:
         return self.billing.method
 
     @cached_property
-    def turns(self) -> pl.DataFrame:
-        """Per-turn frame (see the class docstring), built column by column."""
+    def counts(self) -> pl.DataFrame:
+        """`turns` without the billed columns: the policy's own counts only, which need no
+        bill (a slider's chart reads these, so a move does not pay for billing)."""
         calls = self.calls
         if len(self.recorded) != len(calls):
             raise ValueError("one recorded input count per call expected")
-        billing = self.billing
         columns: dict[str, list[Any]] = {
             "turn": [c.turn for c in calls],
             "position": [c.position for c in calls],
@@ -85,11 +89,23 @@ class Replay:
             "recorded_input_tokens": self.recorded,
             "baseline_tokens": [c.baseline_tokens for c in calls],
             "events": [len(c.events) for c in calls],
-            "billed_tokens": billing.tokens,
-            "late_trigger": billing.late_trigger,
-            "would_overflow": billing.would_overflow,
         }
-        return TURNS.frame(columns, drop=_STORE_ONLY)
+        return TURNS.frame(columns, drop=(*_STORE_ONLY, *_BILLED))
+
+    @cached_property
+    def turns(self) -> pl.DataFrame:
+        """Per-turn frame (see the class docstring): `counts` and the billed columns."""
+        billing = self.billing
+        schema = TURNS.polars(_STORE_ONLY)
+        billed = [
+            pl.Series(name, values, dtype=schema[name])
+            for name, values in zip(
+                _BILLED,
+                (billing.tokens, billing.late_trigger, billing.would_overflow),
+                strict=True,
+            )
+        ]
+        return self.counts.hstack(billed).select(list(schema))
 
     @cached_property
     def events(self) -> pl.DataFrame:

@@ -231,6 +231,32 @@ def test_explorer_costs_are_priced_on_the_bill() -> None:
     assert "billed tokens, calibrated" in explorer.readout.value
 
 
+def test_in_a_kernel_the_chart_comes_before_the_bill() -> None:
+    """On a running event loop (a kernel), a move sends the chart and a token readout first;
+    the bill and its cost follow on the loop's next turn, and a move that a later one
+    replaced before then is never billed."""
+    import asyncio
+
+    from ctxlab.widgets import ThresholdExplorer
+
+    trace = make_trace(60, fmt="anthropic", seed=3, model="claude-sonnet-4-5", usage=True)
+    explorer = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+    slider = explorer.control("trigger")
+
+    async def moves() -> None:
+        slider.value = 0.3
+        first = explorer.replay
+        assert first is not None and "billing" not in first.__dict__  # not billed yet
+        assert "cost" not in explorer.readout.value and "peak" in explorer.readout.value
+        slider.value = 0.4  # replaces it before the loop turns
+        await asyncio.sleep(0)
+        assert "billing" not in first.__dict__
+        assert explorer.replay is not first and "billing" in explorer.replay.__dict__
+        assert "billed tokens, calibrated" in explorer.readout.value
+
+    asyncio.run(moves())
+
+
 def test_a_preset_with_a_token_trigger_flags_late_triggers_too(shared: Any) -> None:
     """Catalogue presets whose stage compacts at a token threshold report it as their trigger
     (claude-code: window - output reserve - auto-compact buffer), so their calls billed past it

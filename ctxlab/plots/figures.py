@@ -188,7 +188,7 @@ def event_marker_dicts(replay: Replay, *, y: str = "context_tokens") -> list[dic
     events = replay.event_list
     if not events:
         return []
-    turns = replay.turns
+    turns = replay.counts if y in replay.counts.columns else replay.turns
     level = dict(zip(turns["turn"].to_list(), turns[y].to_list(), strict=True))
     by_kind: dict[str, list[Event]] = {}
     for e in events:
@@ -253,7 +253,7 @@ def context_trace_dicts(
     once and live widgets copy into their figure in place. A `recorded` trace that is not the
     replay's raises `ValueError`."""
     same_trace([replay], recorded, "context_tokens")
-    turns = replay.turns
+    turns = replay.counts  # the policy's counts: a live move draws without billing
     x = numbers(turns["turn"])
     out = _kind_areas(turns, "context", "%{y:,}", x=x)
     if baseline:
@@ -383,7 +383,7 @@ def composition(
         xaxis={"title": {"text": "turn (model call)"}},
         yaxis={"title": {"text": "share of request (%)"}, "range": [0, 100]},
     )
-    data = _kind_areas(replay.turns, "share", "%{y:.1f}%", groupnorm="percent")
+    data = _kind_areas(replay.counts, "share", "%{y:.1f}%", groupnorm="percent")
     return go.Figure({"data": data, "layout": layout})
 
 
@@ -393,7 +393,7 @@ def events_timeline(
     """Events by kind along the turns; marker area shows the tokens each event removed."""
     events = replay.events
     fig = go.Figure()
-    n_turns = replay.turns.height
+    n_turns = replay.counts.height
     kinds = sorted(set(events["kind"].to_list())) if not events.is_empty() else []
     for kind in kinds:
         rows = events.filter(pl.col("kind") == kind).to_dicts()

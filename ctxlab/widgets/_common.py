@@ -269,26 +269,42 @@ class YAxis(W.HBox):
 # --------------------------------------------------------------------------- metrics
 
 
-def metrics(replay: Replay, trace: Trace | None = None) -> dict[str, Any]:
-    """Peak and cumulative tokens against the baseline, events by kind, and cost (`cost`)."""
-    turns = replay.turns
-    peak = int(turns["context_tokens"].max() or 0)
-    cumulative = int(turns["context_tokens"].sum())
-    base_cum = int(turns["baseline_tokens"].sum())
+def token_metrics(replay: Replay) -> dict[str, Any]:
+    """Peak and cumulative tokens against the baseline and events by kind, read from the calls
+    (the policy's own counts): no turns frame and no bill, so a slider's chart and title need
+    only the replay."""
+    counted = [c.context_tokens for c in replay.calls]
+    baseline = [c.baseline_tokens or 0 for c in replay.calls]
+    cumulative, base_cum = sum(counted), sum(baseline)
     kinds: dict[str, int] = {}
     for e in replay.event_list:
         kinds[e.kind] = kinds.get(e.kind, 0) + 1
-    out: dict[str, Any] = {
-        "peak": peak,
+    return {
+        "peak": max(counted, default=0),
         "cumulative": cumulative,
-        "baseline_peak": int(turns["baseline_tokens"].max() or 0),
+        "baseline_peak": max(baseline, default=0),
         "baseline_cumulative": base_cum,
         "saved": 1 - cumulative / base_cum if base_cum else 0.0,
         "events": sum(kinds.values()),
         "events_by_kind": kinds,
     }
-    out.update(cost(replay, trace))
-    return out
+
+
+def metrics(replay: Replay, trace: Trace | None = None) -> dict[str, Any]:
+    """`token_metrics` and cost (`cost`)."""
+    return {**token_metrics(replay), **cost(replay, trace)}
+
+
+def after_redraw(fn: Callable[[], None]) -> None:
+    """Run `fn` once the kernel has sent what the current handler drew (next turn of its
+    event loop), or at once where no loop runs (plain Python, tests, benchmarks): readouts
+    that need more work than the chart (the bill and its cost) then never delay the chart."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        fn()
+        return
+    loop.call_soon(fn)
 
 
 def cost(replay: Replay, trace: Trace | None) -> dict[str, Any]:

@@ -35,10 +35,13 @@ from ctxlab.widgets._common import (
     Debouncer,
     ExportBar,
     YAxis,
+    after_redraw,
+    cost,
     figure_widget,
     metrics,
     now_ms,
     readout_html,
+    token_metrics,
     update_in_place,
 )
 
@@ -406,7 +409,7 @@ class ThresholdExplorer(W.VBox):
 
     def _title(self, m: dict[str, Any] | None = None) -> str:
         assert self.replay is not None
-        m = m or metrics(self.replay, self.trace)
+        m = m or token_metrics(self.replay)
         return (
             f"{esc(self.policy.name)} on {esc(plots.trace_name(self.trace, limit=48))}: "
             f"peak {m['peak']:,}, cumulative {m['cumulative']:,}, {m['events']} events"
@@ -436,13 +439,22 @@ class ThresholdExplorer(W.VBox):
             return
         self.policy, self.replay = policy, result
         self.replays += 1
-        m = metrics(result, self.trace)  # once: with the catalogue it prices every turn
+        m = token_metrics(result)
         self._traces = plots.context_trace_dicts(result, lines=self._lines())
         update_in_place(
             self.figure, self._traces, self._title(m), self.yaxis.relayout(self._traces)
         )
         self.last_latency_ms = now_ms() - start
         self.readout.value = readout_html(m, self.last_latency_ms, self.replays)
+        after_redraw(lambda: self._price(result, m))
+
+    def _price(self, result: Replay, m: dict[str, Any]) -> None:
+        """Add the cost (priced on the bill, `cost`) to the readout of `result`, after its
+        chart was sent; skipped when a later move replaced it meanwhile."""
+        if self.replay is not result:
+            return
+        priced = {**m, **cost(result, self.trace)}
+        self.readout.value = readout_html(priced, self.last_latency_ms, self.replays)
 
     def export(self, path: Any) -> Any:
         """Write the chart (PNG, SVG, PDF or HTML by suffix)."""
