@@ -33,9 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import ctxlab
-from bench.bench_widgets import DATA, _move, memory_mb, synthetic, timed
-from ctxlab.policies import DeepAgents
-from ctxlab.widgets import Scrubber, ThresholdExplorer
+from bench.bench_widgets import DATA, long_trace_round, memory_mb, synthetic
 
 
 def loadavg() -> str:
@@ -113,33 +111,9 @@ def _print_memory(label: str, trace: ctxlab.Trace, mb: float) -> None:
 
 
 def one_round(turns: int, quick: bool) -> dict[str, float]:
-    """Replay, explorer move and scrubber move on a fresh trace (bench_widgets.scaling's
+    """Replay, explorer move and scrubber move on a fresh trace (bench_widgets' long-trace
     measurement): wall and CPU milliseconds."""
-    trace = synthetic(turns)
-    policy = DeepAgents()
-    ctxlab.replay(trace, policy)  # every message measured once
-    replay_cpu: list[float] = []
-    replay_s = min(timed(ctxlab.replay, trace, policy, cpu=replay_cpu)[1] for _ in range(3))
-    ex = ThresholdExplorer(trace, debounce=0)  # freezes the collector, as in a notebook
-    slider = ex.control("trigger")
-    move_cpu: list[float] = []
-    values = (0.5, 0.3, 0.7, 0.4, 0.85)[: 3 if quick else None]
-    moves = [_move(slider, v, move_cpu) for v in values]
-    s = Scrubber(ex.replay, trace, turn=0)
-    n = len(trace.turns)
-    scrub_cpu: list[float] = []
-    scrub = [_move(s.slider, t, scrub_cpu) for t in range(0, n, max(1, n // (10 if quick else 40)))]
-    del ex, s, trace
-    gc.unfreeze()
-    gc.collect()
-    return {
-        "replay": replay_s * 1000,
-        "move": statistics.median(moves),
-        "scrub": statistics.median(scrub),
-        "replay_cpu": min(replay_cpu) * 1000,
-        "move_cpu": statistics.median(move_cpu),
-        "scrub_cpu": statistics.median(scrub_cpu),
-    }
+    return long_trace_round(turns, quick)[0]
 
 
 def time_rows(sizes: tuple[int, ...], rounds: int, quick: bool) -> None:

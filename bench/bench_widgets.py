@@ -263,6 +263,38 @@ def memory_mb(turns: int) -> tuple[float, float]:
     return held / 2**20, (total - held) / 2**20
 
 
+def long_trace_round(turns: int, quick: bool) -> tuple[dict[str, float], int]:
+    """Replay (best of 3), explorer trigger moves and scrubber moves on a fresh synthetic trace
+    of `turns` turns, Deep Agents at its defaults: wall and CPU milliseconds, and the trace's
+    message count."""
+    trace = synthetic(turns)
+    policy = DeepAgents()
+    ctxlab.replay(trace, policy)  # every message measured once
+    replay_cpu: list[float] = []
+    replay_s = min(timed(ctxlab.replay, trace, policy, cpu=replay_cpu)[1] for _ in range(3))
+    ex = ThresholdExplorer(trace, debounce=0)  # freezes the collector, as in a notebook
+    slider = ex.control("trigger")
+    move_cpu: list[float] = []
+    values = (0.5, 0.3, 0.7, 0.4, 0.85)[: 3 if quick else None]
+    moves = [_move(slider, v, move_cpu) for v in values]
+    s = Scrubber(ex.replay, trace, turn=0)
+    n = len(trace.turns)
+    scrub_cpu: list[float] = []
+    scrub = [_move(s.slider, t, scrub_cpu) for t in range(0, n, max(1, n // (10 if quick else 40)))]
+    messages = len(trace.messages)
+    del ex, s, trace
+    gc.unfreeze()
+    gc.collect()
+    return {
+        "replay": replay_s * 1000,
+        "move": statistics.median(moves),
+        "scrub": statistics.median(scrub),
+        "replay_cpu": min(replay_cpu) * 1000,
+        "move_cpu": statistics.median(move_cpu),
+        "scrub_cpu": statistics.median(scrub_cpu),
+    }, messages
+
+
 def scaling(sizes: tuple[int, ...], quick: bool) -> None:
     """Replay, explorer move, scrubber move and memory at each size (one fresh trace each)."""
     print("\n### Long traces (Deep Agents at its defaults; moves: trigger slider, 5 values)\n")
@@ -273,36 +305,9 @@ def scaling(sizes: tuple[int, ...], quick: bool) -> None:
     print("|---:|---:|---:|---:|---:|---|---:|---:|")
     rows = {}
     for turns in sizes:
-        trace = synthetic(turns)
-        policy = DeepAgents()
-        ctxlab.replay(trace, policy)  # every message measured once
-        replay_cpu: list[float] = []
-        replay_s = min(timed(ctxlab.replay, trace, policy, cpu=replay_cpu)[1] for _ in range(3))
-        ex = ThresholdExplorer(trace, debounce=0)  # freezes the collector, as in a notebook
-        slider = ex.control("trigger")
-        move_cpu: list[float] = []
-        values = (0.5, 0.3, 0.7, 0.4, 0.85)[: 3 if quick else None]
-        moves = [_move(slider, v, move_cpu) for v in values]
-        s = Scrubber(ex.replay, trace, turn=0)
-        n = len(trace.turns)
-        scrub_cpu: list[float] = []
-        scrub = [
-            _move(s.slider, t, scrub_cpu) for t in range(0, n, max(1, n // (10 if quick else 40)))
-        ]
-        messages = len(trace.messages)
-        del ex, s, trace
-        gc.unfreeze()
+        r, messages = long_trace_round(turns, quick)
         trace_mb, explorer_mb = memory_mb(turns)
-        rows[turns] = r = {
-            "replay": replay_s * 1000,
-            "move": statistics.median(moves),
-            "scrub": statistics.median(scrub),
-            "replay_cpu": min(replay_cpu) * 1000,
-            "move_cpu": statistics.median(move_cpu),
-            "scrub_cpu": statistics.median(scrub_cpu),
-            "trace_mb": trace_mb,
-            "explorer_mb": explorer_mb,
-        }
+        rows[turns] = r = {**r, "trace_mb": trace_mb, "explorer_mb": explorer_mb}
         print(
             f"| {turns:,} | {messages:,} | {r['replay']:.0f} ms | {r['move']:.0f} ms "
             f"| {r['scrub']:.1f} ms | {r['replay_cpu']:.0f} / {r['move_cpu']:.0f} / "
