@@ -21,6 +21,7 @@ The simulation's token split does not depend on prices; a model with no price ge
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -173,7 +174,12 @@ def check(
         if unseen:
             context = recorded_context(trace, unseen_tokens(trace, context))
     price = None if rates_for(trace.model) is not None else STANDIN_PRICE
-    frame = cache_frame(context, trace, price=price, ttl_seconds=ttl_seconds)
+    # Simulated on ctxlab's counts of the requests: a bill (`Replay.billing`) rebuilds each
+    # request from a policy's events, which the as-sent inputs are not, and the unseen part
+    # would be billed twice (once more in a calibrated offset). A replay without its trace is
+    # not billed, so `cache_frame` prices the counts.
+    counted = dataclasses.replace(context, trace=None)
+    frame = cache_frame(counted, trace, price=price, ttl_seconds=ttl_seconds)
     by_turn = {t.index: t for t in trace.turns}
     rows = []
     for row in frame.iter_rows(named=True):
