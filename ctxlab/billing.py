@@ -12,9 +12,8 @@ count stayed under a threshold the billed count passed:
 * `would_overflow`: the policy's count fits the `window` but billed tokens exceed it (the
   provider would refuse the request the policy thought fits).
 
-Thresholds come from the policy itself (`policy.thresholds(trace)`, the window also from
-`window_for(trace)`, which catalogue presets have); a flag is None where the policy has no
-such threshold.
+Thresholds come from the policy itself (`policy.thresholds(trace)`); a flag is None where the
+policy has no such threshold.
 
 The requests are those `ctxlab.requests.Requests` rebuilds from the replay's events, message
 for message, but counted incrementally: a request is the previous one plus the messages fed
@@ -41,8 +40,6 @@ if TYPE_CHECKING:
     from ctxlab.replay import Replay
     from ctxlab.trace import Trace
 
-BILLING_METHODS = ("exact", "calibrated", "estimated")
-"""`Biller.method` values, best first (see `ctxlab.calibration`)."""
 COST_METHODS = frozenset({"exact", "calibrated"})
 """Methods whose billed tokens replace the policy's count in costs (`ctxlab.metrics`): an
 `estimated` bill is a default per model family, no better than the policy's own count."""
@@ -235,9 +232,8 @@ def recount(replay: Replay, biller: BillerLike) -> list[int]:
 
 def levels(replay: Replay, trace: Trace) -> dict[str, int]:
     """The policy's `trigger` and `window` on `trace` (those it has), from its own
-    `thresholds(trace)`, the window also from `window_for(trace)` where `thresholds` gives
-    none; the policy is rebuilt from its name and parameters when the replay does not carry
-    it."""
+    `thresholds(trace)` (catalogue presets: `StagePolicy.thresholds`); the policy is rebuilt
+    from its name and parameters when the replay does not carry it."""
     from ctxlab.plots.annotations import thresholds
 
     policy = replay.source_policy
@@ -249,11 +245,6 @@ def levels(replay: Replay, trace: Trace) -> dict[str, int]:
         except (TypeError, ValueError):
             return {}
     found = thresholds(policy, trace)
-    window_for = getattr(policy, "window_for", None)
-    if "window" not in found and window_for is not None:
-        window = window_for(trace)
-        if window:
-            found["window"] = int(window)
     return {k: found[k] for k in ("trigger", "window") if k in found}
 
 
@@ -326,7 +317,6 @@ def biller_of(trace: Trace, store: Any = None) -> BillerLike:
 
 
 __all__ = [
-    "BILLING_METHODS",
     "COST_METHODS",
     "Billing",
     "BillerLike",

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
@@ -445,17 +445,14 @@ def calibrate(
     if not usage:
         biller = _without_usage(trace, model, store)
         return TraceCalibration(trace.trace_id, model, biller.method, 0, None, None, biller.fit)
+    fit, calls, indexed = _usage_fit(trace, model, usage)
     encoding = ot.encoding_for(model)
-    calls, indexed = _observations(trace, usage, encoding or BASE_ENCODING)
-    deltas = [d for _, d in indexed]
-    default = default_fit(model, trace.provider)
-    fit = _fit(family, calls, deltas, default, encoding)
-    held = _held_out(family, calls, indexed, default, encoding)
-    fit = Fit(fit.family, fit.scale, fit.per_message, fit.offset, fit.encoding, fit.deltas, held)
+    held = _held_out(family, calls, indexed, default_fit(model, trace.provider), encoding)
+    fit = replace(fit, held_out_error_median=held)
     return TraceCalibration(
         trace_id=trace.trace_id,
         model=model,
-        method="exact" if encoding else "calibrated",
+        method=_usage_method(model),
         calls_with_usage=len(usage),
         policy_counter_error_median=_policy_error(trace, usage),
         billed_error_median=_error_median(fit, calls),
@@ -478,11 +475,24 @@ def biller_for(trace: Trace, store: Store | None = None) -> Biller:
         return _without_usage(trace, model, store)
     # The fit alone: a replay asks for its biller each time, and the errors `calibrate`
     # measures on top (policy counter, held-out refit) would triple the cost.
+    return Biller(_usage_method(model), model, _usage_fit(trace, model, usage)[0])
+
+
+def _usage_method(model: str | None) -> str:
+    """How a trace with usage is billed: exact where the model's tokenizer is public."""
+    return "exact" if ot.encoding_for(model) else "calibrated"
+
+
+def _usage_fit(
+    trace: Trace, model: str | None, usage: Sequence[tuple[Turn, int]]
+) -> tuple[Fit, list[_Call], list[tuple[int, _Delta]]]:
+    """The fit of `model`'s calls with usage (for an OpenAI model: scale 1, the offset only),
+    with the observations it was made from (for `calibrate`'s held-out error)."""
     encoding = ot.encoding_for(model)
     calls, indexed = _observations(trace, usage, encoding or BASE_ENCODING)
     default = default_fit(model, trace.provider)
     fit = _fit(model_family(model), calls, [d for _, d in indexed], default, encoding)
-    return Biller("exact" if encoding else "calibrated", model, fit)
+    return fit, calls, indexed
 
 
 def _without_usage(trace: Trace, model: str | None, store: Store | None) -> Biller:
@@ -496,16 +506,7 @@ def _without_usage(trace: Trace, model: str | None, store: Store | None) -> Bill
     if store is not None and family is not None:
         stored = store.calibration(family)
         if stored is not None and stored.method == "calibrated":
-            fit = Fit(
-                family,
-                stored.fit.scale,
-                stored.fit.per_message,
-                0.0,
-                stored.fit.encoding,
-                stored.fit.deltas,
-                stored.fit.held_out_error_median,
-            )
-            return Biller("calibrated", model, fit)
+            return Biller("calibrated", model, replace(stored.fit, family=family, offset=0.0))
     return Biller("estimated", model, default_fit(model, trace.provider))
 
 

@@ -213,14 +213,8 @@ def rates_for(
     if price is None:
         _warn_unpriced(model)
         return None
-    rule = _rule(model)
+    rule = cache_rule(model)
     return Rates(model, _filled(price, rule), rule)
-
-
-def cache_rule(model: str | None) -> CacheRule:
-    """The cache rule of `model`'s provider (whether or not the model has a price): what a
-    policy needs to know when a cache goes cold (`ttl_seconds`)."""
-    return _rule(model)
 
 
 def cached_tokens(prefix: int, rule: CacheRule) -> int:
@@ -280,7 +274,9 @@ def _warn_unpriced(model: str | None) -> None:
     )
 
 
-def _rule(model: str | None) -> CacheRule:
+def cache_rule(model: str | None) -> CacheRule:
+    """The cache rule of `model`'s provider (whether or not the model has a price): its
+    minimum, steps, multipliers and lifetime (`ttl_seconds`, for when a cache goes cold)."""
     if not model:
         return OTHER
     match = _match(model)
