@@ -180,9 +180,7 @@ class Scrubber(W.VBox):
 
     def _figure(self, turn: int) -> go.Figure:
         fig = plots.context_tokens(self.replay, lines=self.lines, recorded=self.trace)
-        fig.add_traces(
-            [go.Scatter({k: v for k, v in d.items() if k != "type"}) for d in self._billed]
-        )
+        fig.add_traces(self._billed)  # trace dicts, validated once here
         fig.add_trace(cursor_trace(self.replay, turn))
         fig.update_layout(
             title_text=title_at(self.replay, turn, self.trace), shapes=[cursor_shape(turn)]
