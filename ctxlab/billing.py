@@ -83,36 +83,15 @@ class Billing:
 def request_tools(replay: Replay) -> tuple[list[dict], int]:
     """The tool schemas the replayed requests carry, and tokens to add for schemas given only
     as a count (deepagents' `tools=N`): the trace's recorded schemas for catalogue policies,
-    the `tools` setting's schemas for deepagents (as `ctxlab.policies.deepagents` counts
-    them)."""
+    the `tools` setting's for deepagents (`ctxlab.policies.deepagents.tool_schemas`, what its
+    own count is made of)."""
     trace = replay.trace
     assert trace is not None
-    tools = list(trace.tools)
     if replay.policy != "deepagents":
-        return tools, 0
-    from ctxlab.policies.deepagents import visible_tools
-    from ctxlab.policies.deepagents_tools import default_tools
+        return list(trace.tools), 0
+    from ctxlab.policies.deepagents import tool_schemas
 
-    setting = replay.params.get("tools", "trace")
-    if isinstance(setting, bool) or not isinstance(setting, int | str | list | tuple):
-        return visible_tools(tools), 0
-    if isinstance(setting, int):
-        return [], setting
-    if setting == "trace":
-        return visible_tools(tools), 0
-    if setting in ("deepagents", "deepagents+trace"):
-        own = list(default_tools())
-        if setting == "deepagents+trace":
-            names = {t["name"] for t in own}
-            own += [t for t in visible_tools(tools) if _schema_name(t) not in names]
-        return own, 0
-    return visible_tools(list(setting)), 0
-
-
-def _schema_name(tool: Any) -> str | None:
-    if not isinstance(tool, dict):
-        return None
-    return (tool.get("function") or {}).get("name") or tool.get("name")
+    return tool_schemas(replay.params.get("tools", "trace"), list(trace.tools))
 
 
 def billed_tokens(replay: Replay, biller: BillerLike) -> list[int]:

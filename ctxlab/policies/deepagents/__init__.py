@@ -28,6 +28,7 @@ from ctxlab.policies.deepagents.settings import (
     DeepAgents,
     Settings,
     UpstreamVersionWarning,
+    tool_schemas,
     visible_tools,
 )
 from ctxlab.policies.langchain_rules import keep_search, normalize_trigger
@@ -41,5 +42,6 @@ __all__ = [
     "UpstreamVersionWarning",
     "keep_search",
     "normalize_trigger",
+    "tool_schemas",
     "visible_tools",
 ]

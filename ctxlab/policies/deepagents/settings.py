@@ -250,20 +250,28 @@ def _tools_form(tools: Any) -> None:
         )
 
 
-def _tools_tokens(tools: Any, trace: Trace, cpt: float) -> int:
+def tool_schemas(tools: Any, recorded: list[Any]) -> tuple[list[Any], int]:
+    """What a valid `tools` setting sends: the schemas (`recorded` are the trace's), and the
+    tokens of schemas given only as a count (`tools=N`). Counted here with the policy's
+    counter, and by `ctxlab.billing` with the provider's."""
     if isinstance(tools, int):
-        return tools
+        return [], tools
     if tools == "trace":
-        return tk.tool_schema_tokens(visible_tools(trace.tools), cpt)
+        return visible_tools(recorded), 0
     if tools in {"deepagents", "deepagents+trace"}:
         from ctxlab.policies.deepagents_tools import default_tools
 
         own = list(default_tools())
         if tools == "deepagents+trace":
             names = {t["name"] for t in own}
-            own += [t for t in visible_tools(trace.tools) if _schema_name(t) not in names]
-        return tk.tool_schema_tokens(own, cpt)
-    return tk.tool_schema_tokens(visible_tools(list(tools)), cpt)
+            own += [t for t in visible_tools(recorded) if _schema_name(t) not in names]
+        return own, 0
+    return visible_tools(list(tools)), 0
+
+
+def _tools_tokens(tools: Any, trace: Trace, cpt: float) -> int:
+    schemas, count = tool_schemas(tools, trace.tools)
+    return count + tk.tool_schema_tokens(schemas, cpt)
 
 
 def _schema_name(tool: dict[str, Any]) -> str | None:
