@@ -29,6 +29,7 @@ import argparse
 import gc
 import statistics
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,17 +61,22 @@ def references(trace: ctxlab.Trace) -> tuple[int, int]:
     return exposed, sum(shared.values())
 
 
-def traced_mb(build: Any) -> tuple[Any, float]:
-    """(what `build()` returns, MB of Python allocations it leaves alive)."""
+def allocated(build: Callable[[], Any]) -> tuple[Any, int]:
+    """(what `build()` returns, bytes of Python allocations it leaves alive)."""
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
         result = build()
         gc.collect()
-        held = tracemalloc.get_traced_memory()[0] - before
+        return result, tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
+
+
+def traced_mb(build: Callable[[], Any]) -> tuple[Any, float]:
+    """(what `build()` returns, MB of Python allocations it leaves alive)."""
+    result, held = allocated(build)
     return result, held / 2**20
 
 

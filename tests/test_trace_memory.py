@@ -8,33 +8,18 @@ require it to grow at most ~2x, which the tuple version (about 4x) fails.
 
 from __future__ import annotations
 
-import gc
-import tracemalloc
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from bench.bench_memory import allocated, references
 from ctxlab.inputs import Context, Recorder
 from ctxlab.trace import from_messages
 from tests.synthetic import make_trace
 
 PROPORTIONAL = 2.5
 """Largest growth allowed when the turns double (linear: about 2; a tuple per turn: about 4)."""
-
-
-def allocated(build: Callable[[], Any]) -> tuple[Any, int]:
-    """(result, bytes of Python allocations `build` leaves alive)."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        result = build()
-        gc.collect()
-        return result, tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +69,6 @@ def test_recorded_contexts_grow_linearly() -> None:
 
 
 def test_bench_memory_counts_shared_storage_once() -> None:
-    from bench.bench_memory import references
-
     trace = from_messages(make_trace(300, fmt="openai", seed=2).messages)
     exposed, stored = references(trace)
     assert exposed == sum(len(t.inputs) for t in trace.turns) > 10 * len(trace.messages)
