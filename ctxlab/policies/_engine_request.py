@@ -6,7 +6,9 @@ Private speed-up machinery behind `ctxlab.policies.engine.StageRun`.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage, ToolMessage
@@ -150,8 +152,9 @@ class RequestTotals:
             k += 1
             k = common_prefix(prev, items, k)
         if k < m and k < len(items):
-            try:
-                b = prev.index(items[k], k + 1)  # C-speed scan for a removed block prev[k:b]
+            try:  # C-speed scan for a removed block prev[k:b]; `indexOf`, not `list.index`,
+                # whose miss formats the repr of the whole message into its ValueError
+                b = k + 1 + operator.indexOf(islice(prev, k + 1, None), items[k])
             except ValueError:
                 b = -1
             if b > 0:
