@@ -244,6 +244,10 @@ def _clip_words(lines: list[str], budget: int) -> list[str]:
     return out
 
 
+_AI, _HUMAN, _TOOL, _OTHER = range(4)
+_Row = tuple[int, str, tuple[tuple[str, str], ...], tuple[str, ...]]
+"""`_Conversation._row`: (role, first line or "", (path, tool) of its calls, paths mentioned)."""
+
 Memo = Callable[[BaseMessage, str, Callable[[], Any]], Any]
 """`memo(message, fact, compute)`: a per-message fact, computed by `compute()` or remembered."""
 
@@ -280,9 +284,32 @@ class _Conversation:
         self.messages = messages
         self.line_chars = line_chars
         self.memo: Memo = memo or _compute
-        humans = [m for m in messages if isinstance(m, HumanMessage) and self.text(m).strip()]
+        self.rows = [self.memo(m, "row", lambda m=m: self._row(m)) for m in messages]
+        humans = [
+            m for m, row in zip(messages, self.rows, strict=True) if row[0] == _HUMAN and row[1]
+        ]
         self.prior = [h for h in humans if is_summary(h)]
-        self.asks = [h for h in humans if h not in self.prior]
+        self.asks = [h for h in humans if not is_summary(h)]
+
+    def _row(self, m: BaseMessage) -> _Row:
+        """What the common sections read of `m`, in one memo entry (one lookup per message
+        and summary instead of one per fact): role, first line if it has text, the paths its
+        tool calls name, the paths its text mentions."""
+        if isinstance(m, AIMessage):
+            text = message_text(m)
+            first = self.line(text) if text.strip() else ""
+            return _AI, first, tuple(_called_paths(m)), ()
+        if isinstance(m, ToolMessage | HumanMessage):
+            text = message_text(m)
+            first = self.line(text) if text.strip() else ""
+            return (
+                _HUMAN if isinstance(m, HumanMessage) else _TOOL,
+                first,
+                (),
+                tuple(PATH.findall(text[:4000])),
+            )
+        text = message_text(m)
+        return _OTHER, self.line(text) if text.strip() else "", (), ()
 
     def text(self, m: BaseMessage) -> str:
         return self.memo(m, "text", lambda: message_text(m))
@@ -292,15 +319,11 @@ class _Conversation:
 
     def first(self, m: BaseMessage) -> str:
         """The first non-blank line of a message, clipped to `line_chars`."""
-        return self.memo(m, "first", lambda: self.line(self.text(m)))
+        return self.memo(m, "row", lambda: self._row(m))[1]
 
     @cached_property
     def said(self) -> list[str]:
-        return [
-            self.first(m)
-            for m in self.messages
-            if isinstance(m, AIMessage) and self.text(m).strip()
-        ]
+        return [row[1] for row in self.rows if row[0] == _AI and row[1]]
 
     @cached_property
     def calls(self) -> dict[str, dict[str, Any]]:
@@ -331,15 +354,11 @@ class _Conversation:
         """Path -> the tools whose call named it (`file_path` or `path`), in call order, then
         paths only seen in tool results and requests (-> `["mentioned"]`)."""
         found: dict[str, list[str]] = {}
-        mentions = []
-        for m in self.messages:
-            if isinstance(m, AIMessage):
-                for path, tool in self.memo(m, "called", lambda m=m: _called_paths(m)):
-                    found.setdefault(path, []).append(tool)
-            elif isinstance(m, ToolMessage | HumanMessage):
-                mentions.append(m)
-        for m in mentions:
-            for path in self.memo(m, "paths", lambda m=m: PATH.findall(self.text(m)[:4000])):
+        for _, _, called, _ in self.rows:
+            for path, tool in called:
+                found.setdefault(path, []).append(tool)
+        for _, _, _, mentioned in self.rows:
+            for path in mentioned:
                 found.setdefault(path, ["mentioned"])
         return found
 
