@@ -8,9 +8,11 @@ Widgets only read `Replay`s and `Trace`s (DESIGN: one direction).
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -305,6 +307,27 @@ def after_redraw(fn: Callable[[], None]) -> None:
         fn()
         return
     loop.call_soon(fn)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a handler re-replays and redraws, and resume it
+    once the chart is sent (`after_redraw`).
+
+    A 1,000-turn replay allocates enough objects to set off collections in the middle of a
+    slider move: 5-15% of a median move and up to a third of the p90 on catalogue presets
+    (jetbrains-hybrid p90 173 -> 108 ms, measured with `bench.bench_widgets`). Paused, the
+    collection the move owes runs at the first allocation after the redraw, as the bill does.
+    Left alone when the collector is already off (the user's choice, or a handler inside
+    another one)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        after_redraw(gc.enable)
 
 
 def cost(replay: Replay, trace: Trace | None) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from ctxlab.widgets._common import (
     ExportBar,
     YAxis,
     after_redraw,
+    collector_paused,
     cost,
     figure_widget,
     metrics,
@@ -426,7 +427,12 @@ class ThresholdExplorer(W.VBox):
         self.figure.plotly_relayout(self.yaxis.relayout(self._traces))
 
     def apply(self) -> None:
-        """Re-replay with the sliders' values and redraw in place (sliders call this)."""
+        """Re-replay with the sliders' values and redraw in place (sliders call this); the
+        garbage collector waits until the chart is sent (`collector_paused`)."""
+        with collector_paused():
+            self._apply()
+
+    def _apply(self) -> None:
         start = now_ms()
         try:
             policy = self._policy()
