@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from ctxlab.policies._engine_counts import common_prefix, shared
+from ctxlab.policies._engine_counts import Mark, common_prefix, mark, shared
 
 if TYPE_CHECKING:
     from ctxlab.policies.engine import Item
@@ -37,8 +37,12 @@ class RequestTotals:
 
     def __init__(self, tools_tokens: int, meta: Callable[[BaseMessage], Meta]) -> None:
         self.meta = meta
-        self.items: list[Item] = []
-        self.n = 0  # the request's length: `items` may be the run's history, grown since
+        # The previous request as this object's own copy (a stage may grow or edit its list in
+        # place once nobody holds it: `extended`), and what is known of the list it was: a
+        # `Mark` of a `Grown` (never the list itself), or a plain list.
+        self.copy: list[Item] = []
+        self.seen: list[Item] | Mark = []
+        self.n = 0  # the request's length
         # the request's parts (tool schemas, then messages): fingerprints and tokens
         self.fps: list[int] = [0] if tools_tokens else []
         self.toks: list[int] = [tools_tokens] if tools_tokens else []
@@ -122,13 +126,8 @@ class RequestTotals:
         """Make `items` the current request."""
         # Always by comparison (not under INCREMENTAL): a part equal to the previous request's
         # keeps its fingerprint, as a provider's cache matches content, not objects.
-        prev, m = self.items, self.n  # m: the previous request's length
-        if prev is items:  # the run's history, grown in place: its first n items are kept
-            k = self.n
-        else:
-            if len(prev) != self.n:  # the history, grown since it was the request
-                prev = prev[: self.n]
-            k = common_prefix(prev, items, shared(prev, items))
+        prev, m = self.copy, self.n  # m: the previous request's length
+        k = start = common_prefix(prev, items, shared(self.seen, items))
         self.kept = self.base + k
         undo = self.undo
         by_kind, n_kind = self.by_kind, self.n_kind
@@ -174,7 +173,9 @@ class RequestTotals:
         del self.fps[self.base + k :], self.toks[self.base + k :]
         for it in items[k:]:
             self._push(it)
-        self.items = items
+        del prev[start:]
+        prev.extend(items[start:])
+        self.seen = mark(items)
         self.n = len(items)
 
     @property

@@ -245,10 +245,10 @@ class StageRun:
         """The previous call's `Call.request`, which the next one is an edit of."""
 
     def _writable(self) -> list[Item]:
-        """The history, safe to append to: itself when only this run holds it (as the
-        history, and as the last request, which knows it may grow), else a `Grown` copy (a
+        """The history, safe to append to: itself when only this run holds it (the request
+        bookkeeping keeps a copy and a `Mark`, never the list), else a `Grown` copy (a
         stage kept the list it was given), whose shared prefix later checks skip."""
-        if _refcount(self.history) - (self.totals.items is self.history) > self._refs:
+        if _refcount(self.history) > self._refs:
             self.history = grown(self.history, ())
             self._refs = _refcount(self.history)
         return self.history
