@@ -9,6 +9,7 @@ the full recomputation.
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -91,6 +92,54 @@ def grown(base: list[Item], new: Sequence[Item]) -> Grown:
     out = Grown(base, base)
     out.extend(new)
     return out
+
+
+_getrefcount = getattr(sys, "getrefcount", None)
+
+
+def _refs(obj: object) -> int:
+    return _getrefcount(obj) if _getrefcount is not None else sys.maxsize
+
+
+def _refs_of_an_argument(obj: object) -> int:
+    """References to `obj` counted as `extended` counts its argument (same call depth)."""
+    return _refs(obj)
+
+
+class _Owner:
+    __slots__ = ("out",)
+
+
+def _alone() -> int:
+    """What `extended` counts for a list held only by its owner's attribute."""
+    owner = _Owner()
+    owner.out = Grown()
+    return _refs_of_an_argument(owner.out)
+
+
+_ALONE = _alone()
+
+
+def extended(prev: list[Item], new: Sequence[Item], *, edits: bool) -> Grown:
+    """`grown(prev, new)` for a stage's previous output `prev` (held in one attribute and
+    passed as it is), made in place when nothing else holds it: a long request then costs
+    what changed, not a copy and a free of the whole list at every call.
+
+    `edits`: the caller will also replace items below `len(prev)` (masking older results).
+    In place, the list then takes a new serial and keeps the old one in an empty `Grown`
+    base, so a `Mark` of it still learns through `shared` that only the first `same` items
+    are unchanged; the caller lowers `same` to the first item it edits, as it does for a
+    copy. Without edits the list only grows, which every `Mark` of it allows. Where reference
+    counts are unknown (not CPython), and whenever anyone else holds `prev` (a later stage
+    kept it), a copy."""
+    if _getrefcount is None or not isinstance(prev, Grown) or _refs(prev) > _ALONE:
+        return grown(prev, new)
+    if edits:
+        ghost = Grown()
+        ghost.serial = prev.serial
+        prev.base, prev.same, prev.serial = ghost, len(prev), next(_serials)
+    prev.extend(new)
+    return prev
 
 
 def shared(a: Sequence[Item] | Mark | None, b: Sequence[Item]) -> int:

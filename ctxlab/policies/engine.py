@@ -65,7 +65,16 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxlab import tokens as tk
 from ctxlab.message_facts import AUTO, chars_per_token, kind_of, message_text, summary_message
-from ctxlab.policies._engine_counts import Grown, Mark, Sums, TokenCache, appended, grown, mark
+from ctxlab.policies._engine_counts import (
+    Grown,
+    Mark,
+    Sums,
+    TokenCache,
+    appended,
+    extended,
+    grown,
+    mark,
+)
 from ctxlab.policies._engine_request import Meta, RequestTotals
 from ctxlab.policies.base import Call, Event, Files, Request
 from ctxlab.policies.checks import check_shared
@@ -475,7 +484,9 @@ class RebuildStage:
         if new is None:
             view = [*self.prefix, *(it for it in items if it.pos is not None and it.pos >= cut)]
         else:
-            view = grown(self._view, [it for it in new if it.pos is not None and it.pos >= cut])
+            view = extended(
+                self._view, [it for it in new if it.pos is not None and it.pos >= cut], edits=False
+            )
         self._in, self._view = self._given, view
         return view
 

@@ -27,7 +27,7 @@ from langchain_core.messages import (
 
 from ctxlab import tokens as tk
 from ctxlab.message_facts import chars_per_token, summary_message
-from ctxlab.policies._engine_counts import Grown, Sums, TokenCache, grown, mark
+from ctxlab.policies._engine_counts import Grown, Sums, TokenCache, extended, grown, mark
 from ctxlab.policies.base import Event
 from ctxlab.policies.cache_aligned import aligned, aligned_params
 from ctxlab.policies.engine import (
@@ -408,8 +408,8 @@ class ClearStage:
             self.tool_idx, self.last_ai, self.done = [], [], 0
             return items
         if fast:
-            out: list[Item] = grown(self.prev_out, new)  # type: ignore[arg-type]
             self._index(items, len(self.prev_out))
+            out: list[Item] = extended(self.prev_out, new, edits=True)  # type: ignore[arg-type]
         else:
             out = list(items)
             self.tool_idx, self.last_ai, self.done, self.saved_ctx = [], [], 0, 0

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from langchain_core.messages import ToolMessage
 
-from ctxlab.policies._engine_counts import grown, mark
+from ctxlab.policies._engine_counts import extended, mark
 from ctxlab.policies.base import Event
 from ctxlab.policies.engine import (
     AUTO,
@@ -169,7 +169,7 @@ class LastNStage:
         omitted = set(candidates)
         candidates += [i for i in obs[max(1, last_removed) :] if i >= base and i not in omitted]
         self.last_removed = last_removed
-        out = grown(self.prev_out, new)
+        out = extended(self.prev_out, new, edits=True)
         if candidates:  # edited from the first candidate on
             out.same = min(out.same, min(candidates))
         fresh = []
@@ -238,7 +238,7 @@ class WindowMaskStage:
                 self.masked = set(positions)
         else:
             start = max(0, len(self.prev_out) - self.window)
-            out = grown(self.prev_out, new)
+            out = extended(self.prev_out, new, edits=True)
             out.same = min(out.same, start)  # edited from `start` on
             touched = [self._mask(out, i, ctx) for i in range(start, max(0, limit))]
             fresh = [p for p in touched if p is not None and p not in self.masked]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from langchain_core.messages import AIMessage, ToolMessage
 
 from ctxlab.message_facts import message_text
-from ctxlab.policies._engine_counts import grown, mark
+from ctxlab.policies._engine_counts import extended, mark
 from ctxlab.policies.base import Event
 from ctxlab.policies.deepagents.filesystem import (
     NUM_CHARS_PER_TOKEN,
@@ -69,8 +69,8 @@ class OffloadStage:
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         new = appended(self.prev_in, items)
         if new is not None and self._names(new):
-            out = grown(self.prev_out, new)  # edited from `start` on only
             start = len(self.prev_out)
+            out = extended(self.prev_out, new, edits=False)  # new items edited only
         else:
             self.names = {}
             self._names(items)
