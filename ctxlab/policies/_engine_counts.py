@@ -153,8 +153,12 @@ def shared(a: Sequence[Item] | Mark | None, b: Sequence[Item]) -> int:
         if b.serial == a.serial:
             return min(a.n, len(b))
         base = b.base
-        if isinstance(base, Grown) and base.serial == a.serial:
-            return min(a.n, b.same)
+        if isinstance(base, Grown):
+            if base.serial == a.serial:
+                return min(a.n, b.same)
+            older = base.base  # an edit of the marked list's growth (a view, then its edit)
+            if isinstance(older, Grown) and older.serial == a.serial:
+                return min(a.n, base.same, b.same)
         return 0
     if b is a:
         return len(a)
