@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from langchain_core.messages import AIMessage, HumanMessage
 
 from ctxlab.message_facts import SUMMARY_SOURCE
+from ctxlab.policies._engine_counts import Mark, appended, mark
 from ctxlab.policies.cache_aligned import aligned, aligned_params
 from ctxlab.policies.engine import (
     AUTO,
@@ -112,6 +113,25 @@ class EveryNTurnsStage(RebuildStage):
         if n <= 0 or keep_last_m_turns < 0:
             raise ValueError("n must be positive and keep_last_m_turns non-negative")
         self.n, self.m, self.static = n, keep_last_m_turns, static
+        # the AIMessages after the head of the view last scanned (`_turn_starts`)
+        self._starts: list[int] = []
+        self._scanned: list[Item] | Mark | None = None
+        self._head = -1
+
+    def _turn_starts(self, view: list[Item], head_end: int) -> list[int]:
+        """Indices of the AIMessages (turn starts) after the head of `view`: while the view only
+        grows, only its new items are scanned (a call between summaries would otherwise walk up
+        to `n + keep_last_m_turns` turns)."""
+        new = appended(self._scanned, view) if head_end == self._head else None
+        if new is None:
+            self._starts = [
+                i for i in range(head_end, len(view)) if isinstance(view[i].msg, AIMessage)
+            ]
+        else:
+            first = len(view) - len(new)
+            self._starts += [first + j for j, it in enumerate(new) if isinstance(it.msg, AIMessage)]
+        self._scanned, self._head = mark(view), head_end
+        return self._starts
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         view = self.view(items)
@@ -129,7 +149,7 @@ class EveryNTurnsStage(RebuildStage):
                 head_end += 1
                 continue
             break
-        starts = [i for i in range(head_end, len(view)) if isinstance(view[i].msg, AIMessage)]
+        starts = self._turn_starts(view, head_end)
         if len(starts) < self.n + self.m:
             return view
         # first message of the first kept turn (none kept when m = 0 and exactly n are there)
