@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 from typing import Any, ClassVar
@@ -40,13 +42,33 @@ def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str,
     return code, out, err
 
 
+JsonRun = tuple[int, str, str, Path]
+"""A command's exit code, stdout, stderr, and the store it wrote."""
+
+
+@pytest.fixture(scope="module")
+def json_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, JsonRun]:
+    """`ctxlab evaluate LONG --policy P ... --format json`, each policy into a fresh store.
+
+    Run once per module: the JSON tests check each document and its store, and the
+    deepagents-versus-summarisation test compares the two documents (the same commands; each
+    would otherwise load the long sample and evaluate it again)."""
+    runs = {}
+    for policy in ("deepagents", "langchain-summarization"):
+        store = tmp_path_factory.mktemp("evaluate") / "s.duckdb"
+        argv = ["evaluate", str(LONG), "--policy", policy, *FLAGS, "--store", str(store)]
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([*argv, "--format", "json"])
+        runs[policy] = (code, out.getvalue(), err.getvalue(), store)
+    return runs
+
+
 @pytest.mark.parametrize("policy", ["deepagents", "langchain-summarization"])
 def test_json_is_the_python_evaluation(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, trace: ctxlab.Trace, policy: str
+    json_runs: dict[str, JsonRun], trace: ctxlab.Trace, policy: str
 ) -> None:
-    store = tmp_path / "s.duckdb"
-    argv = ["evaluate", str(LONG), "--policy", policy, *FLAGS, "--store", str(store)]
-    code, out, err = _run(capsys, [*argv, "--format", "json"])
+    code, out, err, store = json_runs[policy]
     assert code == 0
     doc = json.loads(out)
     assert list(doc) == ["evaluations"]
@@ -67,13 +89,14 @@ def test_json_is_the_python_evaluation(
     assert sorted(stored.replays()["needed_lost"]) == sorted(e.needed_lost for e in expected)
 
 
-def test_deepagents_keeps_in_files_what_summarization_loses(capsys, tmp_path: Path) -> None:
+def test_deepagents_keeps_in_files_what_summarization_loses(
+    json_runs: dict[str, JsonRun],
+) -> None:
     """The same facts, the same compactions: deepagents' history file keeps what its summary
     drops (`file`), LangChain's summarisation has no file (`lost`)."""
     docs = {}
     for policy in ("deepagents", "langchain-summarization"):
-        argv = ["evaluate", str(LONG), "--policy", policy, *FLAGS, "--format", "json"]
-        code, out, _ = _run(capsys, [*argv, "--store", str(tmp_path / "s.duckdb")])
+        code, out, _, _ = json_runs[policy]
         assert code == 0
         docs[policy] = {f["fact"]: f for f in json.loads(out)["evaluations"][0]["facts"]}
     assert docs["deepagents"].keys() == docs["langchain-summarization"].keys()
@@ -87,7 +110,7 @@ WIDTH = 100
 
 
 def test_table_fits_the_terminal_and_names_what_was_lost(
-    capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trace: ctxlab.Trace
 ) -> None:
     monkeypatch.setenv("COLUMNS", str(WIDTH))
     argv = ["evaluate", str(LONG), "--policy", "langchain-summarization", *FLAGS]
@@ -98,7 +121,7 @@ def test_table_fits_the_terminal_and_names_what_was_lost(
     assert any(line.split()[:2] == ["category", "total"] for line in lines)
     assert any("needed-but-lost" in line for line in lines)
     assert lines[-1] == probes.SKIPPED
-    doc = evaluate(replay(ctxlab.load(LONG)[0], get("langchain-summarization", **PARAMS)))
+    doc = evaluate(replay(trace, get("langchain-summarization", **PARAMS)))
     assert doc.needed_lost > 0
     assert f"needed but lost ({doc.needed_lost}):" in out
     assert f"needed again after eviction: needed-but-lost {doc.needed_lost}," in out
