@@ -27,26 +27,33 @@ def shared() -> Path:
     return SHARED
 
 
-# Test files that take longest (seconds of one worker, from `pytest --durations=0` on 2 cores),
-# slowest first. pytest-xdist's `loadfile` hands out files in collection order, two per worker
-# and then one as each finishes: a slow file collected last (test_sweep.py sorts late) would
-# start when the others are done and leave one core idle until it ends. Running these first
-# lets the many short files fill in behind them. Order only: every test still runs.
+# Test files that take longest (seconds of one worker, from `pytest --junitxml` on 2 cores),
+# slowest first. pytest-xdist's `loadfile` hands out files in collection order (with
+# `--no-loadscope-reorder`, in pyproject.toml; by default it sorts them by their number of
+# tests), one per worker and the next when a worker has two tests left: a slow file handed out
+# last would start when the others are done and leave one core idle until it ends. Running
+# these first, longest first, lets the many short files fill in behind them and both workers
+# end together. Order only: every test still runs. Rough seconds in the comments.
 SLOW_FILES = (
-    "test_docs_examples.py",
-    "test_sweep.py",
-    "test_notebooks.py",
-    "test_samples_script.py",
-    "test_sweep_needed_lost.py",
-    "test_cli_evaluate.py",
-    "test_summary_cache.py",
-    "test_cache_deepagents.py",
-    "test_browser.py",
-    "test_conformance_deepagents.py",
-    "test_quickstart_lab.py",
-    "test_demo.py",
-    "test_check_replay.py",
-    "test_load_fuzz.py",
+    "test_docs_examples.py",  # 60
+    "test_sweep.py",  # 55
+    "test_notebooks.py",  # 40
+    "test_browser.py",  # 40
+    "test_cli_tables.py",  # 35
+    "test_cli_evaluate.py",  # 34
+    "test_conformance_deepagents.py",  # 28
+    "test_samples_script.py",  # 25
+    "test_cache_deepagents.py",  # 20
+    "test_sweep_needed_lost.py",  # 18
+    "test_store_hardening.py",  # 16
+    "test_summary_cache.py",  # 15
+    "test_check_replay.py",  # 15
+    "test_quickstart_lab.py",  # 12
+    "test_policies_incremental.py",  # 11
+    "test_trace_memory.py",  # 11
+    "test_demo.py",  # 10
+    "test_policies_registry.py",  # 10
+    "test_load_fuzz.py",  # 8
 )
 
 

@@ -58,11 +58,27 @@ TOOLS_ANTHROPIC = [
 
 
 def _text(rng: random.Random, chars: int, width: int = 80) -> str:
-    """Line-structured filler of about `chars` characters."""
+    """Line-structured filler of about `chars` characters.
+
+    Each word is `rng.choice(_WORDS)` drawn the way `random.Random.choice` draws it
+    (`getrandbits` of the count's bit length until one is below the count), inline: the same
+    text and generator state for a seed, a third of the time (the suite makes millions of
+    words, the conformance traces alone 12 million)."""
+    words = _WORDS
+    count = len(words)
+    bits = count.bit_length()
+    draw = rng.getrandbits
+    per_line = max(1, width // 7)
     out: list[str] = []
     size = 0
     while size < chars:
-        line = " ".join(rng.choice(_WORDS) for _ in range(max(1, width // 7)))
+        picked = []
+        for _ in range(per_line):
+            r = draw(bits)
+            while r >= count:
+                r = draw(bits)
+            picked.append(words[r])
+        line = " ".join(picked)
         out.append(line)
         size += len(line) + 1
     return "\n".join(out)[:chars]

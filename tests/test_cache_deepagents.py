@@ -278,15 +278,27 @@ def _without_usage(trace: Trace) -> Trace:
     return dataclasses.replace(trace, messages=messages)
 
 
+SAMPLES = ("deepagents_long_session.jsonl.xz", "deepagents_short_session.jsonl.xz")
+
+
+@pytest.fixture(scope="module")
+def samples() -> dict[str, Trace]:
+    """The bundled samples, loaded once for the module: the cases below only read them (the
+    oracle replays copies of the messages, `_without_usage` builds a new trace)."""
+    return {name: ctxlab.load(TRACES / name)[0] for name in SAMPLES}
+
+
 @pytest.mark.parametrize(("window", "usage"), [(16_000, False), (20_000, False), (20_000, True)])
-def test_cache_prefixes_match_the_real_requests_on_the_samples(window: int, usage: bool) -> None:
+def test_cache_prefixes_match_the_real_requests_on_the_samples(
+    window: int, usage: bool, samples: dict[str, Trace]
+) -> None:
     """The bundled sample sessions (the long one, its subagent, the short one), at windows
     small enough to summarise, truncate arguments and clip tails. Their AIMessages carry the
     recorded usage, which the real counter scales by: as recorded with `use_usage_metadata`,
     and without the usage under the default policy. Calls keep their recorded max_tokens."""
     compared, kinds = 0, set()
-    for name in ("deepagents_long_session.jsonl.xz", "deepagents_short_session.jsonl.xz"):
-        for trace in ctxlab.load(TRACES / name)[0].walk():
+    for name in SAMPLES:
+        for trace in samples[name].walk():
             trace = trace if usage else _without_usage(trace)
             policy = DeepAgents(window=window, chars_per_token=3.3, use_usage_metadata=usage)
             oracle_kwargs = dict(

@@ -12,6 +12,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -46,9 +48,8 @@ def store_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture()
-def trace_file(tmp_path: Path) -> Path:
-    path = tmp_path / "t.json"
+def _write_trace_file(folder: Path) -> Path:
+    path = folder / "t.json"
     msgs = [{"role": "system", "content": "You are terse."}]
     for i in range(8):
         msgs += [
@@ -57,6 +58,11 @@ def trace_file(tmp_path: Path) -> Path:
         ]
     path.write_text(json.dumps({"model": "gpt-4o", "messages": msgs}))
     return path
+
+
+@pytest.fixture()
+def trace_file(tmp_path: Path) -> Path:
+    return _write_trace_file(tmp_path)
 
 
 def _sha(path: Path) -> str:
@@ -181,7 +187,7 @@ def test_documented_views_answer(store_file: Path) -> None:
     )
 
 
-# ----------------------------------------------------------------------------- broken files
+# ----------------------------------------------------------------------------- commands
 
 
 def _commands(db: Path, trace_file: Path) -> dict[str, list[str]]:
@@ -191,6 +197,69 @@ def _commands(db: Path, trace_file: Path) -> dict[str, list[str]]:
                   "--workers", "1"],
         "query": ["query", "--db", str(db), "SELECT count(*) AS n FROM traces"],
     }  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- second writer
+
+HOLD = """
+import sys, time, duckdb
+con = duckdb.connect(sys.argv[1])
+con.begin()
+con.execute("INSERT INTO summaries (cache_key, text) VALUES ('held', 'x')")
+print("holding", flush=True)
+time.sleep(float(sys.argv[2]))
+con.commit()
+con.close()
+"""
+
+
+@dataclass
+class SecondWriter:
+    """A holder's first line, and every command started against the store it holds."""
+
+    held: str
+    commands: dict[str, subprocess.Popen[str]]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def second_writer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecondWriter]:
+    """Every command of `_commands`, each a process of its own, started against a store that
+    another process holds a write transaction on.
+
+    Started with the module's first test: each command waits out the store's lock timeout
+    (10 s) before it gives up, a wait the module's other tests fill;
+    `test_a_second_writer_gets_one_line_from_every_command`, last, reads what they said."""
+    folder = tmp_path_factory.mktemp("second_writer")
+    db = folder / "s.duckdb"
+    Store(db)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(db), "120"], stdout=subprocess.PIPE, text=True
+    )
+    procs: dict[str, subprocess.Popen[str]] = {}
+    try:
+        assert holder.stdout is not None
+        held = holder.stdout.readline().strip()
+        if held == "holding":
+            procs = {
+                name: subprocess.Popen(
+                    [sys.executable, "-m", "ctxlab.cli", *argv],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    cwd=REPO,
+                )
+                for name, argv in _commands(db, _write_trace_file(folder)).items()
+            }
+        yield SecondWriter(held, procs)
+    finally:
+        for proc in procs.values():
+            proc.kill()
+            proc.wait(timeout=30)
+        holder.kill()
+        holder.wait(timeout=30)
+
+
+# ----------------------------------------------------------------------------- broken files
 
 
 @pytest.mark.parametrize("command", ["load", "sweep", "query"])
@@ -231,49 +300,6 @@ def test_a_truncated_store_is_refused_and_untouched(
 
 def test_a_whole_store_still_opens(store_file: Path) -> None:
     assert Store(store_file, read_only=True).query("SELECT count(*) n FROM traces")["n"][0] == 2
-
-
-# ----------------------------------------------------------------------------- second writer
-
-HOLD = """
-import sys, time, duckdb
-con = duckdb.connect(sys.argv[1])
-con.begin()
-con.execute("INSERT INTO summaries (cache_key, text) VALUES ('held', 'x')")
-print("holding", flush=True)
-time.sleep(float(sys.argv[2]))
-con.commit()
-con.close()
-"""
-
-
-def test_a_second_writer_gets_one_line_from_every_command(tmp_path: Path, trace_file: Path) -> None:
-    db = tmp_path / "s.duckdb"
-    Store(db)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(db), "120"], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
-        procs = {
-            name: subprocess.Popen(
-                [sys.executable, "-m", "ctxlab.cli", *argv],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                cwd=REPO,
-            )
-            for name, argv in _commands(db, trace_file).items()
-        }
-        for name, proc in procs.items():
-            out, err = proc.communicate(timeout=120)
-            lines = [line for line in err.splitlines() if not line.startswith("sweep")]
-            assert proc.returncode == 2, (name, err)
-            assert len(lines) == 1 and "in use by another process" in lines[0], (name, err)
-            assert "Traceback" not in err
-    finally:
-        holder.kill()
-        holder.wait(timeout=30)
 
 
 # ----------------------------------------------------------------------------- kill -9 in load
@@ -356,3 +382,16 @@ def test_only_dead_sweeps_folders_are_cleared(tmp_path: Path) -> None:
     assert clear_dead(tmp_path) == [cleared]
     for kept in (live, no_owner, other_files, other_name, wrong_pid):
         assert kept.is_dir() and any(kept.iterdir())
+
+
+# ----------------------------------------------------------------------------- second writer (last)
+
+
+def test_a_second_writer_gets_one_line_from_every_command(second_writer: SecondWriter) -> None:
+    assert second_writer.held == "holding"
+    for name, proc in second_writer.commands.items():
+        out, err = proc.communicate(timeout=120)
+        lines = [line for line in err.splitlines() if not line.startswith("sweep")]
+        assert proc.returncode == 2, (name, err)
+        assert len(lines) == 1 and "in use by another process" in lines[0], (name, err)
+        assert "Traceback" not in err

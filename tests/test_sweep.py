@@ -13,6 +13,7 @@ import tempfile
 import textwrap
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,31 +74,37 @@ def test_grid_cells_match_single_replays(tmp_path: Path, traces: list) -> None:
 
 
 def test_parallel_resume_and_ray_give_the_same_rows(tmp_path: Path, traces: list) -> None:
-    path = tmp_path / "s.duckdb"
-    half = sweep(
-        traces,
-        DeepAgents(window=40_000),
-        {**GRID, "keep": ["fraction:0.1"]},
-        store=path,
-        workers=2,
-        progress=False,
-    )
-    assert half.height == 4 and Store(path).query("SELECT count(*) n FROM replays")["n"][0] == 4
-    full = sweep(traces, DeepAgents(window=40_000), GRID, store=path, workers=2, progress=False)
-    assert Store(path).query("SELECT count(*) n FROM replays")["n"][0] == 8  # 4 resumed, 4 new
-    resumed = full.filter(full["keep"] == "fraction:0.1").select(COLUMNS)
-    assert resumed.equals(half.select(COLUMNS))
     # Ray against the resumed store: a fresh sweep on Ray stores what half a sweep plus its
-    # resumption stored (one Ray worker: the comparison needs the backend, not its parallelism)
-    ray = sweep(
-        traces,
-        DeepAgents(window=40_000),
-        GRID,
-        store=tmp_path / "ray.duckdb",
-        backend="ray",
-        workers=1,
-        progress=False,
-    )
+    # resumption stored (one Ray worker: the comparison needs the backend, not its parallelism).
+    # It runs on a thread meanwhile, into a store of its own: most of its 10-15 s is Ray
+    # starting its processes and waiting for them, time the local sweeps fill.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        on_ray = pool.submit(
+            sweep,
+            traces,
+            DeepAgents(window=40_000),
+            GRID,
+            store=tmp_path / "ray.duckdb",
+            backend="ray",
+            workers=1,
+            progress=False,
+        )
+        path = tmp_path / "s.duckdb"
+        half = sweep(
+            traces,
+            DeepAgents(window=40_000),
+            {**GRID, "keep": ["fraction:0.1"]},
+            store=path,
+            workers=2,
+            progress=False,
+        )
+        assert half.height == 4
+        assert Store(path).query("SELECT count(*) n FROM replays")["n"][0] == 4
+        full = sweep(traces, DeepAgents(window=40_000), GRID, store=path, workers=2, progress=False)
+        assert Store(path).query("SELECT count(*) n FROM replays")["n"][0] == 8  # 4 resumed, 4 new
+        resumed = full.filter(full["keep"] == "fraction:0.1").select(COLUMNS)
+        assert resumed.equals(half.select(COLUMNS))
+        ray = on_ray.result()
     assert ray.select(COLUMNS).equals(full.select(COLUMNS))
     a = Store(path).query("SELECT * EXCLUDE (created_at) FROM replays ORDER BY 1")
     b = Store(tmp_path / "ray.duckdb").query(
