@@ -33,27 +33,29 @@ def shared() -> Path:
 # tests), one per worker and the next when a worker has two tests left: a slow file handed out
 # last would start when the others are done and leave one core idle until it ends. Running
 # these first, longest first, lets the many short files fill in behind them and both workers
-# end together. Order only: every test still runs. Rough seconds in the comments.
+# end together. Order only: every test still runs. Seconds in the comments: per-file sums of
+# test time in a whole-suite run (`--junitxml`) on 2 cores.
 SLOW_FILES = (
-    "test_docs_examples.py",  # 60
-    "test_sweep.py",  # 55
-    "test_notebooks.py",  # 40
-    "test_browser.py",  # 40
-    "test_cli_tables.py",  # 35
-    "test_cli_evaluate.py",  # 34
-    "test_conformance_deepagents.py",  # 28
-    "test_samples_script.py",  # 25
-    "test_cache_deepagents.py",  # 20
-    "test_sweep_needed_lost.py",  # 18
-    "test_store_hardening.py",  # 16
-    "test_summary_cache.py",  # 15
-    "test_check_replay.py",  # 15
-    "test_quickstart_lab.py",  # 12
-    "test_policies_incremental.py",  # 11
-    "test_trace_memory.py",  # 11
-    "test_demo.py",  # 10
-    "test_policies_registry.py",  # 10
-    "test_load_fuzz.py",  # 8
+    "test_sweep.py",  # 80
+    "test_docs_examples.py",  # 55
+    "test_browser.py",  # 42
+    "test_notebooks.py",  # 38
+    "test_cli_evaluate.py",  # 29
+    "test_conformance_deepagents.py",  # 23
+    "test_samples_script.py",  # 17
+    "test_sweep_needed_lost.py",  # 16
+    "test_cli_tables.py",  # 16
+    "test_cache_deepagents.py",  # 12
+    "test_store_hardening.py",  # 12
+    "test_summary_cache.py",  # 12
+    "test_check_replay.py",  # 12
+    "test_quickstart_lab.py",  # 11
+    "test_policies_registry.py",  # 9
+    "test_store.py",  # 9
+    "test_store_evaluation.py",  # 9
+    "test_policies_incremental.py",  # 9
+    "test_widgets.py",  # 6
+    "test_billing.py",  # 6
 )
 
 
