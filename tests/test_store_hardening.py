@@ -26,6 +26,7 @@ from ctxlab.store import Store
 from ctxlab.sweep import sweep
 from ctxlab.sweep_folders import OWNER, PREFIX, clear_dead
 from tests.synthetic import make_trace
+from tests.test_store import HOLD  # a process holding a write transaction on a store
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -200,17 +201,6 @@ def _commands(db: Path, trace_file: Path) -> dict[str, list[str]]:
 
 
 # ----------------------------------------------------------------------------- second writer
-
-HOLD = """
-import sys, time, duckdb
-con = duckdb.connect(sys.argv[1])
-con.begin()
-con.execute("INSERT INTO summaries (cache_key, text) VALUES ('held', 'x')")
-print("holding", flush=True)
-time.sleep(float(sys.argv[2]))
-con.commit()
-con.close()
-"""
 
 
 @dataclass
