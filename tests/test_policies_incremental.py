@@ -164,3 +164,24 @@ def test_request_bookkeeping_equals_a_fresh_count(case):
         assert req.by_kind == by_kind
         assert req.orphans == count_orphans([it.msg for it in items])
         assert req.toks == [7] + [tok(it.msg) for it in items]
+
+
+@pytest.mark.parametrize("name", ["observation-masking", "clear-tool-uses", "raw"])
+def test_without_reference_counts_lists_are_copied_and_replays_unchanged(
+    long_trace, name, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where reference counts are unknown (not CPython) nothing is grown in place: the history
+    and every stage's output are copied, with the same replay."""
+    from ctxlab.policies import engine
+
+    policy = get(name, **LONG.get(name, {}))
+    counted = replay(long_trace, policy, Fixed("the summary"))
+    monkeypatch.setattr(_engine_counts, "COUNTS_REFERENCES", False)
+    monkeypatch.setattr(engine, "COUNTS_REFERENCES", False)
+    prev = _engine_counts.Grown([Item(0, long_trace.messages[0], "human")])
+    assert _engine_counts.extended(prev, [], edits=True) is not prev
+    run = policy.start(long_trace, Fixed("the summary"))
+    history = run.history
+    assert run._writable() is not history
+    uncounted = replay(long_trace, policy, Fixed("the summary"))
+    assert _fingerprint(uncounted, long_trace) == _fingerprint(counted, long_trace)

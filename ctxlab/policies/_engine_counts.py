@@ -95,15 +95,19 @@ def grown(base: list[Item], new: Sequence[Item]) -> Grown:
 
 
 _getrefcount = getattr(sys, "getrefcount", None)
+COUNTS_REFERENCES = _getrefcount is not None
+"""Reference counts are known (CPython): a list nobody else holds may be grown in place.
+Elsewhere every in-place path copies instead."""
 
 
-def _refs(obj: object) -> int:
+def refcount(obj: object) -> int:
+    """References to `obj` (CPython); elsewhere `sys.maxsize` (check `COUNTS_REFERENCES`)."""
     return _getrefcount(obj) if _getrefcount is not None else sys.maxsize
 
 
 def _refs_of_an_argument(obj: object) -> int:
     """References to `obj` counted as `extended` counts its argument (same call depth)."""
-    return _refs(obj)
+    return refcount(obj)
 
 
 class _Owner:
@@ -132,7 +136,7 @@ def extended(prev: list[Item], new: Sequence[Item], *, edits: bool) -> Grown:
     copy. Without edits the list only grows, which every `Mark` of it allows. Where reference
     counts are unknown (not CPython), and whenever anyone else holds `prev` (a later stage
     kept it), a copy."""
-    if _getrefcount is None or not isinstance(prev, Grown) or _refs(prev) > _ALONE:
+    if not COUNTS_REFERENCES or not isinstance(prev, Grown) or refcount(prev) > _ALONE:
         return grown(prev, new)
     if edits:
         ghost = Grown()

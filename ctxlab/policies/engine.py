@@ -56,7 +56,6 @@ instead of copying it for the next call (a kept list is never changed under a st
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
@@ -66,6 +65,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from ctxlab import tokens as tk
 from ctxlab.message_facts import AUTO, chars_per_token, kind_of, message_text, summary_message
 from ctxlab.policies._engine_counts import (
+    COUNTS_REFERENCES,
     Grown,
     Mark,
     Sums,
@@ -74,6 +74,7 @@ from ctxlab.policies._engine_counts import (
     extended,
     grown,
     mark,
+    refcount,
 )
 from ctxlab.policies._engine_request import Meta, RequestTotals
 from ctxlab.policies.base import Call, Event, Files, Request
@@ -194,12 +195,6 @@ class StageCall(Call):
     orphans: int = 0
 
 
-def _refcount(obj: object) -> int:
-    """References to `obj` (CPython); elsewhere a count that always says "shared" (copy)."""
-    getrefcount = getattr(sys, "getrefcount", None)
-    return getrefcount(obj) if getrefcount is not None else sys.maxsize
-
-
 def count_orphans(messages: Sequence[BaseMessage]) -> int:
     """Tool results without an earlier call in the request, plus calls never answered in it
     (a provider rejects both with a 400)."""
@@ -242,7 +237,7 @@ class StageRun:
         self.history: list[Item] = Grown()
         """What the first stage gets: appended to in place while nobody else holds it, else
         copied first (`_writable`), so a stage never sees a list it was given change."""
-        self._refs = _refcount(self.history)
+        self._refs = refcount(self.history)
         self.baseline = self.tools_tokens
         self.tok = TokenCache(chars_per_token)
         self.sums = Sums(self.tok)
@@ -257,9 +252,9 @@ class StageRun:
         """The history, safe to append to: itself when only this run holds it (the request
         bookkeeping keeps a copy and a `Mark`, never the list), else a `Grown` copy (a
         stage kept the list it was given), whose shared prefix later checks skip."""
-        if _refcount(self.history) > self._refs:
+        if not COUNTS_REFERENCES or refcount(self.history) > self._refs:
             self.history = grown(self.history, ())
-            self._refs = _refcount(self.history)
+            self._refs = refcount(self.history)
         return self.history
 
     def _feed(self, upto: int) -> None:
