@@ -296,18 +296,15 @@ class _Conversation:
         and summary instead of one per fact): role, first line if it has text, the paths its
         tool calls name, the paths its text mentions (a tool result's first line is left
         out: no section reads it, and it would split a long result into lines)."""
+        text = self.text(m)
+        if isinstance(m, ToolMessage):  # no section reads a result's first line
+            return _TOOL, "", (), tuple(PATH.findall(text[:4000]))
+        first = self.line(text) if text.strip() else ""
         if isinstance(m, AIMessage):
-            text = message_text(m)
-            first = self.line(text) if text.strip() else ""
             return _AI, first, tuple(_called_paths(m)), ()
         if isinstance(m, HumanMessage):
-            text = message_text(m)
-            first = self.line(text) if text.strip() else ""
             return _HUMAN, first, (), tuple(PATH.findall(text[:4000]))
-        if isinstance(m, ToolMessage):  # no section reads a result's first line
-            return _TOOL, "", (), tuple(PATH.findall(message_text(m)[:4000]))
-        text = message_text(m)
-        return _OTHER, self.line(text) if text.strip() else "", (), ()
+        return _OTHER, first, (), ()
 
     def text(self, m: BaseMessage) -> str:
         return self.memo(m, "text", lambda: message_text(m))
