@@ -4,6 +4,7 @@
     .venv/bin/python -m bench.bench_widgets --real       # also the real files in --data
     .venv/bin/python -m bench.bench_widgets --quick      # 200 turns, fewer moves (smoke run)
     .venv/bin/python -m bench.bench_widgets --export     # also plots.export per format
+    .venv/bin/python -m bench.bench_widgets --no-scaling --collector-running  # GC on in moves
 
 *A slider move* is `ThresholdExplorer(trace, debounce=0)` from a slider's `value` being set (what
 a release delivers to the kernel) to the new data being in the `FigureWidget` (its update
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import statistics
 import tempfile
@@ -46,7 +48,7 @@ from typing import Any
 import ctxlab
 from ctxlab import plots
 from ctxlab.policies import DeepAgents
-from ctxlab.widgets import Scrubber, ThresholdExplorer
+from ctxlab.widgets import Scrubber, ThresholdExplorer, explorer
 from tests.deepagents_oracle import run_oracle
 from tests.synthetic import make_trace
 
@@ -378,7 +380,15 @@ def main() -> None:
     parser.add_argument("--no-scaling", action="store_true", help="skip the 10,000-turn rows")
     parser.add_argument("--export", action="store_true", help="also time plots.export")
     parser.add_argument("--scaling-only", action="store_true", help="only the long-trace rows")
+    parser.add_argument(
+        "--collector-running",
+        action="store_true",
+        help="leave the garbage collector on during moves (the explorer pauses it until the "
+        "chart is sent): the A/B for `widgets._common.collector_paused`",
+    )
     args = parser.parse_args()
+    if args.collector_running:
+        explorer.collector_paused = contextlib.nullcontext  # type: ignore[assignment]
     turns = 200 if args.quick else 1000
     if args.scaling_only:
         scaling((200, 2000) if args.quick else (1000, 10_000), args.quick)
