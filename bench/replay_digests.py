@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.replay_digests > /tmp/after.json            # in this checkout
     (cd OTHER && PYTHONPATH=$PWD python -m bench.replay_digests > /tmp/before.json)
     .venv/bin/python -m bench.replay_digests --compare /tmp/before.json /tmp/after.json
+    .venv/bin/python -m bench.replay_digests --requests > ...  # also requests and cache frames
 
 For synthetic traces in both message formats and every trace (and subagent) ctxlab loads from
 ../shared/data: a digest of each turn's inputs as loaded (types, texts, and which are the
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import ctxlab
+from ctxlab import metrics
 from ctxlab.policies.catalog import names
 from tests.synthetic import make_trace
 
@@ -47,14 +49,26 @@ def load_digest(trace: ctxlab.Trace) -> str:
     return _h("\n".join(parts).encode())
 
 
-def replay_digest(trace: ctxlab.Trace, preset: str) -> str:
+def replay_digest(trace: ctxlab.Trace, preset: str, requests: bool = False) -> list[str]:
+    """The replay's turns, events and files; with `requests`, also every call's request as
+    the engine kept it (`Call.request`: kept parts, new fingerprints and tokens; orphans) and
+    the prompt-cache frame built on those requests (`metrics.cache_frame`)."""
     try:
         r = ctxlab.replay(trace, preset)
     except Exception as exc:  # noqa: BLE001 - a refusal is a result to compare
-        return f"error {type(exc).__name__}: {exc}"[:200]
+        return [f"error {type(exc).__name__}: {exc}"[:200]] * (1 + requests)
     data = [_frame(r.turns), _frame(r.events)]
     data.extend(p.encode() + b"\0" + r.file_bytes(p) for p in sorted(r.files))
-    return _h(b"\1".join(data))
+    out = [_h(b"\1".join(data))]
+    if requests:
+        calls = [
+            (c.request.kept, list(c.request.fingerprints), list(c.request.tokens),
+             getattr(c, "orphans", 0))
+            for c in r.calls
+        ]  # fmt: skip
+        cache = metrics.cache_frame(r, trace, model="claude-sonnet-4-5")
+        out.append(_h(repr(calls).encode() + _frame(cache)))
+    return out
 
 
 def traces(turns: int, data: Path) -> list[tuple[str, ctxlab.Trace]]:
@@ -82,6 +96,11 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=400, help="synthetic trace length")
     parser.add_argument("--data", type=Path, default=DATA, help=f"traces (default {DATA})")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
+    parser.add_argument(
+        "--requests",
+        action="store_true",
+        help="also digest every call's request and the cache frame (keys ending ':requests')",
+    )
     args = parser.parse_args()
     if args.compare:
         before, after = (json.loads(p.read_text()) for p in args.compare)
@@ -95,7 +114,10 @@ def main() -> None:
         out[f"{label}:load"] = load_digest(trace)
         if trace.turns:
             for preset in names():
-                out[f"{label}:{preset}"] = replay_digest(trace, preset)
+                found = replay_digest(trace, preset, args.requests)
+                out[f"{label}:{preset}"] = found[0]
+                if args.requests:
+                    out[f"{label}:{preset}:requests"] = found[1]
     json.dump(out, sys.stdout, indent=0, sort_keys=True)
 
 
