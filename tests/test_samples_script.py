@@ -119,3 +119,28 @@ def test_long_session_has_what_it_is_for() -> None:
     tasks = [t for t in tools if t["name"] == "task"]
     assert len(tasks) == 1
     assert any(tasks[0] in ancestors(r, runs) for r in llm)
+
+
+def test_id_scanners_find_what_their_regexes_match() -> None:
+    """`uuid_spans` and `hex_id_spans` (the generator's fast id searches) give exactly the
+    matches of `UUID_RE` and `HEX_ID_RE`, which they stand in for, in the same order: on the
+    short sample's lines and on ids packed against hex digits, overlapping and cut short."""
+    from traces.samples.output import HEX_ID_RE, UUID_RE, hex_id_spans, uuid_spans
+
+    uid = "0123abcd-4567-89ab-cdef-0123456789ab"
+    hexid = "0123456789abcdef" * 2
+    texts = lzma.decompress((TRACES / SHORT).read_bytes()).decode().splitlines()
+    texts += [
+        uid,
+        "a" + uid,  # preceded by a hex digit: no match
+        uid + "f",  # followed by one: no match
+        uid[:8] + uid,  # a tail whose 8 digits before are themselves after hex digits
+        "x" + uid + "-" + uid[9:],  # a second tail right after the first id
+        uid[:-1] + " " + uid,
+        f"session_{hexid} session_{hexid}0 session_{hexid[:-1]}",
+        f'"lc_internal_call": "{hexid}", session_{hexid}',
+        "",
+    ]
+    for text in texts:
+        assert uuid_spans(text) == [m.span() for m in UUID_RE.finditer(text)], text[:200]
+        assert hex_id_spans(text) == [m.span() for m in HEX_ID_RE.finditer(text)], text[:200]
