@@ -49,6 +49,13 @@ CAUSE_LABELS: dict[str, str] = {c: c.replace("_", " ") for c in CAUSES}
 """Legend text per cause."""
 
 
+def measured(writes: bool) -> str:
+    """What the bars count, by `cache_write_totals`' flag: billed cache writes, else (no
+    replay's provider bills writes) the input the cache did not serve. Legend and axis say
+    the same."""
+    return "cache-write tokens" if writes else "input tokens not read from the cache"
+
+
 def cache_write_totals(
     replays: Sequence[Replay],
     *,
@@ -114,7 +121,7 @@ def cache_write_bar_dicts(
                 "<extra>%{x}</extra>",
             }
         )
-    what = "cache-write tokens" if writes else "input tokens not read from the cache"
+    what = measured(writes)
     if not data:  # keep the axes: an empty figure still says what it would show
         data.append({"type": "bar", "x": shown, "y": [0] * len(shown), "name": what})
     return data
@@ -138,7 +145,7 @@ def cache_writes(
     totals, writes = cache_write_totals(
         replays, labels=labels, model=model, price=price, ttl_seconds=ttl_seconds
     )
-    what = "cache-write tokens" if writes else "input tokens not read from the cache"
+    what = measured(writes)
     layout = paper_layout(
         title=title or f"Why the cache was written: {what} by cause",
         width=width,
