@@ -110,7 +110,8 @@ def recorded_context(trace: Trace, unseen: int = 0) -> Replay:
         for m in turn.inputs:
             n = tk.message_tokens(m, cpt)
             parts.append((keys.setdefault(_content_key(m), len(keys) + 1), n))
-            by_kind[kind_of(m)] = by_kind.get(kind_of(m), 0) + n
+            kind = kind_of(m)
+            by_kind[kind] = by_kind.get(kind, 0) + n
         total = sum(t for _, t in parts)
         calls.append(
             Call(turn.index, turn.position, total, by_kind, len(turn.inputs), request=tuple(parts))
