@@ -180,3 +180,29 @@ def test_scrubber_shows_the_card_of_the_latest_compaction(trace) -> None:
     assert scrubber.card.value == card_html(found[0])
     scrubber.slider.value = result.turns.height - 1
     assert scrubber.card.value == card_html(found[-1])
+
+
+def test_scrubber_draws_first_and_fills_the_card_after(trace) -> None:
+    # In a kernel (a running event loop) the cards wait until the scrubber is drawn: the
+    # constructor returns with a placeholder, and the loop's next turn fills the card in.
+    import asyncio
+
+    from ctxlab.widgets import Scrubber
+    from ctxlab.widgets.scrubber import PENDING_CARD
+
+    result, evaluation = _evaluated(trace, DEEP)
+
+    async def build() -> tuple[Scrubber, str]:
+        scrubber = Scrubber(result, evaluation=evaluation)
+        return scrubber, scrubber.card.value
+
+    loop = asyncio.new_event_loop()
+    try:
+        scrubber, first = loop.run_until_complete(build())
+        loop.run_until_complete(asyncio.sleep(0))  # the loop's next turn
+    finally:
+        loop.close()
+    assert first == PENDING_CARD
+    assert scrubber.card.value == card_html(scrubber.cards.cards[-1])
+    scrubber.slider.value = scrubber.cards.cards[0].turn
+    assert scrubber.card.value == card_html(scrubber.cards.cards[0])

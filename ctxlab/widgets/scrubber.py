@@ -27,6 +27,7 @@ from ctxlab.trace import Trace
 from ctxlab.widgets._common import (
     ExportBar,
     YAxis,
+    after_redraw,
     figure_widget,
     metrics,
     readout_html,
@@ -77,6 +78,13 @@ def title_at(replay: Replay, turn: int, trace: Trace | None = None) -> str:
     )
 
 
+PENDING_CARD = (
+    "<div class='ctx-event-card-none'>finding what each compaction dropped "
+    "(shown in a moment)</div>"
+)
+"""The card box's content until the event cards are computed (just after the first draw)."""
+
+
 class Scrubber(W.VBox):
     """Scrub `replay` turn by turn. The replay carries its trace and policy, so
     `Scrubber(replay)` shows per-message content; `trace` and `policy` override them (without
@@ -87,8 +95,11 @@ class Scrubber(W.VBox):
     them; `summaries` replaces them (one text per `summarize` event, in order).
 
     The event card of the latest compaction (`ctxlab.event_cards`) shows what it dropped:
-    from `evaluation` (an `ctxlab.Evaluation` of this replay, with probes if run), else Tier 1
-    computed on first display.
+    from `evaluation` (an `ctxlab.Evaluation` of this replay, with probes if run), else Tier 1.
+    The cards are computed once the scrubber is first drawn (`after_redraw`: in a kernel the
+    chart appears first). Following every fact through the replay is most of what building a
+    scrubber costs: 0.7 of 1.0 s at 1,000 turns, 7.9 of 8.9 s at 10,000. A turn shown before
+    then says its card is on the way.
 
     A replay without turns, or a `trace` it does not replay, raises `ValueError`.
     """
@@ -154,6 +165,7 @@ class Scrubber(W.VBox):
         self.events = W.HTML()
         self.events.add_class("ctx-event-list")
         self.cards = EventCards(replay, evaluation)
+        self._cards_due = True  # until just after the first draw
         self.card = W.HTML()
         self.card.add_class("ctx-event-card-box")
         self.readout = W.HTML(readout_html(metrics(replay, trace)))
@@ -162,6 +174,7 @@ class Scrubber(W.VBox):
         self.slider.observe(lambda c: self.show(c["new"]), names="value")
         self.block.observe(lambda c: self._pick(c["new"]), names="value")
         self.show(start, force=True)
+        after_redraw(self._cards_ready)
         super().__init__(
             [
                 W.HBox([self.play, self.slider]),
@@ -211,7 +224,7 @@ class Scrubber(W.VBox):
         self._blocks = self.timeline.blocks(turn)
         self.strip.value = strip_html(self._blocks, turn)
         self.events.value = events_html(self.replay, turn)
-        self.card.value = self.cards.html(turn)
+        self.card.value = PENDING_CARD if self._cards_due else self.cards.html(turn)
         options = [
             (f"{i}: {b.role[:60]} · {b.status} · {b.tokens:,} tok", i)
             for i, b in enumerate(self._blocks)
@@ -224,6 +237,12 @@ class Scrubber(W.VBox):
             else (len(options) - 1 if options else None)
         )
         self._pick(self.block.value)
+
+    def _cards_ready(self) -> None:
+        """Compute the event cards (Tier 1, when no evaluation was given) and show the
+        current turn's."""
+        self._cards_due = False
+        self.card.value = self.cards.html(self.turn)
 
     def _pick(self, index: int | None) -> None:
         block = self._blocks[index] if index is not None and index < len(self._blocks) else None
