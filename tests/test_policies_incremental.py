@@ -185,3 +185,18 @@ def test_without_reference_counts_lists_are_copied_and_replays_unchanged(
     assert run._writable() is not history
     uncounted = replay(long_trace, policy, Fixed("the summary"))
     assert _fingerprint(uncounted, long_trace) == _fingerprint(counted, long_trace)
+
+
+@pytest.mark.skipif(
+    not _engine_counts.COUNTS_REFERENCES, reason="in-place growth needs reference counts"
+)
+def test_inspect_edit_edits_its_request_in_place(long_trace, monkeypatch):
+    # Inspect's edit compacts at nearly every call once over its threshold; copying the whole
+    # request for each edit (and again to grow it at the next call) made long replays
+    # quadratic. Only the first edits, before the stage settles, may copy.
+    copies = []
+    real = _engine_counts.grown
+    monkeypatch.setattr(_engine_counts, "grown", lambda *a: copies.append(1) or real(*a))
+    edits = replay(long_trace, get("inspect-edit", threshold=20_000), Fixed("the summary"))
+    assert edits.events.height > 100
+    assert len(copies) <= 5, (len(copies), edits.events.height)

@@ -124,7 +124,7 @@ def _alone() -> int:
 _ALONE = _alone()
 
 
-def extended(prev: list[Item], new: Sequence[Item], *, edits: bool) -> Grown:
+def extended(prev: list[Item], new: Sequence[Item], *, edits: bool, locals_: int = 0) -> Grown:
     """`grown(prev, new)` for a stage's previous output `prev` (held in one attribute and
     passed as it is), made in place when nothing else holds it: a long request then costs
     what changed, not a copy and a free of the whole list at every call.
@@ -135,8 +135,16 @@ def extended(prev: list[Item], new: Sequence[Item], *, edits: bool) -> Grown:
     are unchanged; the caller lowers `same` to the first item it edits, as it does for a
     copy. Without edits the list only grows, which every `Mark` of it allows. Where reference
     counts are unknown (not CPython), and whenever anyone else holds `prev` (a later stage
-    kept it), a copy."""
-    if not COUNTS_REFERENCES or not isinstance(prev, Grown) or refcount(prev) > _ALONE:
+    kept it), a copy.
+
+    `locals_`: how many local names in the caller's frames also hold `prev` (a stage that
+    edits the view it was handed: its own frames' parameters), counted exactly: any other
+    count, more holders or a Python that counts differently, copies."""
+    if (
+        not COUNTS_REFERENCES
+        or not isinstance(prev, Grown)
+        or refcount(prev) != _ALONE + locals_
+    ):
         return grown(prev, new)
     if edits:
         ghost = Grown()
@@ -252,8 +260,9 @@ class Sums:
         # the list last counted (a `Mark` of a `Grown`) and its entry, for `rebase`
         self._last: tuple[Sequence[Item] | Mark, list[Any]] | None = None
 
-    def rebase(self, before: Sequence[Item], after: Sequence[Item], same: int) -> None:
-        """`after` replaces `before`, the list just counted, sharing its first `same` items:
+    def rebase(self, before: Sequence[Item] | Mark, after: Sequence[Item], same: int) -> None:
+        """`after` replaces `before` (or the list of a `Mark`, as it was when marked), the
+        list just counted, sharing its first `same` items:
         the entry of `before` becomes `after`'s at the cost of what changed (a stage that
         edits a few items near the end of a long request at every call would otherwise pay
         for a search and a copy of the whole prefix at its next count)."""
@@ -262,7 +271,8 @@ class Sums:
         if not INCREMENTAL or last is None or not _is(last[0], before):
             return
         entry = last[1]
-        if len(entry[0]) != len(before) or same > len(before) or same > len(after):
+        n = before.n if isinstance(before, Mark) else len(before)
+        if len(entry[0]) != n or same > n or same > len(after):
             return
         del entry[0][same:], entry[1][same + 1 :], entry[2][same + 1 :]
         self._extend(entry, after, same)
@@ -326,8 +336,10 @@ class Sums:
         entry[3] = mark(items)  # type: ignore[arg-type]
 
 
-def _is(seen: Sequence[Item] | Mark, items: Sequence[Item]) -> bool:
-    """`items` is the list `seen` was taken of, unchanged since."""
+def _is(seen: Sequence[Item] | Mark, items: Sequence[Item] | Mark) -> bool:
+    """`items` is the list `seen` was taken of, unchanged since (or the same `Mark`)."""
+    if isinstance(items, Mark):
+        return seen == items
     if isinstance(seen, Mark):
         return isinstance(items, Grown) and items.serial == seen.serial and len(items) == seen.n
     return seen is items

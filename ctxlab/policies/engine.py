@@ -450,6 +450,17 @@ def write_history(ctx: Context, path: str, items: Sequence[Item]) -> None:
     )
 
 
+class Edited(NamedTuple):
+    """A request as it was before a stage edited it in place (`RebuildStage.commit`)."""
+
+    seen: list[Item] | Mark
+    """`mark` of it, for the token sums (`Sums.rebase`)."""
+    total: int
+    """Its token count."""
+    tail: list[Item]
+    """A copy of its items from the first one edited on."""
+
+
 class RebuildStage:
     """Base of stages that rebuild the whole request when they compact (persistently).
 
@@ -462,7 +473,9 @@ class RebuildStage:
     """
 
     def __init__(self) -> None:
-        self.prefix: list[Item] | None = None
+        # the request the last compaction built is `_view[:prefix_n]` (None: none yet); it is
+        # not held apart, so `_view` has one holder and grows in place (`extended`)
+        self.prefix_n: int | None = None
         self.cut = 0
         # marks of the inputs (`mark`): a list kept here is one the run must copy to grow
         self._in: list[Item] | Mark | None = None
@@ -472,12 +485,15 @@ class RebuildStage:
     def view(self, items: list[Item]) -> list[Item]:
         """The current request before this call's decision."""
         self._given = mark(items)
-        if self.prefix is None:
+        if self.prefix_n is None:
             return items
         new = appended(self._in, items)
         cut = self.cut
         if new is None:
-            view = [*self.prefix, *(it for it in items if it.pos is not None and it.pos >= cut)]
+            view = [
+                *self._view[: self.prefix_n],
+                *(it for it in items if it.pos is not None and it.pos >= cut),
+            ]
         else:
             view = extended(
                 self._view, [it for it in new if it.pos is not None and it.pos >= cut], edits=False
@@ -495,33 +511,36 @@ class RebuildStage:
         path: str | None = None,
         same: int = 0,
         summary: str | None = None,
+        *,
+        edited: Edited | None = None,
     ) -> list[Item]:
         """Make `after` the new prefix; record the event over the positions that left.
 
         `same`: a count of leading items the caller knows `before` and `after` share, so only
         the rest is compared (a tail edit costs the tail). `summary`: the text a `summarize`
-        puts in the request, kept on its event.
+        puts in the request, kept on its event. `edited`: `before` as it was, when `after` is
+        `before` itself edited in place from `same` on.
         """
+        old = before[same:] if edited is None else edited.tail
         kept = {it.pos: it.msg for it in after[same:] if it.pos is not None}
         gone = [
             it.pos
-            for it in before[same:]
+            for it in old
             if it.pos is not None and (it.pos not in kept or kept[it.pos] is not it.msg)
         ]
         # a Grown is never edited once handed on; any other list is copied, as a caller may
-        self.prefix = after if isinstance(after, Grown) else list(after)
+        self._view = after if isinstance(after, Grown) else list(after)
+        self.prefix_n = len(after)
         self.cut = ctx.turn.position
         # every input item is older than this call (positions < cut), so the next view is
         # the prefix plus what the input gains
-        self._in, self._view = self._given, self.prefix
-        total = ctx.count(before)
+        self._in = self._given
+        total = ctx.count(before) if edited is None else edited.total
         if same:
             tok = ctx.tok
-            changed = sum(tok(it.msg) for it in after[same:]) - sum(
-                tok(it.msg) for it in before[same:]
-            )
+            changed = sum(tok(it.msg) for it in after[same:]) - sum(tok(it.msg) for it in old)
             after_total = total + changed
-            ctx.sums.rebase(before, self.prefix, same)
+            ctx.sums.rebase(before if edited is None else edited.seen, self._view, same)
         else:
             after_total = ctx.count(after)
         ctx.events.append(

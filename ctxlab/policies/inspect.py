@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain_core.messages import AIMessage, ToolMessage
 
-from ctxlab.policies._engine_counts import Grown
+from ctxlab.policies._engine_counts import Grown, Mark, extended, mark
 from ctxlab.policies.engine import (
     AUTO,
     Context,
+    Edited,
     Item,
     RebuildStage,
     Stage,
@@ -236,16 +237,21 @@ class InspectStage(RebuildStage):
     written: str | None = None
     """The summary the last `compact` put in the request, if it summarised."""
 
+    edited: Edited | None = None
+    """The request as it was, when the last `compact` edited it in place."""
+
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         view = self.view(items)
         if ctx.count(view) < self.threshold:
             return view
-        self.same, self.written = 0, None
+        self.same, self.written, self.edited = 0, None, None
         after, kind, path = self.compact(view, ctx)
         if after is None:
             return view
         reason = f">= {self.threshold} tokens"
-        return self.commit(ctx, view, after, kind, reason, path, self.same, self.written)
+        return self.commit(
+            ctx, view, after, kind, reason, path, self.same, self.written, edited=self.edited
+        )
 
     def compact(self, view: list[Item], ctx: Context) -> tuple[list[Item] | None, str, str | None]:
         raise NotImplementedError
@@ -303,7 +309,8 @@ class EditStage(InspectStage):
         self.keep_tool_uses = keep_tool_uses
         self.keep_inputs = keep_tool_inputs
         self.exclude = set(exclude_tools)
-        self.fixed: list[Item] | None = None  # the last request `compact` left as it was
+        # (a `mark` of) the last request `compact` left as it was
+        self.fixed: list[Item] | Mark | None = None
 
     def _settled(self, view: list[Item]) -> int:
         """How many leading items of `view` are already edited for good: with only new
@@ -311,15 +318,15 @@ class EditStage(InspectStage):
         items before the oldest of the kept-last thinking turns and tool uses cannot change.
         0 when that does not hold (or with options whose edits reach back: `exclude_tools`
         needs every call's name, `keep_tool_inputs=False` edits the calls of old results)."""
-        if self.exclude or not self.keep_inputs or appended(self.fixed, view) is None:
+        fixed = self.fixed
+        if self.exclude or not self.keep_inputs or appended(fixed, view) is None:
             return 0
-        fixed: list[Item] = self.fixed  # type: ignore[assignment]
         keep_ai = 0 if self.keep_thinking == "all" else int(self.keep_thinking)
         keep_results = self.keep_tool_uses
-        i = len(fixed)
+        i = fixed.n if isinstance(fixed, Mark) else len(fixed)  # type: ignore[arg-type]
         while i > 0 and (keep_ai > 0 or keep_results > 0):
             i -= 1
-            it = fixed[i]
+            it = view[i]  # = fixed[i]: `view` extends it
             if isinstance(it.msg, AIMessage):
                 keep_ai -= 1
             elif isinstance(it.msg, ToolMessage) and it.kind == "tool_results":
@@ -328,15 +335,24 @@ class EditStage(InspectStage):
 
     def compact(self, view: list[Item], ctx: Context) -> tuple[list[Item] | None, str, str | None]:
         settled = self._settled(view)
+        if settled:  # edits stay in `view[settled:]`: edit the view itself, keep its tail
+            self.edited = Edited(mark(view), ctx.count(view), view[settled:])
         after, kind, path = self._compact(view, settled)
-        self.fixed = after if after is not None else view
+        self.fixed = mark(after if after is not None else view)
         self.same = settled
         return after, kind, path
 
     def _compact(self, view: list[Item], settled: int) -> tuple[list[Item] | None, str, str | None]:
-        """`CompactionEdit` over `view[settled:]` (all of it when `settled` is 0)."""
-        out = Grown(view, view)  # edited from `settled` on only
-        out.same = settled
+        """`CompactionEdit` over `view[settled:]` (all of it when `settled` is 0).
+
+        With `settled` the view is edited in place when the stage alone holds it (the view
+        is `_view`, held here by `apply`, `compact` and this call's names: `locals_=3`); a
+        copy of the whole request at every call made a long replay quadratic."""
+        if settled:
+            out = extended(view, (), edits=True, locals_=3)
+        else:
+            out = Grown(view, view)
+        out.same = settled  # edited from `settled` on only
         ais = [i for i in range(settled, len(out)) if isinstance(out[i].msg, AIMessage)]
         if self.keep_thinking != "all":
             keep = int(self.keep_thinking)
@@ -382,9 +398,9 @@ class EditStage(InspectStage):
                     )
             dropped = set(clear)
             out = [it for i, it in enumerate(out) if i not in dropped]
-        if len(out) == len(view) and all(
-            a.msg is b.msg or a.msg == b.msg
-            for a, b in zip(out[settled:], view[settled:], strict=True)
+        before = view[settled:] if self.edited is None else self.edited.tail
+        if len(out) - settled == len(before) and all(
+            a.msg is b.msg or a.msg == b.msg for a, b in zip(out[settled:], before, strict=True)
         ):
             return None, "", None
         return out, "clear_tool_uses", None

@@ -172,7 +172,8 @@ class EveryNTurnsStage(RebuildStage):
             )
         sent = [*(it for it in head if it.kind != "summary"), checkpoint, *kept]
         out = self.commit(ctx, view, sent, "summarize", reason, summary=text)
-        self.prefix = self._view = [*head, checkpoint, *kept]  # what later calls build on
+        self._view = [*head, checkpoint, *kept]  # what later calls build on
+        self.prefix_n = len(self._view)
         return out
 
 
