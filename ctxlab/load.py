@@ -27,6 +27,7 @@ import orjson
 from ctxlab.errors import TraceFormatError
 from ctxlab.formats import langsmith, registry
 from ctxlab.formats.message_lists import looks_like_message_list, trace_from_list
+from ctxlab.shared_json import SharedLines
 from ctxlab.trace import Trace
 
 SUFFIXES = (".json", ".jsonl", ".ndjson", ".gz", ".xz", ".bz2", ".traj", ".eval", ".parquet")
@@ -165,8 +166,11 @@ def _json_error(
     )
 
 
-def read_values(path: Path) -> list[tuple[Any, int | None]]:
-    """The JSON values of a file: one for a JSON document, one per line (numbered) for JSONL."""
+def read_values(path: Path, shared: SharedLines | None = None) -> list[tuple[Any, int | None]]:
+    """The JSON values of a file: one for a JSON document, one per line (numbered) for JSONL.
+
+    `shared` parses the lines instead of `orjson` alone: equal values, but a value repeated
+    byte for byte is one object (`ctxlab.shared_json`; call its `unshare` before editing)."""
     data = _read_bytes(path)
     source = str(path)
     opener = registry.container(data)
@@ -182,11 +186,12 @@ def read_values(path: Path) -> list[tuple[Any, int | None]]:
     if len(lines) < 2:
         raise _json_error(document_error, data, source)
     values: list[tuple[Any, int | None]] = []
+    parse = orjson.loads if shared is None else shared.loads
     for number, line in enumerate(lines, start=1):
         if not line or line.isspace():
             continue
         try:
-            values.append((orjson.loads(line), number))
+            values.append((parse(line), number))
         except orjson.JSONDecodeError as exc:
             if not values:  # not JSONL at all: report the document's own error
                 raise _json_error(document_error, data, source) from None
@@ -239,9 +244,11 @@ def _split(path: Path) -> tuple[list[langsmith.Run], list[Trace], str | None]:
     otherwise its values are LangSmith records (normalised here, so a bad record fails its own
     file only) or message lists."""
     source = str(path)
-    values = read_values(path)
+    shared = SharedLines()
+    values = read_values(path, shared)
     reader = registry.detect(values)
     if reader is not None:
+        shared.unshare()  # their readers may edit what they parse; LangSmith's copy first
         return [], reader.read(values, source), None
     runs: list[langsmith.Run] = []
     traces: list[Trace] = []
