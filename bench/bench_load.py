@@ -3,12 +3,18 @@
 Run: `.venv/bin/python bench/bench_load.py` (writes bench/out/export.jsonl first if missing).
 The baseline is `json.loads` on every line, the least any loader must do; ctxlab's number is
 the full `ctxlab.load` (read, parse, merge runs, decode messages, rebuild the conversation).
+
+`--real` also times files not made for this bench: the bundled samples and the JSON Lines
+files in ../shared/data/real-traces, each against `json.loads` per line of its decompressed
+bytes (decompression counted on both sides).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
+import lzma
 import time
 from pathlib import Path
 
@@ -25,11 +31,56 @@ def best_of(fn, repeat: int) -> float:
     return min(times)
 
 
+REPO = Path(__file__).resolve().parents[1]
+REAL = REPO.parent / "shared" / "data" / "real-traces"
+
+
+def real_files() -> list[Path]:
+    """The bundled samples, then every JSON Lines file under ../shared/data/real-traces."""
+    found = sorted((REPO / "traces").glob("*.jsonl.xz"))
+    found += sorted(p for p in REAL.rglob("*.jsonl*") if p.is_file())
+    return found
+
+
+def decompressed(path: Path) -> bytes:
+    data = path.read_bytes()
+    if path.suffix == ".xz":
+        return lzma.decompress(data)
+    if path.suffix == ".gz":
+        return gzip.decompress(data)
+    return data
+
+
+def real_rows(repeat: int) -> None:
+    """One row per real file: json.loads per line (after decompression) against ctxlab.load."""
+    print("\n| file | MB | json.loads per line | ctxlab.load | ratio |")
+    print("|---|---:|---:|---:|---:|")
+    for path in real_files():
+        size = len(decompressed(path)) / 1e6
+
+        def plain(path: Path = path) -> None:
+            for line in decompressed(path).split(b"\n"):
+                if line.strip():
+                    json.loads(line)
+
+        def ours(path: Path = path) -> None:
+            ctxlab.load(path)
+
+        base, took = best_of(plain, repeat), best_of(ours, repeat)
+        name = path.relative_to(REPO if path.is_relative_to(REPO) else REAL)
+        print(
+            f"| {str(name)[:60]} | {size:.1f} | {base * 1000:.0f} ms | {took * 1000:.0f} ms "
+            f"| {took / base:.1f}x |",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--path", type=Path, default=Path("bench/out/export.jsonl"))
     parser.add_argument("--turns", type=int, default=210, help="210 turns is about 100 MB")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--real", action="store_true", help="also the samples and real files")
     args = parser.parse_args()
     if not args.path.exists():
         args.path.parent.mkdir(parents=True, exist_ok=True)
@@ -52,6 +103,8 @@ def main() -> None:
     print(f"json.loads per line: {baseline:.2f} s  ({size_mb / baseline:.0f} MB/s)")
     print(f"ctxlab.load:         {loaded:.2f} s  ({size_mb / loaded:.0f} MB/s)")
     print(f"ratio: {loaded / baseline:.2f}x")
+    if args.real:
+        real_rows(args.repeat)
 
 
 if __name__ == "__main__":
