@@ -97,9 +97,9 @@ class Scrubber(W.VBox):
     The event card of the latest compaction (`ctxlab.event_cards`) shows what it dropped:
     from `evaluation` (an `ctxlab.Evaluation` of this replay, with probes if run), else Tier 1.
     The cards are computed once the scrubber is first drawn (`after_redraw`: in a kernel the
-    chart appears first). Following every fact through the replay is most of what building a
-    scrubber costs: 0.7 of 1.0 s at 1,000 turns, 7.9 of 8.9 s at 10,000. A turn shown before
-    then says its card is on the way.
+    chart appears first). Following every fact through the replay was most of what building a
+    scrubber cost (0.7 s at 1,000 turns, 6.1 s at 10,000; 0.05 and 0.23 s to the first draw
+    now, `bench.bench_widgets`). A turn shown before then says its card is on the way.
 
     A replay without turns, or a `trace` it does not replay, raises `ValueError`.
     """
