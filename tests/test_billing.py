@@ -257,6 +257,28 @@ def test_in_a_kernel_the_chart_comes_before_the_bill() -> None:
     asyncio.run(moves())
 
 
+def test_in_a_kernel_widgets_draw_before_their_first_bill() -> None:
+    """Built on a running event loop, the explorer and the scrubber show their chart and a
+    token readout at once; the bill and the cost follow on the loop's next turn."""
+    import asyncio
+
+    from ctxlab.widgets import Scrubber, ThresholdExplorer
+
+    trace = make_trace(60, fmt="anthropic", seed=3, model="claude-sonnet-4-5", usage=True)
+
+    async def build() -> None:
+        explorer = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+        scrubber = Scrubber(replay(trace, DeepAgents()), trace)
+        for widget in (explorer, scrubber):
+            assert "peak" in widget.readout.value and "cost" not in widget.readout.value
+        await asyncio.sleep(0)
+        for widget in (explorer, scrubber):
+            assert "cost" in widget.readout.value
+            assert "billed tokens, calibrated" in widget.readout.value
+
+    asyncio.run(build())
+
+
 def test_a_preset_with_a_token_trigger_flags_late_triggers_too(shared: Any) -> None:
     """Catalogue presets whose stage compacts at a token threshold report it as their trigger
     (claude-code: window - output reserve - auto-compact buffer), so their calls billed past it

@@ -31,6 +31,7 @@ from ctxlab.widgets._common import (
     figure_widget,
     metrics,
     readout_html,
+    token_metrics,
 )
 
 if TYPE_CHECKING:
@@ -96,10 +97,11 @@ class Scrubber(W.VBox):
 
     The event card of the latest compaction (`ctxlab.event_cards`) shows what it dropped:
     from `evaluation` (an `ctxlab.Evaluation` of this replay, with probes if run), else Tier 1.
-    The cards are computed once the scrubber is first drawn (`after_redraw`: in a kernel the
-    chart appears first). Following every fact through the replay was most of what building a
-    scrubber cost (0.7 s at 1,000 turns, 6.1 s at 10,000; 0.05 and 0.23 s to the first draw
-    now, `bench.bench_widgets`). A turn shown before then says its card is on the way.
+    The cards, and the cost in the readout (the replay's bill), are computed once the scrubber
+    is first drawn (`after_redraw`: in a kernel the chart appears first). Following every fact
+    through the replay was most of what building a scrubber cost (0.7 s at 1,000 turns, 6.1 s
+    at 10,000; 0.05 and 0.23 s to the first draw now, `bench.bench_widgets`). A turn shown
+    before then says its card is on the way.
 
     A replay without turns, or a `trace` it does not replay, raises `ValueError`.
     """
@@ -168,13 +170,13 @@ class Scrubber(W.VBox):
         self._cards_due = True  # until just after the first draw
         self.card = W.HTML()
         self.card.add_class("ctx-event-card-box")
-        self.readout = W.HTML(readout_html(metrics(replay, trace)))
+        self.readout = W.HTML(readout_html(token_metrics(replay)))  # cost: `_first_drawn`
         self.exporter = ExportBar(lambda: self.figure, f"context_{replay.policy}")
         self._blocks: list[Block] = []
         self.slider.observe(lambda c: self.show(c["new"]), names="value")
         self.block.observe(lambda c: self._pick(c["new"]), names="value")
         self.show(start, force=True)
-        after_redraw(self._cards_ready)
+        after_redraw(self._first_drawn)
         super().__init__(
             [
                 W.HBox([self.play, self.slider]),
@@ -238,9 +240,10 @@ class Scrubber(W.VBox):
         )
         self._pick(self.block.value)
 
-    def _cards_ready(self) -> None:
-        """Compute the event cards (Tier 1, when no evaluation was given) and show the
-        current turn's."""
+    def _first_drawn(self) -> None:
+        """What waits for the first draw: the cost (priced on the replay's bill) and the
+        event cards (Tier 1, when no evaluation was given), then the current turn's card."""
+        self.readout.value = readout_html(metrics(self.replay, self.trace))
         self._cards_due = False
         self.card.value = self.cards.html(self.turn)
 
