@@ -58,6 +58,10 @@ PIPELINES = [
     ("tool-result-offload", "openhands-llm-summarizing"),
     ("openhands-observation-masking", "sliding-window"),
     ("inspect-edit", "inspect-summary"),
+    # inspect-edit edits its view in place: behind a stage that grows its own output in place,
+    # and ahead of one that rebuilds its request
+    ("clear-tool-uses", "inspect-edit"),
+    ("inspect-edit", "claude-code"),
 ]
 
 
