@@ -75,6 +75,23 @@ def test_lines_parse_as_orjson_parses_them(pool: list[Any], picks: list[int]) ->
             assert exact(parser.loads(line)) == exact(orjson.loads(line))
 
 
+BIG = {"messages": [{"role": "user", "content": "x" * 50}, {"role": "ai", "content": "y" * 60}]}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        orjson.dumps(BIG) + b"\r",  # a CRLF file split on LF
+        b"  " + orjson.dumps(BIG) + b" \t",
+        orjson.dumps(BIG, option=orjson.OPT_INDENT_2).replace(b"\n", b" "),
+    ],
+)
+def test_whitespace_around_values_parses_as_orjson_parses_it(line: bytes) -> None:
+    with split_small():
+        parser = SharedLines()
+        assert exact(parser.loads(line)) == exact(parser.loads(line)) == exact(orjson.loads(line))
+
+
 @pytest.mark.parametrize(
     "line",
     [
@@ -84,6 +101,7 @@ def test_lines_parse_as_orjson_parses_them(pool: list[Any], picks: list[int]) ->
         b'{"a": [1e400, "' + b"z" * MIN_BYTES + b'"]}',
         b"[" * 1100 + b"]" * 1100,
         b'{"a": 1} {"b": 2}' + b" " * MIN_BYTES,
+        b"\xef\xbb\xbf" + orjson.dumps(BIG),  # a byte order mark
     ],
 )
 def test_bad_lines_raise_orjsons_own_error(line: bytes) -> None:
