@@ -42,6 +42,7 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -274,12 +275,13 @@ def long_trace_round(turns: int, quick: bool) -> tuple[dict[str, float], int]:
     ctxlab.replay(trace, policy)  # every message measured once
     replay_cpu: list[float] = []
     replay_s = min(timed(ctxlab.replay, trace, policy, cpu=replay_cpu)[1] for _ in range(3))
-    ex, ex_shown, ex_priced = explorer_build(trace)  # freezes the collector, as in a notebook
+    # freezes the collector, as in a notebook
+    ex, ex_shown, ex_priced = built_on_loop(partial(ThresholdExplorer, trace, debounce=0))
     slider = ex.control("trigger")
     move_cpu: list[float] = []
     values = (0.5, 0.3, 0.7, 0.4, 0.85)[: 3 if quick else None]
     moves = [_move(slider, v, move_cpu) for v in values]
-    s, shown, cards = scrubber_build(ex.replay, trace)
+    s, shown, cards = built_on_loop(partial(Scrubber, ex.replay, trace, turn=0))
     n = len(trace.turns)
     scrub_cpu: list[float] = []
     scrub = [_move(s.slider, t, scrub_cpu) for t in range(0, n, max(1, n // (10 if quick else 40)))]
@@ -301,36 +303,20 @@ def long_trace_round(turns: int, quick: bool) -> tuple[dict[str, float], int]:
     }, messages
 
 
-def explorer_build(trace: ctxlab.Trace) -> tuple[ThresholdExplorer, float, float]:
-    """An explorer built as in a kernel (on the event loop), with wall milliseconds from the
-    call to the constructor's return (chart and token readout ready) and then until its first
-    replay is priced (the bill, deferred past the first draw)."""
+def built_on_loop(make: Callable[[], Any]) -> tuple[Any, float, float]:
+    """`make()` run as a kernel runs a cell (on the event loop): the widget, wall milliseconds
+    to the constructor's return (the chart can be drawn), then until what it defers past the
+    first draw (`after_redraw`: an explorer's bill, a scrubber's bill and event cards) is done."""
 
-    async def build() -> tuple[ThresholdExplorer, float]:
+    async def build() -> tuple[Any, float]:
         start = time.perf_counter()
-        ex = ThresholdExplorer(trace, debounce=0)
-        return ex, (time.perf_counter() - start) * 1000
+        widget = make()
+        return widget, (time.perf_counter() - start) * 1000
 
     start = time.perf_counter()
-    ex, shown = _LOOP.run_until_complete(build())
-    _LOOP.run_until_complete(asyncio.sleep(0))  # the bill, if that turn did not run it
-    return ex, shown, (time.perf_counter() - start) * 1000 - shown
-
-
-def scrubber_build(replay: ctxlab.Replay, trace: ctxlab.Trace) -> tuple[Scrubber, float, float]:
-    """A scrubber built as in a kernel (on the event loop), with wall milliseconds from the
-    call to the constructor's return (the chart can be drawn) and then until the event cards,
-    deferred past the first draw, are filled in."""
-
-    async def build() -> tuple[Scrubber, float]:
-        start = time.perf_counter()
-        s = Scrubber(replay, trace, turn=0)
-        return s, (time.perf_counter() - start) * 1000
-
-    start = time.perf_counter()
-    s, shown = _LOOP.run_until_complete(build())
-    _LOOP.run_until_complete(asyncio.sleep(0))  # the cards, if that turn did not run them
-    return s, shown, (time.perf_counter() - start) * 1000 - shown
+    widget, shown = _LOOP.run_until_complete(build())
+    _LOOP.run_until_complete(asyncio.sleep(0))  # the deferred work, if that turn did not run it
+    return widget, shown, (time.perf_counter() - start) * 1000 - shown
 
 
 def scaling(sizes: tuple[int, ...], quick: bool) -> None:

@@ -342,12 +342,12 @@ class ThresholdExplorer(W.VBox):
             gc.freeze()
         self.yaxis = YAxis(self._relayout)
         self._traces = plots.context_trace_dicts(self.replay, lines=self._lines())
-        self.figure = figure_widget(self._figure(), "ctx-explorer-chart")
+        shown, first = self.replay, token_metrics(self.replay)
+        self.figure = figure_widget(self._figure(first), "ctx-explorer-chart")
         self.exporter = ExportBar(lambda: self.figure, "explorer")
         # the bill and its cost follow the first draw, as after every move: billing a
         # 10,000-turn replay (every message counted by the provider's tokenizer) took 1.5 of
         # the explorer's 3.9 s
-        shown, first = self.replay, token_metrics(self.replay)
         self.readout.value = readout_html(first, None, self.replays)
         after_redraw(lambda: self._price(shown, first))
         self.choice.observe(self._policy_changed, names="value")
@@ -420,9 +420,9 @@ class ThresholdExplorer(W.VBox):
             f"peak {m['peak']:,}, cumulative {m['cumulative']:,}, {m['events']} events"
         )
 
-    def _figure(self) -> go.Figure:
+    def _figure(self, m: dict[str, Any]) -> go.Figure:
         assert self.replay is not None
-        fig = plots.context_tokens(self.replay, lines=self._lines(), title=self._title())
+        fig = plots.context_tokens(self.replay, lines=self._lines(), title=self._title(m))
         fig.plotly_relayout(self.yaxis.relayout(self._traces))
         return fig
 
