@@ -51,8 +51,9 @@ def load_digest(trace: ctxlab.Trace) -> str:
 
 def replay_digest(trace: ctxlab.Trace, preset: str, requests: bool = False) -> list[str]:
     """The replay's turns, events and files; with `requests`, also every call's request as
-    the engine kept it (`Call.request`: kept parts, new fingerprints and tokens; orphans) and
-    the prompt-cache frame built on those requests (`metrics.cache_frame`)."""
+    the engine kept it (`Call.request`: kept parts, new fingerprints in order of first
+    appearance, and tokens; orphans) and the prompt-cache frame built on those requests
+    (`metrics.cache_frame`)."""
     try:
         r = ctxlab.replay(trace, preset)
     except Exception as exc:  # noqa: BLE001 - a refusal is a result to compare
@@ -61,9 +62,12 @@ def replay_digest(trace: ctxlab.Trace, preset: str, requests: bool = False) -> l
     data.extend(p.encode() + b"\0" + r.file_bytes(p) for p in sorted(r.files))
     out = [_h(b"\1".join(data))]
     if requests:
+        # fingerprints mean only equal or not: numbered in order of first appearance, so a
+        # run that numbers its parts differently but sends the same requests digests the same
+        order: dict[int, int] = {}
         calls = [
-            (c.request.kept, list(c.request.fingerprints), list(c.request.tokens),
-             getattr(c, "orphans", 0))
+            (c.request.kept, [order.setdefault(f, len(order)) for f in c.request.fingerprints],
+             list(c.request.tokens), getattr(c, "orphans", 0))
             for c in r.calls
         ]  # fmt: skip
         cache = metrics.cache_frame(r, trace, model="claude-sonnet-4-5")

@@ -77,7 +77,7 @@ class RecordedCompaction:
     started_at: str | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class Trace:
     """One agent conversation, loaded from any supported format.
 

@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from langchain_core.messages import BaseMessage
 
 from ctxlab import tokens as tk
+from ctxlab.policies._engine_facts import facts
 
 if TYPE_CHECKING:
     from ctxlab.policies.engine import Item
+    from ctxlab.trace import Trace
 
 
 class TokenCache:
@@ -29,9 +31,16 @@ class TokenCache:
 
     __slots__ = ("cpt", "_d")
 
-    def __init__(self, chars_per_token: float) -> None:
+    def __init__(
+        self, chars_per_token: float, seed: dict[int, tuple[BaseMessage, int]] | None = None
+    ) -> None:
         self.cpt = chars_per_token
-        self._d: dict[int, tuple[BaseMessage, int]] = {}
+        self._d: dict[int, tuple[BaseMessage, int]] = dict(seed) if seed else {}
+
+    @classmethod
+    def of(cls, trace: Trace, chars_per_token: float) -> TokenCache:
+        """A cache that starts with `trace`'s history measured (`_engine_facts.facts`)."""
+        return cls(chars_per_token, facts(trace, chars_per_token).tokens)
 
     def __call__(self, message: BaseMessage) -> int:
         hit = self._d.get(id(message))

@@ -14,13 +14,11 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from ctxlab.policies._engine_counts import Mark, common_prefix, mark, shared
+from ctxlab.policies._engine_facts import Meta
 
 if TYPE_CHECKING:
     from ctxlab.policies.engine import Item
 
-Meta = tuple[BaseMessage, tuple[int, int], "frozenset[str] | None"]
-"""What `StageRun` knows of a message: the message itself (keeping its `id` unique), its
-`(fingerprint, tokens)` part, and the ids of the tool calls it makes (None if not an AIMessage)."""
 
 
 class RequestTotals:

@@ -76,7 +76,8 @@ from ctxlab.policies._engine_counts import (
     mark,
     refcount,
 )
-from ctxlab.policies._engine_request import Meta, RequestTotals
+from ctxlab.policies._engine_facts import Meta, calls_of, facts
+from ctxlab.policies._engine_request import RequestTotals
 from ctxlab.policies.base import Call, Event, Files, Request
 from ctxlab.policies.checks import check_shared
 from ctxlab.profiles import profile as lookup_profile
@@ -239,11 +240,15 @@ class StageRun:
         copied first (`_writable`), so a stage never sees a list it was given change."""
         self._refs = refcount(self.history)
         self.baseline = self.tools_tokens
-        self.tok = TokenCache(chars_per_token)
+        # the history's own messages come measured (`_engine_facts`): a run measures only
+        # the messages its stages make
+        self.facts = facts(trace, chars_per_token)
+        self.tok = TokenCache(chars_per_token, self.facts.tokens)
         self.sums = Sums(self.tok)
         # id -> (message, (fingerprint, tokens), tool-call ids or None); the message reference
         # keeps ids unique for the run's lifetime
-        self._meta: dict[int, Meta] = {}
+        self._meta: dict[int, Meta] = dict(self.facts.metas)
+        self._next_fingerprint = self.facts.first_free
         self.totals = RequestTotals(self.tools_tokens, self._meta_of)
         self.last_request: Request | None = None
         """The previous call's `Call.request`, which the next one is an edit of."""
@@ -262,22 +267,20 @@ class StageRun:
             return
         history = self._writable()
         msgs = self.trace.messages
+        measured, kinds = self.facts.messages, self.facts.kinds
         while len(history) < upto:
             pos = len(history)
             message = msgs[pos]
-            history.append(Item(pos, message, kind_of(message)))
+            known = pos < len(measured) and measured[pos] is message
+            history.append(Item(pos, message, kinds[pos] if known else kind_of(message)))
             self.baseline += self.tok(message)
 
     def _meta_of(self, message: BaseMessage) -> Meta:
         hit = self._meta.get(id(message))
         if hit is not None and hit[0] is message:
             return hit
-        calls = (
-            frozenset(c["id"] for c in message.tool_calls if c.get("id"))
-            if isinstance(message, AIMessage)
-            else None
-        )
-        entry = (message, (len(self._meta) + 1, self.tok(message)), calls)
+        entry = (message, (self._next_fingerprint, self.tok(message)), calls_of(message))
+        self._next_fingerprint += 1
         self._meta[id(message)] = entry
         return entry
 

@@ -315,6 +315,7 @@ class ClearStage:
         clear_tool_inputs: bool,
         exclude_tools: tuple[str, ...],
         placeholder: str,
+        trace: Trace,
         counter_cpt: float = tk.CHARS_PER_TOKEN,
         event_kind: str = "clear_tool_uses",
     ) -> None:
@@ -325,7 +326,7 @@ class ClearStage:
         self.exclude = set(exclude_tools)
         self.placeholder = placeholder
         self.cpt = counter_cpt
-        self.tok = TokenCache(counter_cpt)
+        self.tok = TokenCache.of(trace, counter_cpt)  # the history comes measured
         self.sums = Sums(self.tok)
         self.kind = event_kind
         self.cleared: set[int] = set()
@@ -488,6 +489,7 @@ class ClearToolUses(StagePolicy):
                 clear_tool_inputs=self.clear_tool_inputs,
                 exclude_tools=tuple(self.exclude_tools),
                 placeholder=self.placeholder,
+                trace=trace,
             )
         ]
 
@@ -507,12 +509,14 @@ class TrimStage:
     what changed. Any other option calls `trim_messages` itself.
     """
 
-    def __init__(self, *, max_tokens: int | None, options: dict[str, Any], cpt: float) -> None:
+    def __init__(
+        self, *, max_tokens: int | None, options: dict[str, Any], cpt: float, trace: Trace
+    ) -> None:
         self.max_tokens = max_tokens
         self.options = options
         self.cpt = cpt
         self.dropped: set[int] = set()
-        self.sums = Sums(TokenCache(cpt))
+        self.sums = Sums(TokenCache.of(trace, cpt))  # the history comes measured
         self.fast = (
             options.get("strategy", "first") == "last"
             and not options.get("allow_partial")
@@ -639,7 +643,9 @@ class SlidingWindow(StagePolicy):
         if self.strategy == "last":
             options["include_system"] = self.include_system
         max_tokens = None if self.max_tokens == AUTO else int(self.max_tokens)
-        return [TrimStage(max_tokens=max_tokens, options=options, cpt=tk.CHARS_PER_TOKEN)]
+        return [
+            TrimStage(max_tokens=max_tokens, options=options, cpt=tk.CHARS_PER_TOKEN, trace=trace)
+        ]
 
 
 __all__ = [
