@@ -248,12 +248,37 @@ _AI, _HUMAN, _TOOL, _OTHER = range(4)
 _Row = tuple[int, str, tuple[tuple[str, str], ...], tuple[str, ...]]
 """`_Conversation._row`: (role, first line or "", (path, tool) of its calls, paths mentioned)."""
 
-Memo = Callable[[BaseMessage, str, Callable[[], Any]], Any]
-"""`memo(message, fact, compute)`: a per-message fact, computed by `compute()` or remembered."""
+class Memo:
+    """Where a summary's per-message facts come from: computed every time (`Extractive`)."""
+
+    def __call__(self, message: BaseMessage, fact: str, compute: Callable[[], Any]) -> Any:
+        """The `fact` of `message`: `compute()`."""
+        return compute()
+
+    def each(
+        self, messages: Sequence[BaseMessage], fact: str, make: Callable[[BaseMessage], Any]
+    ) -> list[Any]:
+        """The `fact` of every message: `make(message)`."""
+        return [make(m) for m in messages]
 
 
-def _compute(message: BaseMessage, fact: str, compute: Callable[[], Any]) -> Any:
-    return compute()
+class Remembered(Memo):
+    """Facts remembered per live message object in `ctxlab.tokens.derived` (`CachedExtractive`),
+    keyed by fact and `line_chars`."""
+
+    def __init__(self, line_chars: int) -> None:
+        self.line_chars = line_chars
+
+    def __call__(self, message: BaseMessage, fact: str, compute: Callable[[], Any]) -> Any:
+        """The `fact` of `message`, computed once per message object."""
+        return tk.derived(message, ("extractive", fact, self.line_chars), compute)
+
+    def each(
+        self, messages: Sequence[BaseMessage], fact: str, make: Callable[[BaseMessage], Any]
+    ) -> list[Any]:
+        """The `fact` of every message, the memo lookup inlined (`tokens.derived_each`): each
+        summary reads one row per message it covers."""
+        return tk.derived_each(messages, ("extractive", fact, self.line_chars), make)
 
 
 def _error_lines(text: str) -> list[str]:
@@ -283,8 +308,8 @@ class _Conversation:
     ) -> None:
         self.messages = messages
         self.line_chars = line_chars
-        self.memo: Memo = memo or _compute
-        self.rows = [self.memo(m, "row", lambda m=m: self._row(m)) for m in messages]
+        self.memo: Memo = memo or Memo()
+        self.rows = self.memo.each(messages, "row", self._row)
         humans = [
             m for m, row in zip(messages, self.rows, strict=True) if row[0] == _HUMAN and row[1]
         ]
@@ -486,9 +511,9 @@ class Extractive:
         """`extractive:<max_items>:<line_chars>` (the prompt is part of the policy's identity)."""
         return f"extractive:{self.max_items}:{self.line_chars}"
 
-    def _memo(self) -> Memo | None:
+    def _memo(self) -> Memo:
         """Where per-message facts are kept: nowhere here (`CachedExtractive` keeps them)."""
-        return None
+        return Memo()
 
     def summarize(self, messages: Sequence[BaseMessage], *, prompt: str = DEFAULT_PROMPT) -> str:
         """One block per section of `prompt`; "None" where the conversation gives nothing."""
@@ -520,12 +545,7 @@ class CachedExtractive(Extractive):
     """
 
     def _memo(self) -> Memo:
-        line_chars = self.line_chars
-
-        def memo(message: BaseMessage, fact: str, compute: Callable[[], Any]) -> Any:
-            return tk.derived(message, ("extractive", fact, line_chars), compute)
-
-        return memo
+        return Remembered(self.line_chars)
 
 
 __all__ = [

@@ -234,6 +234,28 @@ def _new_entry(message: BaseMessage) -> list[Any]:
     return entry
 
 
+def derived_each(
+    messages: Iterable[BaseMessage], key: Any, make: Callable[[BaseMessage], Any]
+) -> list[Any]:
+    """`derived(message, key, lambda: make(message))` of each message, the memo lookup inlined
+    (a summary reads one fact of every message it covers, at every summary of every replay)."""
+    out = []
+    memo = _MEMO
+    for message in messages:
+        entry = memo.get(id(message))
+        if entry is None or entry[0]() is not message:
+            entry = _new_entry(message)
+        values = entry[3]
+        if values is None:
+            values = entry[3] = {}
+        if key in values:
+            out.append(values[key])
+        else:
+            value = values[key] = make(message)
+            out.append(value)
+    return out
+
+
 def cached_size(message: BaseMessage) -> Size:
     """`message_size`, measured once per message object for as long as the object lives."""
     entry = _entry(message)

@@ -107,3 +107,20 @@ def test_cache_is_per_object() -> None:
         assert (
             tk.message_tokens(HumanMessage("x" * size * 8)) == 2 * size + 4
         )  # "user" + 8n chars, +3
+
+
+def test_derived_each_shares_the_memo_of_derived() -> None:
+    """`derived_each` gives what `derived` gives, per message, from the same entries: a value
+    made by either is not made again by the other, and a message object seen twice is made once."""
+    a, b = HumanMessage("first"), AIMessage("second")
+    made: list[str] = []
+
+    def make(m):
+        made.append(m.text)
+        return m.text.upper()
+
+    assert tk.derived(a, "upper-test", lambda: make(a)) == "FIRST"
+    assert tk.derived_each([a, b, b], "upper-test", make) == ["FIRST", "SECOND", "SECOND"]
+    assert tk.derived(b, "upper-test", lambda: make(b)) == "SECOND"
+    assert made == ["first", "second"]
+    assert tk.derived_each([a], "other-key", lambda m: len(m.text)) == [5]

@@ -1,15 +1,17 @@
-"""What the stage engine knows of a trace's own messages at one characters-per-token: their
+"""What the replay engines know of a trace's own messages at one characters-per-token: their
 tokens, buckets, tool-call ids and request fingerprints, measured once per trace.
 
-Private speed-up machinery behind `ctxlab.policies.engine.StageRun`. A slider move replays the
+Private speed-up machinery behind `ctxlab.policies.engine.StageRun` (and the token counts
+behind `DeepAgentsRun`). A slider move replays the
 same trace again, and every run looked each history message up afresh (its tokens through
 the memo, its bucket, its tool-call ids): a third of a 1,000-turn replay under `raw`
 (2,667 messages). A run now starts from copies of these tables and only measures the messages
 its stages make (masked copies, summaries).
 
-The tables are keyed by message identity, like `ctxlab.tokens`' memo (messages are treated as
-immutable), and hold the messages they describe, so an `id` is never reused while they live;
-they leave with the trace.
+The tables are by position (the history is compared with the one measured at every run's start)
+and by message identity, like `ctxlab.tokens`' memo (messages are treated as immutable); they
+hold the messages they describe, so an `id` is never reused while they live, and leave with
+the trace.
 """
 
 from __future__ import annotations
@@ -36,9 +38,11 @@ class TraceFacts(NamedTuple):
     """One trace's messages at one characters-per-token (`facts`)."""
 
     messages: tuple[BaseMessage, ...]
-    """The history as measured: `kinds[i]` holds while `messages[i]` is the history's."""
+    """The history as measured (`facts` measures again when it changed)."""
     kinds: tuple[str, ...]
     """Each message's token bucket (`kind_of`)."""
+    counts: tuple[int, ...]
+    """Each message's tokens (`ctxlab.tokens.tokens_list`)."""
     tokens: dict[int, tuple[BaseMessage, int]]
     """id -> (message, tokens): the seed of a run's `TokenCache`."""
     metas: dict[int, Meta]
@@ -71,24 +75,25 @@ def calls_of(message: BaseMessage) -> frozenset[str] | None:
 
 def facts(trace: Trace, chars_per_token: float) -> TraceFacts:
     """The facts of `trace`'s history at `chars_per_token`, measured on first use and again
-    when the history's length changed (a trace still being built)."""
+    when the history changed since (a trace still being built, a message swapped): a
+    C-speed comparison of the history with the one measured, identity first."""
     key = id(trace)
     entry = _FACTS.get(key)
     if entry is None or entry[0]() is not trace:
         entry = _FACTS[key] = (weakref.ref(trace, partial(_forget, key)), {})
     found = entry[1].get(chars_per_token)
-    if found is None or len(found.messages) != len(trace.messages):
+    if found is None or found.messages != tuple(trace.messages):
         found = entry[1][chars_per_token] = _measure(trace.messages, chars_per_token)
     return found
 
 
 def _measure(history: list[BaseMessage], chars_per_token: float) -> TraceFacts:
     messages = tuple(history)
-    counts = tk.tokens_list(messages, chars_per_token)
+    counts = tuple(tk.tokens_list(messages, chars_per_token))
     tokens: dict[int, tuple[BaseMessage, int]] = {}
     metas: dict[int, Meta] = {}
     for pos, (message, toks) in enumerate(zip(messages, counts, strict=True)):
         if id(message) not in metas:  # a message object met twice keeps its first position
             tokens[id(message)] = (message, toks)
             metas[id(message)] = (message, (pos + 1, toks), calls_of(message))
-    return TraceFacts(messages, tuple(map(kind_of, messages)), tokens, metas)
+    return TraceFacts(messages, tuple(map(kind_of, messages)), counts, tokens, metas)

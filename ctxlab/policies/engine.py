@@ -267,13 +267,11 @@ class StageRun:
             return
         history = self._writable()
         msgs = self.trace.messages
-        measured, kinds = self.facts.messages, self.facts.kinds
+        kinds, counts = self.facts.kinds, self.facts.counts
         while len(history) < upto:
             pos = len(history)
-            message = msgs[pos]
-            known = pos < len(measured) and measured[pos] is message
-            history.append(Item(pos, message, kinds[pos] if known else kind_of(message)))
-            self.baseline += self.tok(message)
+            history.append(Item(pos, msgs[pos], kinds[pos]))
+            self.baseline += counts[pos]
 
     def _meta_of(self, message: BaseMessage) -> Meta:
         hit = self._meta.get(id(message))

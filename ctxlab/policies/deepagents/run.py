@@ -17,6 +17,7 @@ real middleware walks and re-counts the whole history on every call.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import accumulate
@@ -26,6 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from ctxlab import tokens as tk
 from ctxlab.message_facts import kind_of, message_text
+from ctxlab.policies._engine_facts import facts
 from ctxlab.policies.base import Call, Event, Files, Request
 from ctxlab.policies.deepagents.filesystem import (
     TOOLS_EXCLUDED_FROM_EVICTION,
@@ -114,10 +116,11 @@ class DeepAgentsRun(SummarizationStep, RequestParts):
         self.scale = 1.0  # usage scaling of the latest whole-request count
 
     @cached_property
-    def source_tokens(self) -> list[int]:
-        """Tokens of each recorded message, measured once, on the first call (`start` alone,
-        which a sweep's planning calls to validate every cell, measures nothing)."""
-        return tk.tokens_list(self.source, self.cpt)
+    def source_tokens(self) -> Sequence[int]:
+        """Tokens of each recorded message, read on the first call (`start` alone, which a
+        sweep's planning calls to validate every cell, measures nothing) from the trace's
+        facts, measured once per trace (`_engine_facts`)."""
+        return facts(self.trace, self.cpt).counts[self.offset :]
 
     @cached_property
     def baselines(self) -> list[int]:
