@@ -16,7 +16,7 @@ import polars as pl
 
 from ctxlab.billing import BillerLike, Billing, bill
 from ctxlab.message_facts import KINDS
-from ctxlab.policies.base import Call, Event, Files, Policy
+from ctxlab.policies.base import Call, Event, Files, Policy, PolicyRun
 from ctxlab.schema import EVENTS, TURNS
 from ctxlab.summarizers import Extractive, Summarizer
 from ctxlab.trace import Trace
@@ -128,6 +128,15 @@ class Replay:
 def replay(trace: Trace, policy: Policy | str, summarizer: Summarizer | None = None) -> Replay:
     """Replay `trace` under `policy` (a policy, or a registered name at its defaults, as
     `ctxlab policies` lists them); the default summariser is the offline `Extractive`."""
+    return replay_with_run(trace, policy, summarizer)[0]
+
+
+def replay_with_run(
+    trace: Trace, policy: Policy | str, summarizer: Summarizer | None = None
+) -> tuple[Replay, PolicyRun]:
+    """`replay`, also handing back the finished run, so the caller chooses when its working
+    state is freed: a slider frees it, and the replay it replaces, after the chart is sent
+    (freeing a 1,000-turn run and replay took up to 2 ms of a 14 ms move)."""
     if isinstance(policy, str):
         from ctxlab.policies.catalog import get
 
@@ -147,4 +156,4 @@ def replay(trace: Trace, policy: Policy | str, summarizer: Summarizer | None = N
         trace=trace,
         source_policy=policy,
         summarizer=summarizer,
-    )
+    ), run

@@ -61,3 +61,22 @@ def test_refused_settings_give_the_collector_back(explorer: ThresholdExplorer) -
     explorer.control("trigger").value = explorer.control("trigger").min
     assert gc.isenabled()
     assert explorer.replays >= before
+
+
+def test_in_a_kernel_loop_the_replaced_replay_is_freed_after_the_redraw(
+    explorer: ThresholdExplorer,
+) -> None:
+    """The replay a move replaces (and the run that made the new one) outlive the move's
+    handler and are freed at the next turn of the loop, by reference counting alone."""
+    import weakref
+
+    gc.disable()  # only reference counting may free it
+
+    async def move() -> tuple[bool, bool]:
+        old = weakref.ref(explorer.replay)
+        explorer.control("trigger").value = 0.45
+        during = old() is not None  # the handler has returned; its chart is sent
+        await asyncio.sleep(0)
+        return during, old() is None
+
+    assert asyncio.run(move()) == (True, True)

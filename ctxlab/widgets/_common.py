@@ -309,6 +309,14 @@ def after_redraw(fn: Callable[[], None]) -> None:
     loop.call_soon(fn)
 
 
+def release_after_redraw(*objects: Any) -> None:
+    """Drop the last references to `objects` (the replay a move replaced, the run that made
+    the new one) once the chart is sent (`after_redraw`): freeing a 1,000-turn replay and its
+    run took up to 2 ms of a 14 ms slider move."""
+    held = list(objects)
+    after_redraw(held.clear)
+
+
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a handler re-replays and redraws, and resume it

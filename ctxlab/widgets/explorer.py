@@ -28,7 +28,7 @@ from ctxlab.plots import esc
 from ctxlab.policies import DeepAgents
 from ctxlab.policies.catalog import Pipeline, defaults, get
 from ctxlab.policy_check import check_policy
-from ctxlab.replay import Replay, replay
+from ctxlab.replay import Replay, replay, replay_with_run
 from ctxlab.summarizers import CachedExtractive, Summarizer
 from ctxlab.trace import Trace
 from ctxlab.widgets._common import (
@@ -41,6 +41,7 @@ from ctxlab.widgets._common import (
     figure_widget,
     now_ms,
     readout_html,
+    release_after_redraw,
     token_metrics,
     update_in_place,
 )
@@ -440,13 +441,14 @@ class ThresholdExplorer(W.VBox):
         start = now_ms()
         try:
             policy = self._policy()
-            result = replay(self.trace, policy, self.summarizer)
+            result, run = replay_with_run(self.trace, policy, self.summarizer)
         except (TypeError, ValueError) as exc:
             self.readout.value = (
                 f"<span class='ctx-refused' style='color:#D55E00'>{esc(self.choice.value)} "
                 f"refuses these settings: {esc(exc, 300)}</span>"
             )
             return
+        release_after_redraw(self.replay, run)  # freed once the chart is sent
         self.policy, self.replay = policy, result
         self.replays += 1
         m = token_metrics(result)
