@@ -49,11 +49,13 @@ def test_facts_hold_each_message_tokens_bucket_calls_and_first_position() -> Non
     assert facts(trace, 4.0) is not found
     assert found.kinds == tuple(kind_of(m) for m in trace.messages)
     for pos, message in enumerate(trace.messages):
-        held, (fingerprint, toks), calls = found.metas[id(message)]
+        held, (fingerprint, toks), calls, answers = found.metas[id(message)]
         assert held is message
         assert fingerprint == pos + 1
-        assert toks == found.tokens[id(message)][1] == tk.message_tokens(message, 3.3)
+        assert toks == found.counts[pos] == tk.message_tokens(message, 3.3)
+        assert toks == found.tokens[id(message)][1]
         assert calls == calls_of(message)
+        assert answers == (message.tool_call_id if kind_of(message) == "tool_results" else None)
     assert found.first_free == len(trace.messages) + 1
 
 
@@ -100,3 +102,19 @@ def test_a_history_message_swapped_after_measuring_is_measured_as_itself(preset:
     swapped = _result(replay(trace, get(preset), Fixed("the summary")), trace)
     fresh = _fresh(trace)
     assert swapped == _result(replay(fresh, get(preset), Fixed("the summary")), fresh)
+
+
+def test_runs_feed_the_same_history_items() -> None:
+    """The history's `Item`s are made once per trace and counter; every run feeds them."""
+    from ctxlab.policies.engine import history_items
+
+    trace = make_trace(30, model="claude-sonnet-4-5")
+    policy = get("raw")
+    first, second = policy.start(trace, Fixed("s")), policy.start(trace, Fixed("s"))
+    for run in (first, second):
+        for turn in trace.turns:
+            run.call(turn)
+    items = history_items(facts(trace, first.cpt))
+    assert [it.pos for it in items] == list(range(len(trace.messages)))
+    assert all(a is b for a, b in zip(first.history, items, strict=False))
+    assert all(a is b for a, b in zip(second.history, items, strict=False))

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from ctxlab import metrics, replay
 from ctxlab.policies import PRESETS, _engine_counts, get
+from ctxlab.policies._engine_facts import meta_of
 from ctxlab.policies._engine_request import RequestTotals
 from ctxlab.policies.catalog import Pipeline
 from ctxlab.policies.engine import Item, count_orphans, kind_of
@@ -154,10 +155,9 @@ def test_request_bookkeeping_equals_a_fresh_count(case):
     meta_cache: dict = {}
 
     def meta(m):
-        calls = frozenset(c["id"] for c in m.tool_calls) if m.type == "ai" else None
-        return meta_cache.setdefault(id(m), (m, (id(m), tok(m)), calls))
+        return meta_cache.setdefault(id(m), meta_of(m, id(m), tok(m)))
 
-    req = RequestTotals(7, meta)
+    req = RequestTotals(7, meta_cache, meta)
     for step in steps:
         items = [plain[i] if i >= 0 else masked[-1 - i] for i in step]
         req.update(items)

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import weakref
 from functools import partial
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxlab import tokens as tk
 from ctxlab.message_facts import kind_of
@@ -28,10 +28,10 @@ from ctxlab.message_facts import kind_of
 if TYPE_CHECKING:
     from ctxlab.trace import Trace
 
-Meta = tuple[BaseMessage, tuple[int, int], "frozenset[str] | None"]
+Meta = tuple[BaseMessage, tuple[int, int], "frozenset[str] | None", "str | None"]
 """What a run knows of a message: the message itself (keeping its `id` unique), its
-`(fingerprint, tokens)` request part, and the ids of the tool calls it makes (None if not an
-AIMessage)."""
+`(fingerprint, tokens)` request part, the ids of the tool calls it makes (None if not an
+AIMessage) and the call it answers (`result_of`)."""
 
 
 class TraceFacts(NamedTuple):
@@ -48,6 +48,9 @@ class TraceFacts(NamedTuple):
     metas: dict[int, Meta]
     """id -> `Meta`; a message's fingerprint is its first position + 1, so the fingerprints a
     run gives the messages its stages make start at `len(messages) + 1` (`first_free`)."""
+    built: dict[str, Any]
+    """Tables an engine builds from these facts on first use (the stage engine's history as
+    its `Item`s), kept as long as the facts are."""
 
     @property
     def first_free(self) -> int:
@@ -73,6 +76,16 @@ def calls_of(message: BaseMessage) -> frozenset[str] | None:
     return None
 
 
+def result_of(message: BaseMessage) -> str | None:
+    """The id of the tool call `message` answers (None if it is not a ToolMessage)."""
+    return message.tool_call_id if isinstance(message, ToolMessage) else None
+
+
+def meta_of(message: BaseMessage, fingerprint: int, tokens: int) -> Meta:
+    """The `Meta` of `message` with the given request part."""
+    return (message, (fingerprint, tokens), calls_of(message), result_of(message))
+
+
 def facts(trace: Trace, chars_per_token: float) -> TraceFacts:
     """The facts of `trace`'s history at `chars_per_token`, measured on first use and again
     when the history changed since (a trace still being built, a message swapped): a
@@ -95,5 +108,5 @@ def _measure(history: list[BaseMessage], chars_per_token: float) -> TraceFacts:
     for pos, (message, toks) in enumerate(zip(messages, counts, strict=True)):
         if id(message) not in metas:  # a message object met twice keeps its first position
             tokens[id(message)] = (message, toks)
-            metas[id(message)] = (message, (pos + 1, toks), calls_of(message))
-    return TraceFacts(messages, tuple(map(kind_of, messages)), counts, tokens, metas)
+            metas[id(message)] = meta_of(message, pos + 1, toks)
+    return TraceFacts(messages, tuple(map(kind_of, messages)), counts, tokens, metas, {})

@@ -7,11 +7,11 @@ Private speed-up machinery behind `ctxlab.policies.engine.StageRun`.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 
 from ctxlab.policies._engine_counts import Mark, common_prefix, mark, shared
 from ctxlab.policies._engine_facts import Meta
@@ -33,8 +33,12 @@ class RequestTotals:
     restores the exact state (tokens, buckets, tool-call pairing) of the shorter request.
     """
 
-    def __init__(self, tools_tokens: int, meta: Callable[[BaseMessage], Meta]) -> None:
-        self.meta = meta
+    def __init__(
+        self, tools_tokens: int, metas: dict[int, Meta], meta: Callable[[BaseMessage], Meta]
+    ) -> None:
+        # `meta(message)` looks `metas` up (and adds what it lacks): the hot loops look the
+        # dict up themselves first
+        self.metas, self.meta = metas, meta
         # The previous request as this object's own copy (a stage may grow or edit its list in
         # place once nobody holds it: `extended`), and what is known of the list it was: a
         # `Mark` of a `Grown` (never the list itself), or a plain list.
@@ -83,30 +87,40 @@ class RequestTotals:
                 if not self.answered[tool_id]:
                     del self.answered[tool_id]
 
-    def _push(self, it: Item) -> None:
-        msg, pair, calls = self.meta(it.msg)
-        toks = pair[1]
-        kind = it.kind
-        self.total += toks
-        self.by_kind[kind] = self.by_kind.get(kind, 0) + toks
-        self.n_kind[kind] = self.n_kind.get(kind, 0) + 1
-        self.fps.append(pair[0])
-        self.toks.append(toks)
-        tool_id, status = None, 0
-        if calls:
-            called = self.called
-            for c in calls:
-                called[c] = called.get(c, 0) + 1
-        elif isinstance(msg, ToolMessage):
-            tool_id = msg.tool_call_id
-            self.results[tool_id] = self.results.get(tool_id, 0) + 1
-            if tool_id in self.called:
-                status = 2
-                self.answered[tool_id] = self.answered.get(tool_id, 0) + 1
-            else:
-                status = 1
-                self.orphan_results += 1
-        self.undo.append((kind, toks, calls, tool_id, status))
+    def _push(self, items: Iterable[Item]) -> None:
+        """Add `items` at the end of the request (one loop, names bound once: most calls push
+        the messages fed since the previous one)."""
+        metas, meta = self.metas, self.meta
+        by_kind, n_kind = self.by_kind, self.n_kind
+        called, results, answered = self.called, self.results, self.answered
+        fps, toks_of, undo = self.fps.append, self.toks.append, self.undo.append
+        total, orphans = self.total, self.orphan_results
+        for it in items:
+            msg = it.msg
+            entry = metas.get(id(msg))
+            if entry is None or entry[0] is not msg:
+                entry = meta(msg)
+            _, (fp, toks), calls, tool_id = entry
+            kind = it.kind
+            total += toks
+            by_kind[kind] = by_kind.get(kind, 0) + toks
+            n_kind[kind] = n_kind.get(kind, 0) + 1
+            fps(fp)
+            toks_of(toks)
+            status = 0
+            if calls:
+                for c in calls:
+                    called[c] = called.get(c, 0) + 1
+            elif tool_id is not None:
+                results[tool_id] = results.get(tool_id, 0) + 1
+                if tool_id in called:
+                    status = 2
+                    answered[tool_id] = answered.get(tool_id, 0) + 1
+                else:
+                    status = 1
+                    orphans += 1
+            undo((kind, toks, calls, tool_id, status))
+        self.total, self.orphan_results = total, orphans
 
     def _closed(self, start: int, stop: int) -> bool:
         """No tool result outside `undo[start:stop]` answers a call made inside it, so the
@@ -132,8 +146,7 @@ class RequestTotals:
         meta = self.meta
         while k < m and k < len(items):
             kind0, toks0, calls0, tool_id0, status = undo[k]
-            msg, pair, calls = meta(items[k].msg)
-            tool_id = msg.tool_call_id if not calls and isinstance(msg, ToolMessage) else None
+            _, pair, calls, tool_id = meta(items[k].msg)
             if calls != calls0 or tool_id != tool_id0:
                 break
             kind, toks = items[k].kind, pair[1]
@@ -169,8 +182,7 @@ class RequestTotals:
             self._drop(rec)
         del undo[k:]
         del self.fps[self.base + k :], self.toks[self.base + k :]
-        for it in items[k:]:
-            self._push(it)
+        self._push(items[k:])
         del prev[start:]
         prev.extend(items[start:])
         self.seen = mark(items)

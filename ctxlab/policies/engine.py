@@ -76,7 +76,7 @@ from ctxlab.policies._engine_counts import (
     mark,
     refcount,
 )
-from ctxlab.policies._engine_facts import Meta, calls_of, facts
+from ctxlab.policies._engine_facts import Meta, TraceFacts, facts, meta_of
 from ctxlab.policies._engine_request import RequestTotals
 from ctxlab.policies.base import Call, Event, Files, Request
 from ctxlab.policies.checks import check_shared
@@ -188,6 +188,17 @@ def resolve_window(window: Any, trace: Trace, model: str | None = None) -> int |
     return None if window is None else int(window)
 
 
+def history_items(facts: TraceFacts) -> tuple[Item, ...]:
+    """The measured history as `Item`s (position, message, bucket), made once per trace and
+    counter: a run feeds slices of them (items are immutable, so runs share them)."""
+    found = facts.built.get("items")
+    if found is None:
+        found = facts.built["items"] = tuple(
+            map(Item, range(len(facts.messages)), facts.messages, facts.kinds)
+        )
+    return found
+
+
 @dataclass(slots=True)
 class StageCall(Call):
     """A `Call` that also says how many tool calls / results in the request lost their pair
@@ -249,7 +260,8 @@ class StageRun:
         # keeps ids unique for the run's lifetime
         self._meta: dict[int, Meta] = dict(self.facts.metas)
         self._next_fingerprint = self.facts.first_free
-        self.totals = RequestTotals(self.tools_tokens, self._meta_of)
+        self.items = history_items(self.facts)
+        self.totals = RequestTotals(self.tools_tokens, self._meta, self._meta_of)
         self.last_request: Request | None = None
         """The previous call's `Call.request`, which the next one is an edit of."""
 
@@ -263,21 +275,17 @@ class StageRun:
         return self.history
 
     def _feed(self, upto: int) -> None:
-        if len(self.history) >= upto:
+        fed = len(self.history)
+        if fed >= upto:
             return
-        history = self._writable()
-        msgs = self.trace.messages
-        kinds, counts = self.facts.kinds, self.facts.counts
-        while len(history) < upto:
-            pos = len(history)
-            history.append(Item(pos, msgs[pos], kinds[pos]))
-            self.baseline += counts[pos]
+        self._writable().extend(self.items[fed:upto])
+        self.baseline += sum(self.facts.counts[fed:upto])
 
     def _meta_of(self, message: BaseMessage) -> Meta:
         hit = self._meta.get(id(message))
         if hit is not None and hit[0] is message:
             return hit
-        entry = (message, (self._next_fingerprint, self.tok(message)), calls_of(message))
+        entry = meta_of(message, self._next_fingerprint, self.tok(message))
         self._next_fingerprint += 1
         self._meta[id(message)] = entry
         return entry
