@@ -92,6 +92,10 @@ class SummarizeStage:
         self._in: list[Item] | None = None
         self._view: list[Item] = []
         self._n_system = 0
+        # what the view grew by since the last call (None: rebuilt), and the count of the
+        # view's non-system messages at the last call (None: not known)
+        self._added: list[Item] | None = None
+        self._total: int | None = None
 
     def _keeps(self, it: Item) -> bool:
         return it.pos >= self.cut if it.pos is not None else id(it.msg) not in self.gone
@@ -103,16 +107,17 @@ class SummarizeStage:
         new = appended(self._in, items)
         if new is not None and all(it.kind != "system" for it in new):
             if self.summary is None:
-                view = items
+                view, self._added = items, new
             else:
-                view = grown(self._view, [it for it in new if self._keeps(it)])
+                self._added = [it for it in new if self._keeps(it)]
+                view = grown(self._view, self._added)
         elif self.summary is None:
-            view = items
+            view, self._added = items, None
             self._n_system = sum(1 for it in items if it.kind == "system")
         else:
             head = [it for it in items if it.kind == "system"]
             tail = [it for it in items if it.kind != "system" and self._keeps(it)]
-            view = [*head, self.summary, *tail]
+            view, self._added = [*head, self.summary, *tail], None
             self._n_system = len(head)
         # marks, not the lists: a list kept here is one the run must copy before it grows
         self._in, self._view = mark(items), (view if self.summary is not None else [])
@@ -175,10 +180,20 @@ class SummarizeStage:
                 return "Previous conversation was too long to summarize."
         return ctx.summarizer.summarize(messages, prompt=self.prompt).strip()
 
+    def _count(self, items: list[Item], ctx: Context) -> int:
+        """`count_tokens_approximately` of the view's non-system messages: the last call's
+        count plus what the view grew by (non-system messages only), when it only grew
+        (`appended` says so only under `INCREMENTAL`, so the full recomputation counts)."""
+        if self._added is not None and self._total is not None:
+            self._total += sum(ctx.tokens(it.msg) for it in self._added)
+        else:
+            self._total = ctx.count(items, system=False, tools=False)
+        return self._total
+
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         given = items
         items = self.view(given)
-        total = ctx.count(items, system=False, tools=False)
+        total = self._count(items, ctx)
         if not self.should(len(items) - self._n_system, total, ctx):
             return items
         msgs = [it for it in items if it.kind != "system"]
@@ -198,6 +213,7 @@ class SummarizeStage:
         self.gone_refs.extend(it.msg for it in gone if it.pos is None)  # ids stay unique
         self._in = None
         out = self.view(given)
+        self._total = ctx.count(out, system=False, tools=False)
         ctx.events.append(
             Event(
                 "summarize",
