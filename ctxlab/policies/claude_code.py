@@ -72,7 +72,7 @@ class AutoCompactStage(RebuildStage):
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         view = self.view(items)
-        if ctx.count(view) < self.threshold:
+        if self.count(view, ctx) < self.threshold:
             return view
         system = [it for it in view if it.kind == "system"]
         rest = [it for it in view if it.kind != "system"]

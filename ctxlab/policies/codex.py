@@ -92,7 +92,7 @@ class CodexStage(RebuildStage):
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         view = self.view(items)
-        if ctx.count(view) < self.limit:
+        if self.count(view, ctx) < self.limit:
             return view
         system = [it for it in view if it.kind == "system"]
         rest = [it for it in view if it.kind != "system"]

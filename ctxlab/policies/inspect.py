@@ -242,7 +242,7 @@ class InspectStage(RebuildStage):
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         view = self.view(items)
-        if ctx.count(view) < self.threshold:
+        if self.count(view, ctx) < self.threshold:
             return view
         self.same, self.written, self.edited = 0, None, None
         after, kind, path = self.compact(view, ctx)

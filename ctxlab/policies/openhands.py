@@ -231,7 +231,7 @@ class WindowStage(RebuildStage):
         view = self.view(items)
         if ctx.window is None:
             raise ValueError("openhands-conversation-window needs the model's window (window=N)")
-        if ctx.count(view) <= ctx.window:
+        if self.count(view, ctx) <= ctx.window:
             return view
         first = first_user_index(view)
         if first is None:
