@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from langchain_core.messages import BaseMessage
@@ -245,6 +245,41 @@ def appended(previous: list[Item] | Mark | None, items: list[Item]) -> list[Item
     if same < n and items[same:n] != previous[same:]:
         return None
     return items[n:]
+
+
+class RunningCount:
+    """The tokens of a stage's successive inputs (or requests), each usually the last plus new
+    messages: the last count plus the new messages' tokens, else (and after `forget`) counted
+    afresh. A stage that checks a threshold at every call then pays for what is new, not for a
+    search of the prefix-sum cache (`Sums`)."""
+
+    __slots__ = ("seen", "tokens")
+
+    def __init__(self) -> None:
+        self.seen: list[Item] | Mark | None = None
+        self.tokens = 0
+
+    def __call__(
+        self,
+        items: list[Item],
+        recount: Callable[[list[Item]], int],
+        tokens: Callable[[BaseMessage], int],
+        *,
+        system: bool = True,
+    ) -> int:
+        """`recount(items)`, by `tokens` of the new items (system messages only if `system`)
+        when `items` extends the list last counted."""
+        new = appended(self.seen, items)
+        if new is None:
+            self.tokens = recount(items)
+        else:
+            self.tokens += sum(tokens(it.msg) for it in new if system or it.kind != "system")
+        self.seen = mark(items)
+        return self.tokens
+
+    def forget(self) -> None:
+        """Count afresh next time (the list counted was edited, or replaced)."""
+        self.seen = None
 
 
 class Sums:

@@ -68,6 +68,7 @@ from ctxlab.policies._engine_counts import (
     COUNTS_REFERENCES,
     Grown,
     Mark,
+    RunningCount,
     Sums,
     TokenCache,
     appended,
@@ -490,22 +491,13 @@ class RebuildStage:
         self._in: list[Item] | Mark | None = None
         self._view: list[Item] = []
         self._given: list[Item] | Mark | None = None
-        # the request last counted by `count` (a mark) and its tokens
-        self._counted: list[Item] | Mark | None = None
-        self._counted_tokens = 0
+        self._counted = RunningCount()
 
     def count(self, view: list[Item], ctx: Context) -> int:
-        """`ctx.count(view)`: the last count plus the messages `view` gained since, when it
-        only grew (else, and after every compaction, counted again), so a stage that checks
-        its threshold at every call pays for what is new."""
-        new = appended(self._counted, view)
-        if new is None:
-            self._counted_tokens = ctx.count(view)
-        else:
-            tok = ctx.tok
-            self._counted_tokens += sum(tok(it.msg) for it in new)
-        self._counted = mark(view)
-        return self._counted_tokens
+        """`ctx.count(view)`, by what the view gained since the last call (`RunningCount`;
+        counted again after every compaction): a stage that checks its threshold at every
+        call pays for what is new."""
+        return self._counted(view, ctx.count, ctx.tok)
 
     def view(self, items: list[Item]) -> list[Item]:
         """The current request before this call's decision."""
@@ -555,7 +547,7 @@ class RebuildStage:
         ]
         # a Grown is never edited once handed on; any other list is copied, as a caller may
         self._view = after if isinstance(after, Grown) else list(after)
-        self._counted = None
+        self._counted.forget()
         self.prefix_n = len(after)
         self.cut = ctx.turn.position
         # every input item is older than this call (positions < cut), so the next view is

@@ -27,7 +27,15 @@ from langchain_core.messages import (
 
 from ctxlab import tokens as tk
 from ctxlab.message_facts import chars_per_token, summary_message
-from ctxlab.policies._engine_counts import Grown, Sums, TokenCache, extended, grown, mark
+from ctxlab.policies._engine_counts import (
+    Grown,
+    RunningCount,
+    Sums,
+    TokenCache,
+    extended,
+    grown,
+    mark,
+)
 from ctxlab.policies.base import Event
 from ctxlab.policies.cache_aligned import aligned, aligned_params
 from ctxlab.policies.engine import (
@@ -183,7 +191,8 @@ class SummarizeStage:
     def _count(self, items: list[Item], ctx: Context) -> int:
         """`count_tokens_approximately` of the view's non-system messages: the last call's
         count plus what the view grew by (non-system messages only), when it only grew
-        (`appended` says so only under `INCREMENTAL`, so the full recomputation counts)."""
+        (`appended` says so only under `INCREMENTAL`, so the full recomputation counts). The
+        view knows what it gained, so this skips `RunningCount`'s test of it."""
         if self._added is not None and self._total is not None:
             self._total += sum(ctx.tokens(it.msg) for it in self._added)
         else:
@@ -344,6 +353,8 @@ class ClearStage:
         self.cpt = counter_cpt
         self.tok = TokenCache.of(trace, counter_cpt)  # the history comes measured
         self.sums = Sums(self.tok)
+        # the input's tokens by this edit's counter (non-system) and by the run's (events)
+        self.counted, self.counted_ctx = RunningCount(), RunningCount()
         self.kind = event_kind
         self.cleared: set[int] = set()
         self.decisions: dict[
@@ -419,7 +430,7 @@ class ClearStage:
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         new = appended(self.prev_in, items)
         fast = new is not None and self.over and not self.clear_at_least
-        tokens = self._count(items)
+        tokens = self.counted(items, self._count, self.tok, system=False)
         if tokens <= self.trigger:
             self.prev_in, self.prev_out, self.over = mark(items), [], False
             self.tool_idx, self.last_ai, self.done = [], [], 0
@@ -453,7 +464,7 @@ class ClearStage:
             new_pos = [p for p in touched if p not in self.cleared]
             self.cleared = set(touched)
         if new_pos:
-            before = ctx.count(items)
+            before = self.counted_ctx(items, ctx.count, ctx.tok)
             ctx.events.append(
                 Event(
                     self.kind,

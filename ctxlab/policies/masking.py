@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from langchain_core.messages import ToolMessage
 
-from ctxlab.policies._engine_counts import extended, mark
+from ctxlab.policies._engine_counts import RunningCount, extended, mark
 from ctxlab.policies.base import Event
 from ctxlab.policies.engine import (
     AUTO,
@@ -103,6 +103,7 @@ class LastNStage:
         self.remove_tags, self.keep_tags = remove_tags, keep_tags
         self.masked: set[int] = set()
         self.stubs = MaskedCopies()
+        self.counted = RunningCount()  # the inputs' tokens, for the events
         self.prev_in: list[Item] | None = None
         self.prev_out: list[Item] = []
         self.obs: list[int] = []  # input indices of the observations
@@ -152,7 +153,7 @@ class LastNStage:
         new = [p for p in touched if p not in self.masked]
         if new or len(touched) != len(self.masked):
             self.masked = set(touched)
-        _record(ctx, items, saved, new, f"last_n_observations n={self.n}")
+        _record(ctx, items, saved, new, f"last_n_observations n={self.n}", self.counted)
         return out
 
     def _extend(self, items: list[Item], new: list[Item], ctx: Context) -> list[Item]:
@@ -182,15 +183,23 @@ class LastNStage:
             if it.pos is not None and it.pos not in self.masked:
                 fresh.append(it.pos)
         self.masked.update(fresh)
-        _record(ctx, items, self.saved, fresh, f"last_n_observations n={self.n}")
+        _record(ctx, items, self.saved, fresh, f"last_n_observations n={self.n}", self.counted)
         return out
 
 
-def _record(ctx: Context, before: list[Item], saved: int, new: list[int], reason: str) -> None:
+def _record(
+    ctx: Context,
+    before: list[Item],
+    saved: int,
+    new: list[int],
+    reason: str,
+    counted: RunningCount,
+) -> None:
     """One `mask_observations` event for the newly masked positions, if any: `before` is the
-    unmasked request and `saved` what every masked item (old and new) no longer costs."""
+    unmasked request (counted by `counted`, the stage's count of its inputs) and `saved` what
+    every masked item (old and new) no longer costs."""
     if new:
-        total = ctx.count(before)
+        total = counted(before, ctx.count, ctx.tok)
         ctx.events.append(
             Event(
                 "mask_observations", ctx.turn.index, tuple(new), total, total - saved, None, reason
@@ -210,6 +219,7 @@ class WindowMaskStage:
         self.placeholder = placeholder
         self.masked: set[int] = set()
         self.stubs = MaskedCopies()
+        self.counted = RunningCount()  # the inputs' tokens, for the events
         self.prev_in: list[Item] | None = None
         self.prev_out: list[Item] = []
         self.saved = 0
@@ -244,7 +254,7 @@ class WindowMaskStage:
             fresh = [p for p in touched if p is not None and p not in self.masked]
             self.masked.update(fresh)
         self.prev_in, self.prev_out = mark(items), out
-        _record(ctx, items, self.saved, fresh, f"attention_window={self.window}")
+        _record(ctx, items, self.saved, fresh, f"attention_window={self.window}", self.counted)
         return out
 
 
