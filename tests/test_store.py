@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -43,9 +44,7 @@ def test_adding_the_same_trace_twice_changes_nothing(tmp_path: Path, trace: ctxl
 
 
 def test_content_key_ignores_where_a_trace_came_from(trace: ctxlab.Trace) -> None:
-    copy = ctxlab.Trace(
-        **{**{f: getattr(trace, f) for f in trace.__slots__}, "source": "elsewhere"}
-    )
+    copy = dataclasses.replace(trace, source="elsewhere")
     assert trace_key(copy) == trace_key(trace)
     other = make_trace(60, seed=4, model="claude-sonnet-4-5", provider="anthropic")
     assert trace_key(other) != trace_key(trace)
