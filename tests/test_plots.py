@@ -165,3 +165,38 @@ def test_export_all_formats(tmp_path, stressed) -> None:
     assert not re.search(r"<script[^>]*\bsrc\s*=\s*[\"']?(https?:)?//", page)
     with pytest.raises(ValueError, match="not one of"):
         plots.export(fig, tmp_path / "f.gif")
+
+
+def test_export_restarts_kaleido_when_its_tab_lost_its_page(tmp_path, stressed, monkeypatch):
+    """kaleido once reported `kaleido_scopes is not defined` under load, and every later export
+    on that tab fails the same way: `export` restarts kaleido's server and the retry writes a
+    real PNG. Any other error is raised as it is."""
+    import kaleido
+
+    from ctxlab.plots import exporter
+
+    needs_chromium()
+    _, replay = stressed
+    fig = plots.context_tokens(replay)
+    real = kaleido.calc_fig_sync
+    failures = iter([RuntimeError("ReferenceError: kaleido_scopes is not defined")])
+    stops: list[bool] = []
+    real_stop = exporter.KALEIDO.stop
+
+    def flaky(*args, **kwargs):
+        for exc in failures:
+            raise exc
+        return real(*args, **kwargs)
+
+    def stop() -> None:
+        stops.append(True)
+        real_stop()
+
+    monkeypatch.setattr(kaleido, "calc_fig_sync", flaky)
+    monkeypatch.setattr(exporter.KALEIDO, "stop", stop)
+    png = plots.export(fig, tmp_path / "retried.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert stops == [True]
+    failures = iter([RuntimeError("something else broke")])
+    with pytest.raises(RuntimeError, match="something else"):
+        plots.export(fig, tmp_path / "other.png")

@@ -53,6 +53,14 @@ class _Kaleido:
 
 KALEIDO = _Kaleido()
 
+NOT_LOADED = "kaleido_scopes is not defined"
+"""What kaleido 1.x reports when one of its tabs runs the export in a JavaScript context where
+its page script was never defined (seen once, in a full test run on a loaded 2-core machine:
+`ReferenceError: kaleido_scopes is not defined`); every later export on that tab fails the
+same way, so `export` stops kaleido's server, starts it again (new tabs) and retries."""
+START_ATTEMPTS = 3
+"""How many times `export` starts kaleido's server for one figure before giving up."""
+
 
 def _as_figure(fig: Any) -> go.Figure:
     """A plain `go.Figure` copy (FigureWidget or dict in; what kaleido and write_html want)."""
@@ -92,17 +100,22 @@ def export(
         return path
     import kaleido
 
-    KALEIDO.start()
     layout = figure.layout
-    data = kaleido.calc_fig_sync(
-        figure.to_dict(),
-        opts={
-            "format": fmt,
-            "width": width or layout.width or 900,
-            "height": height or layout.height or 480,
-            "scale": scale if fmt == "png" else 1,
-        },
-    )
+    opts = {
+        "format": fmt,
+        "width": width or layout.width or 900,
+        "height": height or layout.height or 480,
+        "scale": scale if fmt == "png" else 1,
+    }
+    for attempt in range(1, START_ATTEMPTS + 1):
+        KALEIDO.start()
+        try:
+            data = kaleido.calc_fig_sync(figure.to_dict(), opts=opts)
+            break
+        except Exception as exc:  # kaleido raises its own (private) error classes
+            if NOT_LOADED not in str(exc) or attempt == START_ATTEMPTS:
+                raise
+            KALEIDO.stop()  # its tabs were bound to a blank page: start them afresh
     path.write_bytes(data)
     return path
 
