@@ -5,6 +5,7 @@ of a trace measured afresh."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import gc
 
 import pytest
@@ -29,17 +30,7 @@ def _result(r: Replay, trace: Trace) -> tuple:
 
 def _fresh(trace: Trace) -> Trace:
     """The same conversation in new message objects: nothing measured yet."""
-    messages = copy.deepcopy(trace.messages)
-    return Trace(
-        trace_id=trace.trace_id,
-        format=trace.format,
-        source=trace.source,
-        messages=messages,
-        turns=trace.turns,
-        tools=trace.tools,
-        model=trace.model,
-        provider=trace.provider,
-    )
+    return dataclasses.replace(trace, messages=copy.deepcopy(trace.messages))
 
 
 def test_facts_hold_each_message_tokens_bucket_calls_and_first_position() -> None:
