@@ -158,6 +158,35 @@ def test_explorer_rereplays_on_slider_change(trace) -> None:
     assert ex.last_latency_ms is not None and ex.last_latency_ms > 0
 
 
+def test_explorer_keeps_an_event_kind_trace_when_a_move_has_none(trace, monkeypatch) -> None:
+    """An event kind that a move turns off keeps its (empty, out of the legend) marker trace,
+    so the chart is updated in place, not rebuilt (and revalidated), at every such move."""
+    import plotly.graph_objects as go
+
+    ex = ThresholdExplorer(trace, policy="tool-result-offload", debounce=0)
+    slider = ex.control("tool_token_limit_before_evict")
+    kinds = lambda: {t.name: t for t in ex.figure.data if t.name.startswith("event: ")}  # noqa: E731
+    slider.value = slider.min  # every big result offloaded
+    offloads = kinds()["event: offload_tool_result"]
+    assert offloads.showlegend and len(offloads.x) > 0
+    rebuilt: list[int] = []
+    real_add = go.FigureWidget.add_traces
+    monkeypatch.setattr(
+        go.FigureWidget,
+        "add_traces",
+        lambda self, *a, **k: rebuilt.append(1) or real_add(self, *a, **k),
+    )
+    count = len(ex.figure.data)
+    slider.value = slider.max  # no result that big: no offload
+    assert ex.replay.event_list == []
+    gone = kinds()["event: offload_tool_result"]
+    assert len(gone.x) == 0 and gone.showlegend is False
+    assert len(ex.figure.data) == count and rebuilt == []
+    slider.value = slider.min
+    assert kinds()["event: offload_tool_result"].showlegend
+    assert len(ex.figure.data) == count and rebuilt == []
+
+
 def test_explorer_policy_dropdown_offers_every_registered_name(trace) -> None:
     from ctxlab.policies import catalog
 

@@ -182,17 +182,25 @@ def _event_hover(row: Mapping[str, Any]) -> str:
     return "<br>".join(parts)
 
 
-def event_marker_dicts(replay: Replay, *, y: str = "context_tokens") -> list[dict[str, Any]]:
+def event_marker_dicts(
+    replay: Replay, *, y: str = "context_tokens", kinds: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     """`event_markers` as plain trace dicts (not validated), read from the replay's events
-    (no frame built): a live move redraws hundreds of markers."""
+    (no frame built): a live move redraws hundreds of markers.
+
+    `kinds`: event kinds that get a trace even when this replay has none of them (empty, out
+    of the legend), so a live chart keeps the same traces from move to move and is updated in
+    place instead of rebuilt (a slider that turns offloads on and off did that at every move)."""
     events = replay.event_list
-    if not events:
+    if not events and not kinds:
         return []
-    turns = replay.counts if y in replay.counts.columns else replay.turns
-    level = dict(zip(turns["turn"].to_list(), turns[y].to_list(), strict=True))
-    by_kind: dict[str, list[Event]] = {}
+    by_kind: dict[str, list[Event]] = {kind: [] for kind in kinds}
     for e in events:
         by_kind.setdefault(e.kind, []).append(e)
+    level: dict[int, Any] = {}
+    if events:
+        turns = replay.counts if y in replay.counts.columns else replay.turns
+        level = dict(zip(turns["turn"].to_list(), turns[y].to_list(), strict=True))
     traces = []
     for kind in sorted(by_kind):
         rows = by_kind[kind]
@@ -215,6 +223,7 @@ def event_marker_dicts(replay: Replay, *, y: str = "context_tokens") -> list[dic
                 "hovertext": [_hover_of(e) for e in rows],
                 "hoverinfo": "text",
                 "legendgroup": "events",
+                "showlegend": bool(rows),
             }
         )
     return traces
@@ -248,10 +257,12 @@ def context_trace_dicts(
     baseline: bool = True,
     events: bool = True,
     recorded: Trace | None = None,
+    event_kinds: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """`context_traces` as plain trace dicts (not validated): what `context_tokens` validates
-    once and live widgets copy into their figure in place. A `recorded` trace that is not the
-    replay's raises `ValueError`."""
+    once and live widgets copy into their figure in place (`event_kinds`: marker traces to
+    keep even when empty, `event_marker_dicts`). A `recorded` trace that is not the replay's
+    raises `ValueError`."""
     same_trace([replay], recorded, "context_tokens")
     turns = replay.counts  # the policy's counts: a live move draws without billing
     x = numbers(turns["turn"])
@@ -286,7 +297,7 @@ def context_trace_dicts(
             }
         )
     if events:
-        out.extend(event_marker_dicts(replay))
+        out.extend(event_marker_dicts(replay, kinds=event_kinds))
     if recorded is not None:
         top = max(turns["context_tokens"].max() or 0, turns["baseline_tokens"].max() or 0)
         out.extend(t.to_plotly_json() for t in recorded_traces(recorded, top=top))

@@ -113,7 +113,7 @@ class Debouncer:
 # --------------------------------------------------------------------------- figures
 
 
-_DATA_PROPS = ("x", "y", "name", "hovertext", "marker")
+_DATA_PROPS = ("x", "y", "name", "hovertext", "marker", "showlegend")
 """What changes between redraws of one builder; styling stays as first drawn."""
 
 

@@ -342,8 +342,11 @@ class ThresholdExplorer(W.VBox):
         if freeze_gc:
             gc.freeze()
         self.yaxis = YAxis(self._relayout)
-        self._traces = plots.context_trace_dicts(self.replay, lines=self._lines())
         shown, first = self.replay, token_metrics(self.replay)
+        # every event kind drawn since the policy was picked keeps its marker trace (empty
+        # when a move has none), so moves update the chart in place instead of rebuilding it
+        self._event_kinds = sorted(first["events_by_kind"])
+        self._traces = plots.context_trace_dicts(self.replay, lines=self._lines())
         self.figure = figure_widget(self._figure(first), "ctx-explorer-chart")
         self.exporter = ExportBar(lambda: self.figure, "explorer")
         # the bill and its cost follow the first draw, as after every move: billing a
@@ -374,6 +377,7 @@ class ThresholdExplorer(W.VBox):
     def _policy_changed(self, _: Any) -> None:
         for c in self.controls:
             c.widget.unobserve(self._debounced, names="value")
+        self._event_kinds = []  # another policy: its own kinds
         self._build_controls()
         self.apply()
 
@@ -452,7 +456,10 @@ class ThresholdExplorer(W.VBox):
         self.policy, self.replay = policy, result
         self.replays += 1
         m = token_metrics(result)
-        self._traces = plots.context_trace_dicts(result, lines=self._lines())
+        self._event_kinds = sorted({*self._event_kinds, *m["events_by_kind"]})
+        self._traces = plots.context_trace_dicts(
+            result, lines=self._lines(), event_kinds=self._event_kinds
+        )
         update_in_place(
             self.figure, self._traces, self._title(m), self.yaxis.relayout(self._traces)
         )
