@@ -109,3 +109,15 @@ def test_runs_feed_the_same_history_items() -> None:
     assert [it.pos for it in items] == list(range(len(trace.messages)))
     assert all(a is b for a, b in zip(first.history, items, strict=False))
     assert all(a is b for a, b in zip(second.history, items, strict=False))
+
+
+def test_a_deep_agents_replay_measures_only_the_token_counts() -> None:
+    """Deep Agents reads the counts; the identity tables (seven times the cost) wait for the
+    stage engine."""
+    trace = make_trace(40, model="claude-sonnet-4-5")
+    replay(trace, get("deepagents"), Fixed("the summary"))
+    (found,) = _FACTS[id(trace)][1].values()  # the run measured them
+    assert len(found.counts) == len(trace.messages)
+    assert not {"kinds", "metas", "tokens"} & set(vars(found))
+    replay(trace, get("raw"), Fixed("the summary"))
+    assert {"kinds", "metas", "tokens"} <= set(vars(facts(trace, 3.3)))

@@ -257,8 +257,8 @@ class StageRun:
         self.facts = facts(trace, chars_per_token)
         self.tok = TokenCache(chars_per_token, self.facts.tokens)
         self.sums = Sums(self.tok)
-        # id -> (message, (fingerprint, tokens), tool-call ids or None); the message reference
-        # keeps ids unique for the run's lifetime
+        # id -> `Meta` (message, (fingerprint, tokens), tool-call ids, the call it answers);
+        # the message reference keeps ids unique for the run's lifetime
         self._meta: dict[int, Meta] = dict(self.facts.metas)
         self._next_fingerprint = self.facts.first_free
         self.items = history_items(self.facts)
