@@ -10,6 +10,11 @@ For synthetic traces in both message formats and every trace (and subagent) ctxl
 history's own objects), then, under every preset `ctxlab policies` lists at its defaults, a
 digest of the replay's turns and events frames (rows and schema) and of every file it wrote.
 A preset that refuses a trace (no window known) records its error, which must match too.
+
+`--settings` adds Deep Agents under the settings its explorer sliders reach (`SETTINGS`: a low
+trigger and keep, tool-result limits, argument lengths, usage scaling), each replayed twice
+with the others in between, so state a run shares with later runs of the same trace (its
+feed) is checked too.
 """
 
 from __future__ import annotations
@@ -23,10 +28,40 @@ from typing import Any
 
 import ctxlab
 from ctxlab import metrics
+from ctxlab.policies import DeepAgents
 from ctxlab.policies.catalog import names
 from tests.synthetic import make_trace
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+SETTINGS: dict[str, dict[str, Any]] = {
+    "trigger=0.15": {"trigger": ("fraction", 0.15)},
+    "trigger=0.3,keep=0.02": {"trigger": ("fraction", 0.3), "keep": ("fraction", 0.02)},
+    "keep=0.3": {"keep": ("fraction", 0.3)},
+    "tool_limit=500": {"tool_token_limit_before_evict": 500},
+    "tool_limit=5000": {"tool_token_limit_before_evict": 5_000},
+    "tool_limit=none": {"tool_token_limit_before_evict": None},
+    "max_length=200": {
+        "truncate_args_settings": {
+            "trigger": ("fraction", 0.3),
+            "keep": ("fraction", 0.1),
+            "max_length": 200,
+        }
+    },
+    "all": {
+        "trigger": ("fraction", 0.2),
+        "tool_token_limit_before_evict": 1_000,
+        "human_message_token_limit_before_evict": 200,
+        "truncate_args_settings": {
+            "trigger": ("messages", 10),
+            "keep": ("messages", 4),
+            "max_length": 50,
+        },
+    },
+    "usage_metadata": {"trigger": ("fraction", 0.3), "use_usage_metadata": True},
+}
+"""Deep Agents settings `--settings` replays every trace under (DeepAgents keyword arguments)."""
 
 
 def _h(data: bytes) -> str:
@@ -49,7 +84,7 @@ def load_digest(trace: ctxlab.Trace) -> str:
     return _h("\n".join(parts).encode())
 
 
-def replay_digest(trace: ctxlab.Trace, preset: str, requests: bool = False) -> list[str]:
+def replay_digest(trace: ctxlab.Trace, preset: Any, requests: bool = False) -> list[str]:
     """The replay's turns, events and files; with `requests`, also every call's request as
     the engine kept it (`Call.request`: kept parts, new fingerprints in order of first
     appearance, and tokens; orphans) and the prompt-cache frame built on those requests
@@ -105,6 +140,11 @@ def main() -> None:
         action="store_true",
         help="also digest every call's request and the cache frame (keys ending ':requests')",
     )
+    parser.add_argument(
+        "--settings",
+        action="store_true",
+        help="also Deep Agents under SETTINGS, each twice (keys 'deepagents[name]', ':again')",
+    )
     args = parser.parse_args()
     if args.compare:
         before, after = (json.loads(p.read_text()) for p in args.compare)
@@ -122,6 +162,13 @@ def main() -> None:
                 out[f"{label}:{preset}"] = found[0]
                 if args.requests:
                     out[f"{label}:{preset}:requests"] = found[1]
+            if args.settings:
+                for again in ("", ":again"):
+                    for name, kwargs in SETTINGS.items():
+                        found = replay_digest(trace, DeepAgents(**kwargs), args.requests)
+                        out[f"{label}:deepagents[{name}]{again}"] = found[0]
+                        if args.requests:
+                            out[f"{label}:deepagents[{name}]{again}:requests"] = found[1]
     json.dump(out, sys.stdout, indent=0, sort_keys=True)
 
 

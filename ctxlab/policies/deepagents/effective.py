@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from langchain_core.messages import AIMessage, BaseMessage
 
@@ -32,7 +32,6 @@ class EffectiveList:
     tsaved: list[int]
     dropped_until: int
     scale: float
-    calls: dict[Any, dict]
 
     def _window_start(self) -> int:
         """The state position the effective list's messages start at."""

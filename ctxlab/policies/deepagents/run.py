@@ -5,14 +5,15 @@ It feeds the recorded history into a state as `FilesystemMiddleware.wrap_tool_ca
 trailing human message (`FilesystemMiddleware.wrap_model_call`), then runs the summarisation
 step (`summarization.py`) and gives the request part by part (`request.py`).
 
-Speed: every message is measured once, in one pass on the first call (`tokens.tokens_list`);
-what the feed derives from a message (its calls by id, the size of its truncated form, its
-offload stub, its size without bound reasoning) is memoised per message object, so a repeat
-replay of the same trace derives nothing. Context counts are lazily extended prefix sums over
-the state: a call with no event costs O(1) amortised, an event O(messages it touches) plus
-O(log n) for the keep window's binary search. Message copies that only the summariser and the
-history file read (truncated arguments, dropped reasoning) are made when they are read. The
-real middleware walks and re-counts the whole history on every call.
+Speed: what the tool node leaves in the state (each message's tokens and bucket, the refused
+mutations, the sizes of truncated calls, which results are offloaded) is worked out once per
+trace and feed settings (`feed.py`), so a run's feed is list slices; what a run derives from a
+message (its offload stub, its size without bound reasoning) is memoised per message object,
+so a repeat replay of the same trace derives nothing. Context counts are lazily extended
+prefix sums over the state: a call with no event costs O(1) amortised, an event O(messages it
+touches) plus O(log n) for the keep window's binary search. Message copies that only the
+summariser and the history file read (truncated arguments, dropped reasoning) are made when
+they are read. The real middleware walks and re-counts the whole history on every call.
 """
 
 from __future__ import annotations
@@ -21,23 +22,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab import tokens as tk
 from ctxlab.message_facts import kind_of, message_text
 from ctxlab.policies._engine_facts import facts
 from ctxlab.policies.base import Call, Event, Files, Request
+from ctxlab.policies.deepagents.feed import Feed, feed_of
 from ctxlab.policies.deepagents.filesystem import (
-    TOOLS_EXCLUDED_FROM_EVICTION,
-    rejected_result,
     sanitize_tool_call_id,
-    text_len,
     tool_stub,
     truncated_human_message,
 )
-from ctxlab.policies.deepagents.message_edits import NONE_REJECTED, ai_facts
 from ctxlab.policies.deepagents.request import RequestParts
 from ctxlab.policies.deepagents.state import (
     REBUILD,
@@ -68,20 +66,20 @@ class DeepAgentsRun(SummarizationStep, RequestParts):
         self.cpt = s.chars_per_token
         self.system_tokens = tk.message_tokens(s.system, self.cpt)
         self.fixed = s.tools_tokens + self.system_tokens  # in every request
-        self.source = self.trace.messages[1:] if self._has_system() else self.trace.messages
         self.offset = 1 if self._has_system() else 0
         self.tool_evict_chars = s.tool_evict_chars
         self.view: list[BaseMessage] = []  # state as SummarizationMiddleware sees it
         self.kinds: list[str] = []
         self.etok = Prefix()  # effective tokens (bound reasoning dropped where it applies)
         self.window_kinds = dict.fromkeys(STATE_KINDS, 0)  # etok by kind over [cutoff, n)
-        self.tsaved: list[int] = [0]  # cumulative tokens truncation saves, along `tpos`
-        self.calls: dict[Any, dict] = {}  # the latest AIMessage's calls by id
-        self.rejected: frozenset[Any] = NONE_REJECTED  # ids of those deepagents rejects
-        self.truncated: set[int] = set()  # AIMessages argument truncation would shorten
-        self.tpos: list[int] = []  # positions in `truncated`, ascending
+        # from the feed (`_open_feed`): AIMessages argument truncation would shorten, by
+        # state position, ascending, and the cumulative tokens truncation saves along them
+        self.tpos: list[int] = []
+        self.tsaved: list[int] = [0]
+        self.feed: Feed | None = None
+        self.offloaded = 0  # the feed's offloads made so far
         self.ai_key = ("deepagents-ai", s.max_arg_length, s.truncation_text)
-        self.tagged: set[int] = set()
+        self.tagged: set[int] = set()  # human messages sent as stubs (evicted)
         self.event: SummaryEvent | None = None
         self.dropped_until = 0  # state positions below this had bound reasoning dropped
         self.unreasoned: set[int] = set()  # those that had some (their copies are sent)
@@ -132,74 +130,37 @@ class DeepAgentsRun(SummarizationStep, RequestParts):
         return bool(msgs) and isinstance(msgs[0], SystemMessage)
 
     def _feed(self, upto: int) -> None:
-        """Append recorded history messages until the state holds `upto - offset` of them.
-
-        The replay's per-message loop, so the common cases are inline: AIMessages, tool results
-        kept as they are, human messages. Offloads, rejected calls and already evicted human
-        messages take methods.
-        """
+        """Append recorded history messages until the state holds `upto - offset` of them:
+        slices of the trace's `Feed` (worked out once per trace and feed settings), then the
+        offloads among them."""
         fed, stop = self.fed, upto - self.offset
         if fed >= stop:
             return
         self.fed = stop
-        view, kinds, toks_in_state = self.view, self.kinds, self.etok.values
-        window, toks_of, limit = self.window_kinds, self.source_tokens, self.tool_evict_chars
-        source, excluded = self.source, TOOLS_EXCLUDED_FROM_EVICTION
-        for i in range(fed, stop):
-            message = source[i]
-            toks = toks_of[i]
-            kind = "ai"
-            if isinstance(message, ToolMessage):
-                call = self.calls.get(message.tool_call_id)
-                if call is not None and self.rejected and message.tool_call_id in self.rejected:
-                    self._rejected(message, call)
-                    continue
-                name = call["name"] if call is not None else message.name
-                if not (limit is None or name in excluded or text_len(message) <= limit):
-                    self._offload_result(message, i + self.offset, toks, limit)
-                    continue
-                kind = "tool_results"
-            elif isinstance(message, AIMessage):
-                if message.tool_calls:
-                    self._tool_calls(message, i, toks)
-                elif self.calls:
-                    self.calls, self.rejected = {}, NONE_REJECTED
-            elif isinstance(message, HumanMessage) and message.additional_kwargs.get(
-                "lc_evicted_to"
-            ):
-                self.tagged.add(i)
-                path = message.additional_kwargs["lc_evicted_to"]
-                self._append(truncated_human_message(message, path), "stubs")
-                continue
-            else:
-                kind = kind_of(message)
-            view.append(message)
-            kinds.append(kind)
-            toks_in_state.append(toks)
-            window[kind] += toks
+        feed = self.feed or self._open_feed()
+        kinds, toks = feed.kinds[fed:stop], feed.tokens[fed:stop]
+        self.view += feed.view[fed:stop]
+        self.kinds += kinds
+        self.etok.values += toks
+        window = self.window_kinds
+        for kind, t in zip(kinds, toks, strict=True):
+            window[kind] += t
+        offloads, k = feed.offloads, self.offloaded
+        while k < len(offloads) and offloads[k][0] < stop:
+            self._offload_result(*offloads[k])
+            k += 1
+        self.offloaded = k
 
-    def _append(self, message: BaseMessage, kind: str, toks: int | None = None) -> None:
-        """Append a stub or an error to the state."""
-        toks = tk.message_tokens(message, self.cpt) if toks is None else toks
-        self.view.append(message)
-        self.kinds.append(kind)
-        self.etok.values.append(toks)
-        self.window_kinds[kind] += toks
-
-    def _tool_calls(self, message: AIMessage, index: int, toks: int) -> None:
-        """An AIMessage with tool calls at state `index`: the calls its results will answer
-        (as the tool node would be asked), and whether argument truncation would shorten it."""
-        self.calls, self.rejected, grown = tk.derived(
-            message, self.ai_key, lambda: ai_facts(message, *self.ai_key[1:])
+    def _open_feed(self) -> Feed:
+        """The trace's `Feed` for these settings, read on the first call (`start` alone, which
+        a sweep's planning calls to validate every cell, measures nothing); the state shares
+        its truncation positions and evicted human messages."""
+        feed = self.feed = feed_of(
+            self.trace, self.offset, self.cpt, self.tool_evict_chars, self.ai_key
         )
-        if grown is not None:
-            saved = 0
-            if grown:
-                size = tk.cached_size(message)
-                saved = toks - tk.Size(size.chars + grown, size.images).tokens(self.cpt)
-            self.truncated.add(index)
-            self.tpos.append(index)
-            self.tsaved.append(self.tsaved[-1] + saved)
+        self.tpos, self.tsaved = feed.tpos, feed.tsaved
+        self.tagged = set(feed.tagged)
+        return feed
 
     def _set(self, index: int, message: BaseMessage, kind: str) -> None:
         self.view[index] = message
@@ -223,26 +184,22 @@ class DeepAgentsRun(SummarizationStep, RequestParts):
             totals[kinds[p]] += values[p]
         self.window_kinds = totals
 
-    def _rejected(self, message: ToolMessage, call: dict) -> None:
-        """`FilesystemMiddleware.wrap_tool_call` answered a same-path parallel mutation with
-        an error instead of running it."""
-        error = tk.derived(
-            message, ("deepagents-rejected", call["name"]), lambda: rejected_result(call)
-        )
-        self._append(error, "tool_results")
-
-    def _offload_result(self, message: ToolMessage, pos: int, toks: int, limit: int) -> None:
-        """`FilesystemMiddleware.wrap_tool_call` offloaded an oversized result."""
-        stub, path = self._offload(message, message_text(message))
-        self._append(stub, "stubs")
+    def _offload_result(self, pos: int, message: ToolMessage, text: str, before: int) -> None:
+        """`FilesystemMiddleware.wrap_tool_call` offloaded an oversized result, fed at state
+        position `pos` with `before` tokens."""
+        stub, path = self._offload(message, text)
+        toks = tk.message_tokens(stub, self.cpt)
+        self.view[pos] = stub
+        self.etok.set(pos, toks)
+        self.window_kinds["stubs"] += toks
         event = Event(
             "offload_tool_result",
             None,
-            (pos,),
+            (pos + self.offset,),
+            before,
             toks,
-            self.etok.values[-1],
             path,
-            f"> {limit} chars",
+            f"> {self.tool_evict_chars} chars",
         )
         self.pending.append(event)
 
