@@ -17,9 +17,12 @@ and the page's `performance.timeOrigin + now()` agree to well under a millisecon
 - *kernel*: the Python handler (`apply`: re-replay, metrics, traces) until the figure's
   update is sent on its comm;
 - *comm out*: that send to the update reaching the page's websocket;
-- *plotly.js*: the update's arrival to `plotly_afterplot` (widget model, `Plotly.update`,
-  redraw);
-- *paint*: `plotly_afterplot` to the next animation frame.
+- *plotly.js*: the update's arrival to the `plotly_afterplot` that follows the move's last
+  figure message (widget model, `Plotly.update`, redraw; a move that sent its changes as
+  several messages pays a redraw for each, and the chart is whole only after the last);
+- *paint*: that `plotly_afterplot` to the next animation frame.
+
+`figure msgs` counts the figure messages each move sent to the page.
 
 It also prints how long the chart took to appear after the cell ran (kernel replay, plotly's
 bundle reaching the page and being imported once, first draw): the chart is a `ChartWidget`,
@@ -43,6 +46,7 @@ from tests.browser_lab import (
     chromium_missing,
     chromium_page,
     jupyterlab,
+    kernel_print,
     open_notebook,
     run_cells,
     wait_widget,
@@ -73,6 +77,7 @@ class TimedExplorer(ThresholdExplorer):
 trace = make_trace({turns}, fmt="anthropic", seed=1, model="claude-sonnet-4-5",
                    provider="anthropic", big=0.03)
 explorer = TimedExplorer(trace)
+explorer.control("trigger").value = {trigger}
 explorer.control("trigger").observe(lambda c: RECEIVED.append(time.time() * 1000), names="value")
 _send = explorer.figure.comm.send
 
@@ -88,11 +93,13 @@ explorer
 
 # Timestamps (epoch ms) of the page's websocket traffic that carries widget messages, of key
 # presses and of the chart's redraws, kept on `window.__bench`.
-PAGE_HOOKS = """
+PAGE_HOOKS = r"""
 window.__bench = {sent: [], figure: [], keys: [], afterplot: [], paint: []};
 const now = () => performance.timeOrigin + performance.now();
 const text = (data) => typeof data === 'string' ? data
   : data instanceof Blob ? '' : new TextDecoder().decode(data);
+// a figure message: plotly's widget sends each update, then resets the trait to {} (no redraw)
+const figure = (s) => s.includes('_py2js_') && !/"state":\{"_py2js_\w+":(\{\}|null)\}/.test(s);
 const NativeSend = WebSocket.prototype.send;
 WebSocket.prototype.send = function (data) {
   if (text(data).includes('"method":"update"')) window.__bench.sent.push(now());
@@ -103,7 +110,7 @@ WebSocket.prototype.addEventListener = function (type, fn, ...rest) {
   if (type !== 'message') return NativeAdd.call(this, type, fn, ...rest);
   return NativeAdd.call(this, type, (e) => {
     const t = now();
-    if (text(e.data).includes('_py2js_')) window.__bench.figure.push(t);
+    if (figure(text(e.data))) window.__bench.figure.push(t);
     return fn.call(this, e);
   }, ...rest);
 };
@@ -112,7 +119,7 @@ Object.defineProperty(WebSocket.prototype, 'onmessage', {
   set(fn) {
     onmessage.set.call(this, (e) => {
       const t = now();
-      if (text(e.data).includes('_py2js_')) window.__bench.figure.push(t);
+      if (figure(text(e.data))) window.__bench.figure.push(t);
       return fn.call(this, e);
     });
   },
@@ -131,15 +138,6 @@ LISTEN = """(css) => {
   });
 }"""
 
-# Run code in the notebook's kernel and return what it printed.
-KERNEL_PRINT = """async (code) => {
-  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-  let out = '';
-  const future = kernel.requestExecute({code, store_history: false});
-  future.onIOPub = (msg) => { if (msg.header.msg_type === 'stream') out += msg.content.text; };
-  await future.done;
-  return out;
-}"""
 
 STAGES = ["widget js", "comm in", "debounce", "kernel", "comm out", "plotly.js", "paint", "total"]
 
@@ -154,10 +152,10 @@ def _p90(values: list[float]) -> float:
 
 
 def measure(
-    turns: int, moves: int, artifacts: Path | None = None
+    turns: int, moves: int, artifacts: Path | None = None, trigger: float = 0.45
 ) -> tuple[list[dict[str, float]], float]:
-    """Stage durations (ms) of `moves` trigger-slider releases on a `turns`-turn trace, and the
-    seconds from running the notebook's cell to the chart's first draw."""
+    """Stage durations (ms) of `moves` trigger-slider releases from `trigger` on a `turns`-turn
+    trace, and the seconds from running the notebook's cell to the chart's first draw."""
     tmp = Path(tempfile.mkdtemp(prefix="ctxlab-bench-browser-"))
     try:
         root, home = tmp / "root", tmp / "home"
@@ -166,7 +164,8 @@ def measure(
         nb = nbformat.v4.new_notebook()
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                      "language": "python"}  # fmt: skip
-        nb.cells = [nbformat.v4.new_code_cell(KERNEL_CELL.format(turns=turns).strip())]
+        cell = KERNEL_CELL.format(turns=turns, trigger=trigger).strip()
+        nb.cells = [nbformat.v4.new_code_cell(cell)]
         nbformat.write(nb, root / "bench.ipynb")
         env = {"PYTHONPATH": str(REPO), "CTXLAB_FIGURES": str(tmp / "figures")}
         with jupyterlab(root, home, env) as base, chromium_page() as page:
@@ -207,9 +206,8 @@ def measure(
                 marks.append(before)
             page_times = page.evaluate("window.__bench")
             kernel = json.loads(
-                page.evaluate(
-                    KERNEL_PRINT,
-                    "import json; print(json.dumps([RECEIVED, APPLIED, SENT]))",
+                kernel_print(
+                    page, "import json; print(json.dumps([RECEIVED, APPLIED, SENT]))"
                 ).strip()
             )
             if artifacts is not None:
@@ -221,14 +219,15 @@ def measure(
         shutil.rmtree(tmp, ignore_errors=True)
     received, applied, sent = kernel
     out = []
-    for before in marks:
+    for before, until in zip(marks, [*marks[1:], float("inf")], strict=True):
         key = _first_after(page_times["keys"], before)
         sent_page = _first_after(page_times["sent"], key)
         got = _first_after(received, sent_page)
         start, end = next((a, b) for a, b in applied if a >= got)
         fig_sent = _first_after(sent, start)
         arrived = _first_after(page_times["figure"], fig_sent)
-        drawn = _first_after(page_times["afterplot"], arrived)
+        messages = [t for t in page_times["figure"] if arrived <= t < until]
+        drawn = _first_after(page_times["afterplot"], messages[-1])
         painted = _first_after(page_times["paint"], drawn)
         out.append(
             {
@@ -241,6 +240,7 @@ def measure(
                 "paint": painted - drawn,
                 "total": painted - key,
                 "handler": end - start,
+                "figure msgs": len(messages),
             }
         )
     return out, first_draw
@@ -252,15 +252,23 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=None, help="trace length (default 1000)")
     parser.add_argument("--moves", type=int, default=None, help="slider moves (default 20)")
     parser.add_argument("--artifacts", type=Path, default=None, help="folder for a screenshot")
+    parser.add_argument(
+        "--trigger",
+        type=float,
+        default=0.45,
+        help="the trigger slider's start (default 0.45, where every release changes the "
+        "summaries; at 0.85 the input budget decides and a release only moves the line)",
+    )
     args = parser.parse_args()
     if reason := chromium_missing():
         raise SystemExit(f"bench_browser: {reason}")
     turns = args.turns or (200 if args.quick else 1000)
     moves = args.moves or (6 if args.quick else 20)
     start = time.perf_counter()
-    rows, first_draw = measure(turns, moves, args.artifacts)
+    rows, first_draw = measure(turns, moves, args.artifacts, args.trigger)
     print(
-        f"{turns} turns, {moves} trigger-slider releases, ThresholdExplorer (default debounce), "
+        f"{turns} turns, {moves} trigger-slider releases from {args.trigger}, "
+        "ThresholdExplorer (default debounce), "
         f"JupyterLab + headless chromium; {time.perf_counter() - start:.0f} s in all"
     )
     print(f"chart first drawn {first_draw:.1f} s after its cell ran (replay, plotly load, draw)")
@@ -273,6 +281,8 @@ def main() -> None:
     handler = [r["handler"] for r in rows]
     print(f"(whole Python handler incl. readout: median {statistics.median(handler):.1f} ms, "
           f"p90 {_p90(handler):.1f} ms)")  # fmt: skip
+    counts = sorted({r["figure msgs"] for r in rows})
+    print(f"figure msgs per move: {', '.join(map(str, counts))}")
 
 
 if __name__ == "__main__":

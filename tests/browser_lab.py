@@ -182,3 +182,27 @@ def wait_text(page: Any, css: str, text: str, timeout: int = 120_000) -> None:
         arg=[css, text],
         timeout=timeout,
     )
+
+
+_KERNEL_PRINT = """async (code) => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  let out = '';
+  const future = kernel.requestExecute({code, store_history: false});
+  let error = null;
+  future.onIOPub = (msg) => {
+    if (msg.header.msg_type === 'stream') out += msg.content.text;
+    if (msg.header.msg_type === 'error') error = `${msg.content.ename}: ${msg.content.evalue}`;
+  };
+  await future.done;
+  return [out, error];
+}"""
+
+
+def kernel_print(page: Any, code: str) -> str:
+    """Run `code` in the open notebook's kernel (outside its history) and return what it
+    printed: what the kernel holds, to compare with what the page shows. An exception in the
+    kernel raises `RuntimeError` with its name and message."""
+    out, error = page.evaluate(_KERNEL_PRINT, code)
+    if error is not None:
+        raise RuntimeError(f"kernel raised {error} running {code!r}")
+    return out

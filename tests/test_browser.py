@@ -16,6 +16,7 @@ FigureWidget module under the same slowing, the chart stays empty. Screenshots g
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from tests.browser_lab import (
     chromium_missing,
     chromium_page,
     jupyterlab,
+    kernel_print,
     open_notebook,
     run_all,
     run_cells,
@@ -39,7 +41,8 @@ REPO = Path(__file__).resolve().parents[1]
 CHART_TITLE = ".ctx-chart.js-plotly-plot .gtitle"  # add_class lands on the plotly div itself
 CURSOR = ".ctx-chart.js-plotly-plot .scatterlayer .trace:last-child .point"
 STRIP = ".ctx-strip .ctx-strip-inner"
-EXPLORER_TITLE = ".ctx-explorer-chart.js-plotly-plot .gtitle"
+EXPLORER_CHART = ".ctx-explorer-chart.js-plotly-plot"
+EXPLORER_TITLE = f"{EXPLORER_CHART} .gtitle"
 
 
 SLOW_CELLS = [
@@ -179,6 +182,20 @@ def test_quickstart_scrubber_in_jupyterlab(lab: str, artifacts: Path) -> None:
                 arg=[EXPLORER_TITLE, title_before],
                 timeout=120_000,
             )
+            # the move came as one update, each trace given only what changed for it: the page
+            # draws what the kernel's figure holds, names and numbers
+            shown = page.evaluate(
+                "(css) => document.querySelector(css).data.map("
+                "(t) => [t.name ?? null, Array.from(t.y ?? [], Number)])",
+                EXPLORER_CHART,
+            )
+            held = kernel_print(
+                page,
+                "import json; print(json.dumps([[t.name, [float(v) for v in"
+                " (() if t.y is None else t.y)]] for t in explorer.figure.data]))",
+            )
+            assert shown == json.loads(held)
+            assert any(name.startswith("trigger ") for name, _ in shown)
             page.locator(".ctx-explorer").first.screenshot(path=str(artifacts / "explorer.png"))
         except Exception:
             page.screenshot(path=str(artifacts / "browser_failure.png"))

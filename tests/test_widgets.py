@@ -187,6 +187,30 @@ def test_explorer_keeps_an_event_kind_trace_when_a_move_has_none(trace, monkeypa
     assert len(ex.figure.data) == count and rebuilt == []
 
 
+def test_a_move_reaches_the_chart_as_one_update(trace) -> None:
+    """Areas, event markers and threshold lines change in one move: one `Plotly.update`
+    message (one redraw in the browser), each trace given only what changed for it, and the
+    figure then holds exactly what the builder made."""
+    from plotly.basedatatypes import Undefined
+
+    ex = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+    sent: list[dict] = []
+    ex.figure.observe(lambda change: sent.append(change["new"]), names="_py2js_update")
+    ex.control("window").value = 100_000  # new trigger line, new curve, new summaries
+    updates = [m for m in sent if m]
+    assert len(updates) == 1
+    style, indexes = updates[0]["style_data"], updates[0]["style_traces"]
+    assert {"y", "name"} <= set(style) and len(indexes) > 1
+    # a trace that keeps a property is not sent it
+    assert any(v is Undefined for values in style.values() for v in values)
+    assert updates[0]["layout_data"]["title.text"].startswith("deepagents on ")
+    for shown, built in zip(ex.figure.data, ex._traces, strict=True):
+        assert shown.name == built.get("name", shown.name)
+        for prop in ("x", "y"):
+            if prop in built:
+                assert list(getattr(shown, prop)) == list(built[prop])
+
+
 def test_explorer_policy_dropdown_offers_every_registered_name(trace) -> None:
     from ctxlab.policies import catalog
 

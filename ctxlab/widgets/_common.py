@@ -19,6 +19,7 @@ from typing import Any
 import ipywidgets as W
 import numpy as np
 import plotly.graph_objects as go
+from plotly.basedatatypes import Undefined
 
 from ctxlab import plots
 from ctxlab.billing import COST_METHODS
@@ -136,10 +137,13 @@ def update_in_place(
     Builders keep a fixed trace order and count for a given widget, so only the properties that
     change between redraws (`x`, `y`, `name`, `hovertext`, `marker`) are sent, and of those only
     the ones that differ from what this function last sent to `widget` (kept on it as
-    `_ctxlab_sent`), as `Plotly.update` messages (one per set of changed properties): the
-    values go in as given, numpy arrays as binary buffers, without plotly validating every
-    trace again. That is why a live move costs a fraction of a fresh figure. If the count or
-    the trace types differ (an event kind appeared), the traces are replaced and validated.
+    `_ctxlab_sent`), as one `Plotly.update` message with the title and `layout`: the values go
+    in as given, numpy arrays as binary buffers, without plotly validating every trace again
+    (why a live move costs a fraction of a fresh figure), and a trace that keeps a property
+    gets plotly's `Undefined` for it, so the browser redraws once per move, not once per set
+    of changed properties (three on a typical move: areas, markers, threshold lines, each
+    drawn half-updated). If the count or the trace types differ (an event kind appeared), the
+    traces are replaced and validated.
     """
     data = trace_dicts(fig)
     sent: list[dict[str, Any]] | None = getattr(widget, "_ctxlab_sent", None)
@@ -159,17 +163,22 @@ def update_in_place(
         if relayout:
             widget.plotly_relayout(relayout)
         return
-    groups: dict[tuple[str, ...], list[int]] = {}
+    indexes: list[int] = []
+    changes: list[tuple[str, ...]] = []
     for i, new in enumerate(data):
         old = sent[i] if sent is not None and len(sent) == len(data) else {}
         changed = tuple(p for p in _DATA_PROPS if p in new and not _same(old.get(p), new[p]))
         if changed:
-            groups.setdefault(changed, []).append(i)
-    for props, indexes in groups.items():
-        restyle = {p: [data[i][p] for i in indexes] for p in props}
+            indexes.append(i)
+            changes.append(changed)
+    if indexes:
+        props = [p for p in _DATA_PROPS if any(p in c for c in changes)]
+        restyle = {
+            p: [data[i][p] if p in c else Undefined for i, c in zip(indexes, changes, strict=True)]
+            for p in props
+        }
         widget.plotly_update(restyle_data=restyle, relayout_data=relayout, trace_indexes=indexes)
-        relayout = {}
-    if relayout:
+    elif relayout:
         widget.plotly_relayout(relayout)
 
 
