@@ -19,8 +19,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -121,6 +123,30 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.fail(str(exc))
 
 
+def _settled_plot(page: Any, seconds: float = 60) -> list:
+    """The explorer chart's trace names and y values once the page shows what the kernel's
+    figure holds (later releases may still be in the debounce or on the wire when the first
+    redraw lands); fails with both if they still differ after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        held = json.loads(
+            kernel_print(
+                page,
+                "import json; print(json.dumps([[t.name, [float(v) for v in"
+                " (() if t.y is None else t.y)]] for t in explorer.figure.data]))",
+            )
+        )
+        shown = page.evaluate(
+            "(css) => document.querySelector(css).data.map("
+            "(t) => [t.name ?? null, Array.from(t.y ?? [], Number)])",
+            EXPLORER_CHART,
+        )
+        if shown == held or time.monotonic() > deadline:
+            assert shown == held
+            return shown
+        page.wait_for_timeout(500)
+
+
 def test_quickstart_scrubber_in_jupyterlab(lab: str, artifacts: Path) -> None:
     console: list[str] = []
     with chromium_page(console) as page:
@@ -182,19 +208,9 @@ def test_quickstart_scrubber_in_jupyterlab(lab: str, artifacts: Path) -> None:
                 arg=[EXPLORER_TITLE, title_before],
                 timeout=120_000,
             )
-            # the move came as one update, each trace given only what changed for it: the page
-            # draws what the kernel's figure holds, names and numbers
-            shown = page.evaluate(
-                "(css) => document.querySelector(css).data.map("
-                "(t) => [t.name ?? null, Array.from(t.y ?? [], Number)])",
-                EXPLORER_CHART,
-            )
-            held = kernel_print(
-                page,
-                "import json; print(json.dumps([[t.name, [float(v) for v in"
-                " (() if t.y is None else t.y)]] for t in explorer.figure.data]))",
-            )
-            assert shown == json.loads(held)
+            # each move comes as one update, each trace given only what changed for it: once
+            # the releases are handled, the page draws what the kernel's figure holds
+            shown = _settled_plot(page)
             assert any(name.startswith("trigger ") for name, _ in shown)
             page.locator(".ctx-explorer").first.screenshot(path=str(artifacts / "explorer.png"))
         except Exception:
