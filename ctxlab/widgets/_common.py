@@ -135,15 +135,15 @@ def update_in_place(
     (`Plotly.relayout` keys such as `"yaxis.range"`).
 
     Builders keep a fixed trace order and count for a given widget, so only the properties that
-    change between redraws (`x`, `y`, `name`, `hovertext`, `marker`) are sent, and of those only
-    the ones that differ from what this function last sent to `widget` (kept on it as
-    `_ctxlab_sent`), as one `Plotly.update` message with the title and `layout`: the values go
-    in as given, numpy arrays as binary buffers, without plotly validating every trace again
-    (why a live move costs a fraction of a fresh figure), and a trace that keeps a property
-    gets plotly's `Undefined` for it, so the browser redraws once per move, not once per set
-    of changed properties (three on a typical move: areas, markers, threshold lines, each
-    drawn half-updated). If the count or the trace types differ (an event kind appeared), the
-    traces are replaced and validated.
+    change between redraws (`_DATA_PROPS`: `x`, `y`, `name`, `hovertext`, `marker`,
+    `showlegend`) are sent, and of those only the ones that differ from what this function last
+    sent to `widget` (kept on it as `_ctxlab_sent`), as one `Plotly.update` message with the
+    title and `layout`: the values go in as given, numpy arrays as binary buffers, without
+    plotly validating every trace again (why a live move costs a fraction of a fresh figure),
+    and a trace that keeps a property gets plotly's `Undefined` for it, so the browser redraws
+    once per move, not once per set of changed properties (three on a typical move: areas,
+    markers, threshold lines, each drawn half-updated). If the count or the trace types differ
+    (an event kind appeared), the traces are replaced and validated.
     """
     data = trace_dicts(fig)
     sent: list[dict[str, Any]] | None = getattr(widget, "_ctxlab_sent", None)
