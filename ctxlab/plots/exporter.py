@@ -8,8 +8,8 @@ later exports cost about a tenth of a second. HTML embeds plotly.js, so it opens
 
 from __future__ import annotations
 
-import atexit
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +24,21 @@ class _Kaleido:
 
     kaleido's own singleton refuses to open twice; this wrapper makes starting idempotent and
     thread-safe, and stops the browser at interpreter exit so no chromium outlives Python.
+
+    The stop at exit is a `weakref.finalize` made once the server has answered (`serving`),
+    not an `atexit` hook made at start: the server's thread creates the browser's profile
+    folder (a `tempfile.TemporaryDirectory`, removed by its own finalizer at exit) after
+    `start` returns, and an atexit hook registered before that runs after the finalizers.
+    The profile was then deleted under a running chromium, which failed now and then with
+    `OSError: Directory not empty: 'Default'` printed at exit. Finalizers still alive at exit
+    run in reverse order of creation, so one made after the profile folder stops the browser
+    first and the folder's own cleanup then finds nothing left to remove.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.started = False
+        self._stop_at_exit: weakref.finalize | None = None
 
     def start(self) -> None:
         with self._lock:
@@ -39,10 +49,21 @@ class _Kaleido:
             # mathjax=False: no CDN request for MathJax (labels here are plain text).
             kaleido.start_sync_server(mathjax=False, silence_warnings=True)
             self.started = True
-            atexit.register(self.stop)
+
+    def serving(self) -> None:
+        """The server answered, so its browser and profile folder exist: stop it at exit
+        before the folder's finalizer runs (see the class docstring)."""
+        with self._lock:
+            if self.started and self._stop_at_exit is None:
+                # The callback holds `self`, so this runs at exit only: the module keeps
+                # the one instance alive anyway.
+                self._stop_at_exit = weakref.finalize(self, self.stop)
 
     def stop(self) -> None:
         with self._lock:
+            if self._stop_at_exit is not None:
+                self._stop_at_exit.detach()
+                self._stop_at_exit = None
             if not self.started:
                 return
             import kaleido
@@ -111,6 +132,7 @@ def export(
         KALEIDO.start()
         try:
             data = kaleido.calc_fig_sync(figure.to_dict(), opts=opts)
+            KALEIDO.serving()
             break
         except Exception as exc:  # kaleido raises its own (private) error classes
             if NOT_LOADED not in str(exc) or attempt == START_ATTEMPTS:
