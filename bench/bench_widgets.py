@@ -46,10 +46,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import plotly.graph_objects as go
+
 import ctxlab
 from ctxlab import plots
 from ctxlab.policies import DeepAgents
 from ctxlab.widgets import Scrubber, ThresholdExplorer, explorer
+from ctxlab.widgets._common import update_in_place
 from tests.deepagents_oracle import run_oracle
 from tests.synthetic import make_trace
 
@@ -391,13 +394,26 @@ def export_times(trace: ctxlab.Trace) -> None:
 
 
 def figure_build(trace: ctxlab.Trace) -> None:
-    """`plots.context_tokens` (a fresh, validated figure) against the replay it draws."""
+    """`plots.context_tokens` (a fresh, validated figure) against the replay it draws; then
+    what a slider move does instead (`context_trace_dicts` from a fresh replay's counts, and
+    `update_in_place` into the explorer's `FigureWidget`), against the same replay."""
     policy = DeepAgents(trigger=("fraction", 0.25), keep=("fraction", 0.10))
+    other = DeepAgents(trigger=("fraction", 0.5), keep=("fraction", 0.10))
     replay = ctxlab.replay(trace, policy)
     replays = [timed(ctxlab.replay, trace, policy)[1] for _ in range(5)]
     builds = [timed(plots.context_tokens, replay)[1] for _ in range(5)]
     r, b = statistics.median(replays) * 1000, statistics.median(builds) * 1000
     print(f"\nfigure build {b:.1f} ms vs its replay {r:.1f} ms: {b / r:.0%} (target < 20%)")
+    widget = go.FigureWidget(plots.context_tokens(replay))
+    pair = (ctxlab.replay(trace, other), replay)
+
+    def in_place(shown: ctxlab.Replay) -> None:
+        shown.__dict__.pop("counts", None)  # a move's replay is new: its counts are not built
+        update_in_place(widget, plots.context_trace_dicts(shown))
+
+    moves = [timed(in_place, pair[i % 2])[1] for i in range(10)]
+    m = statistics.median(moves) * 1000
+    print(f"figure update in place (a move: trace dicts + one update) {m:.1f} ms: {m / r:.0%}")
 
 
 def main() -> None:
