@@ -51,8 +51,9 @@ class _Kaleido:
             self.started = True
 
     def serving(self) -> None:
-        """The server answered, so its browser and profile folder exist: stop it at exit
-        before the folder's finalizer runs (see the class docstring)."""
+        """The server answered (a figure or an error), so its browser and profile folder
+        exist: stop it at exit before the folder's finalizer runs (see the class docstring).
+        A no-op when stopped, or when the stop at exit is arranged already."""
         with self._lock:
             if self.started and self._stop_at_exit is None:
                 # The callback holds `self`, so this runs at exit only: the module keeps
@@ -132,12 +133,13 @@ def export(
         KALEIDO.start()
         try:
             data = kaleido.calc_fig_sync(figure.to_dict(), opts=opts)
-            KALEIDO.serving()
             break
         except Exception as exc:  # kaleido raises its own (private) error classes
             if NOT_LOADED not in str(exc) or attempt == START_ATTEMPTS:
                 raise
             KALEIDO.stop()  # its tabs were bound to a blank page: start them afresh
+        finally:  # answered or failed, the server's browser exists (unless just stopped)
+            KALEIDO.serving()
     path.write_bytes(data)
     return path
 
