@@ -8,8 +8,11 @@ later exports cost about a tenth of a second. HTML embeds plotly.js, so it opens
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +22,35 @@ FORMATS = ("png", "svg", "pdf", "html")
 """What `export` writes, by file suffix."""
 
 
+SHUTDOWN_LOGGERS = ("choreographer",)
+"""Loggers quietened (to CRITICAL) while kaleido's browser shuts down. choreographer, which
+kaleido drives chromium with, reads the browser's pipe on a worker thread; when `stop` closes
+the pipe while that read holds half a message, it logs the fragment's JSON error with a full
+traceback ("JSONError decoding message. Ignoring") and goes on. Python prints it on stderr
+(seen in CI at interpreter exit), which reads as a failure after every export had succeeded.
+A real failure to stop still raises."""
+
+
+@contextmanager
+def _quiet(names: tuple[str, ...]) -> Iterator[None]:
+    """Raise these loggers (and their children left at NOTSET) to CRITICAL for the block."""
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
 class _Kaleido:
     """One kaleido sync server (one chromium) per process, started on the first static export.
 
     kaleido's own singleton refuses to open twice; this wrapper makes starting idempotent and
-    thread-safe, and stops the browser at interpreter exit so no chromium outlives Python.
+    thread-safe, and stops the browser at interpreter exit so no chromium outlives Python,
+    without the shutdown's log noise (`SHUTDOWN_LOGGERS`).
 
     The stop at exit is a `weakref.finalize` made once the server has answered (`serving`),
     not an `atexit` hook made at start: the server's thread creates the browser's profile
@@ -69,7 +96,8 @@ class _Kaleido:
                 return
             import kaleido
 
-            kaleido.stop_sync_server(silence_warnings=True)
+            with _quiet(SHUTDOWN_LOGGERS):
+                kaleido.stop_sync_server(silence_warnings=True)
             self.started = False
 
 
