@@ -6,10 +6,12 @@ Exports are checked by content (magic bytes, parseable XML, no network script so
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -174,16 +176,14 @@ def test_export_all_formats(tmp_path, stressed) -> None:
 
 def test_export_restarts_kaleido_when_its_tab_lost_its_page(tmp_path, stressed, monkeypatch):
     """kaleido once reported `kaleido_scopes is not defined` under load, and every later export
-    on that tab fails the same way: `export` restarts kaleido's server and the retry writes a
-    real PNG. Any other error is raised as it is."""
-    import kaleido
-
+    on that tab fails the same way: `export` opens a new browser and the retry writes a real
+    PNG. Any other error is raised as it is."""
     from ctxlab.plots import exporter
 
     needs_chromium()
     _, replay = stressed
     fig = plots.context_tokens(replay)
-    real = kaleido.calc_fig_sync
+    real = exporter.KALEIDO.render
     failures = iter([RuntimeError("ReferenceError: kaleido_scopes is not defined")])
     stops: list[bool] = []
     real_stop = exporter.KALEIDO.stop
@@ -197,7 +197,7 @@ def test_export_restarts_kaleido_when_its_tab_lost_its_page(tmp_path, stressed, 
         stops.append(True)
         real_stop()
 
-    monkeypatch.setattr(kaleido, "calc_fig_sync", flaky)
+    monkeypatch.setattr(exporter.KALEIDO, "render", flaky)
     monkeypatch.setattr(exporter.KALEIDO, "stop", stop)
     png = plots.export(fig, tmp_path / "retried.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -223,7 +223,7 @@ def test_stopping_kaleido_keeps_its_shutdown_noise_off_stderr(
     plots.export(plots.context_tokens(replay), tmp_path / "f.png")
     assert exporter.KALEIDO.started
     pipe = logging.getLogger("choreographer.channels.pipe")
-    real_stop = kaleido.stop_sync_server
+    real_close = kaleido.Kaleido.close
 
     def half_read() -> None:
         try:
@@ -231,13 +231,13 @@ def test_stopping_kaleido_keeps_its_shutdown_noise_off_stderr(
         except ValueError:
             pipe.exception("JSONError decoding message. Ignoring")
 
-    def stop(**kwargs) -> None:
+    async def close(self) -> None:
         reader = threading.Thread(target=half_read)
         reader.start()
         reader.join()
-        real_stop(**kwargs)
+        await real_close(self)
 
-    monkeypatch.setattr(kaleido, "stop_sync_server", stop)
+    monkeypatch.setattr(kaleido.Kaleido, "close", close)
     exporter.KALEIDO.stop()
     assert not exporter.KALEIDO.started
     assert not [r for r in caplog.records if r.name.startswith("choreographer")]
@@ -247,6 +247,101 @@ def test_stopping_kaleido_keeps_its_shutdown_noise_off_stderr(
         ("JSONError decoding message. Ignoring", True)
     ]
     assert logging.getLogger("choreographer").level == logging.NOTSET
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc for processes")
+def test_a_close_that_never_answers_is_cancelled_and_its_browser_killed(
+    tmp_path, stressed, monkeypatch
+) -> None:
+    """A browser that exits in the middle of a message leaves choreographer's close waiting
+    for the rest forever (an interpreter once never exited). Here the real close first waits
+    for an answer that never comes and, when cancelled, carries on closing, as choreographer
+    does: `stop` cancels it after `CLOSE_SECONDS`, kills the browser, and returns; the next
+    export opens a new browser."""
+    import kaleido
+
+    from ctxlab.plots import exporter
+
+    needs_chromium()
+    _, replay = stressed
+    fig = plots.context_tokens(replay)
+    plots.export(fig, tmp_path / "before.png")
+    process = exporter.KALEIDO._browser.subprocess
+    real_close = kaleido.Kaleido.close
+    cancelled: list[bool] = []
+
+    async def close(self) -> None:
+        try:
+            await asyncio.Event().wait()  # the answer that never comes
+        except asyncio.CancelledError:
+            cancelled.append(True)
+        await real_close(self)
+
+    monkeypatch.setattr(kaleido.Kaleido, "close", close)
+    # 2.5 s: once cancelled, choreographer's close of a dead browser takes up to 4 s (it joins
+    # its two reader threads, 2 s each, before closing their pipe), within the 5 s stop allows
+    monkeypatch.setattr(exporter, "CLOSE_SECONDS", 2.5)
+    stopping = threading.Thread(target=exporter.KALEIDO.stop, daemon=True)
+    stopping.start()
+    stopping.join(60)
+    assert not stopping.is_alive(), "stop hung on a close that never answers"
+    assert cancelled == [True]
+    assert process.returncode == -signal.SIGKILL and not _alive(process.pid)
+    assert not exporter.KALEIDO.started
+    loops = [t for t in threading.enumerate() if t.name == "ctxlab-kaleido"]
+    assert not loops, "the close finished, so its loop should have ended"
+    monkeypatch.undo()
+    png = plots.export(fig, tmp_path / "after.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert exporter.KALEIDO._browser.subprocess.pid != process.pid
+
+
+WEDGED_EXIT_SCRIPT = """
+import asyncio, sys
+import kaleido
+import plotly.graph_objects as go
+from ctxlab import plots
+from ctxlab.plots import exporter
+
+plots.export(go.Figure(go.Scatter(y=[1, 3, 2])), sys.argv[1])
+
+async def close(self):
+    while True:  # deaf even to cancellation: the loop never finishes
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            pass
+
+kaleido.Kaleido.close = close
+exporter.CLOSE_SECONDS = 1.0
+print(exporter.KALEIDO._browser.subprocess.pid)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc for processes")
+def test_exit_never_waits_forever_on_a_wedged_browser(tmp_path) -> None:
+    """Even a close that ignores cancellation does not hold interpreter exit: the browser is
+    killed and its loop left to its daemon thread (kaleido's own sync server joined that
+    thread with no time limit, so such an exit never ended)."""
+    needs_chromium()
+    ran = subprocess.run(
+        [sys.executable, "-c", WEDGED_EXIT_SCRIPT, str(tmp_path / "f.png")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert not _alive(int(ran.stdout.strip())), "the browser outlived Python"
+    assert "Traceback" not in ran.stderr, ran.stderr[-3000:]
 
 
 EXIT_SCRIPT = """

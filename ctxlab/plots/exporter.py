@@ -2,17 +2,22 @@
 
 Static export (PNG, SVG, PDF) goes through kaleido 1.x driving the system `chromium` (found on
 PATH, or `BROWSER_PATH`; nothing is downloaded). A cold export starts a browser (about 2 s), so
-the first static export starts kaleido's sync server and keeps it for the life of the process:
-later exports cost about a tenth of a second. HTML embeds plotly.js, so it opens offline.
+the first static export opens one and keeps it for the life of the process: later exports
+cost about a tenth of a second. HTML embeds plotly.js, so it opens offline.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import logging
+import os
+import signal
+import subprocess
 import threading
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +29,16 @@ FORMATS = ("png", "svg", "pdf", "html")
 
 SHUTDOWN_LOGGERS = ("choreographer",)
 """Loggers quietened (to CRITICAL) while kaleido's browser shuts down. choreographer, which
-kaleido drives chromium with, reads the browser's pipe on a worker thread; when `stop` closes
-the pipe while that read holds half a message, it logs the fragment's JSON error with a full
+kaleido drives chromium with, reads the browser's pipe on a worker thread; when the pipe is
+closed while that read holds half a message, it logs the fragment's JSON error with a full
 traceback ("JSONError decoding message. Ignoring") and goes on. Python prints it on stderr
-(seen in CI at interpreter exit), which reads as a failure after every export had succeeded.
-A real failure to stop still raises."""
+(seen in CI at interpreter exit), which reads as a failure after every export had succeeded."""
+
+CLOSE_SECONDS = 5.0
+"""How long a browser gets to close when asked before its close is cancelled and the browser
+killed. Closing takes well under a second; a browser that does not answer, or whose last
+message was cut in half by its own exit, would otherwise hold the close (and interpreter
+exit) forever."""
 
 
 @contextmanager
@@ -45,60 +55,140 @@ def _quiet(names: tuple[str, ...]) -> Iterator[None]:
             logger.setLevel(level)
 
 
+def _kill(process: subprocess.Popen[Any]) -> None:
+    """SIGKILL a browser that did not close, with its helpers (chromium runs in a session of
+    its own, so its process group is its helpers; elsewhere only the process is known)."""
+    if process.poll() is not None:
+        return
+    try:
+        if hasattr(os, "killpg") and os.getpgid(process.pid) == process.pid:
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
+def _finished(future: concurrent.futures.Future[Any], seconds: float) -> bool:
+    """Whether `future` is done (a result or an error) within `seconds`."""
+    return bool(concurrent.futures.wait([future], timeout=seconds).done)
+
+
+async def _open(**options: Any) -> Any:
+    """A `kaleido.Kaleido` browser, opened (made on the loop that will use it)."""
+    import kaleido
+
+    browser = kaleido.Kaleido(**options)
+    try:
+        await browser.open()
+    except BaseException:
+        with suppress(Exception):  # the error worth reporting is the open's
+            await _close(browser)
+        raise
+    return browser
+
+
+async def _close(browser: Any) -> None:
+    """Close `browser`. A close still waiting after `CLOSE_SECONDS` is cancelled: choreographer
+    then closes its pipe anyway (which ends a read held on half a message) and finishes."""
+    closing = asyncio.ensure_future(browser.close())
+    done, _ = await asyncio.wait({closing}, timeout=CLOSE_SECONDS)
+    if not done:
+        closing.cancel()
+        await asyncio.wait({closing})
+    if not closing.cancelled():
+        closing.result()
+
+
 class _Kaleido:
-    """One kaleido sync server (one chromium) per process, started on the first static export.
+    """One kaleido browser (one chromium) per process, started on the first static export.
 
-    kaleido's own singleton refuses to open twice; this wrapper makes starting idempotent and
-    thread-safe, and stops the browser at interpreter exit so no chromium outlives Python,
-    without the shutdown's log noise (`SHUTDOWN_LOGGERS`).
+    It runs on an event loop of its own in a daemon thread, driven through kaleido's public
+    `Kaleido` class rather than kaleido's sync server, so its shutdown is ours to bound:
+    kaleido's server joins its thread at exit with no time limit, and a browser that exits
+    in the middle of writing a message leaves choreographer's reader, and so the close,
+    waiting for the rest forever (seen once in 60 exits under load: the interpreter never
+    exited). `stop` asks the browser to close; after `CLOSE_SECONDS` it cancels the close and
+    kills the browser, and after twice that more it leaves the loop to its daemon thread, so
+    exit takes seconds at worst, without the shutdown's log noise (`SHUTDOWN_LOGGERS`).
 
-    The stop at exit is a `weakref.finalize` made once the server has answered (`serving`),
-    not an `atexit` hook made at start: the server's thread creates the browser's profile
-    folder (a `tempfile.TemporaryDirectory`, removed by its own finalizer at exit) after
-    `start` returns, and an atexit hook registered before that runs after the finalizers.
-    The profile was then deleted under a running chromium, which failed now and then with
-    `OSError: Directory not empty: 'Default'` printed at exit. Finalizers still alive at exit
-    run in reverse order of creation, so one made after the profile folder stops the browser
-    first and the folder's own cleanup then finds nothing left to remove.
+    The stop at exit is a `weakref.finalize` made once the browser is open, not an `atexit`
+    hook: the browser's profile folder (a `tempfile.TemporaryDirectory`, removed by its own
+    finalizer at exit) is made while it opens, and finalizers still alive at exit run in
+    reverse order of creation, so the browser stops first and the folder's cleanup finds
+    nothing left to remove. (An atexit hook registered earlier ran after the finalizers: the
+    profile was deleted under a running chromium, `OSError: Directory not empty: 'Default'`.)
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.started = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._browser: Any = None
         self._stop_at_exit: weakref.finalize | None = None
 
+    @property
+    def started(self) -> bool:
+        """Whether a browser is open."""
+        return self._browser is not None
+
     def start(self) -> None:
+        """Open the browser (a no-op when it is open)."""
         with self._lock:
-            if self.started:
+            if self._browser is not None:
                 return
-            import kaleido
-
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="ctxlab-kaleido", daemon=True)
+            thread.start()
             # mathjax=False: no CDN request for MathJax (labels here are plain text).
-            kaleido.start_sync_server(mathjax=False, silence_warnings=True)
-            self.started = True
+            opening = asyncio.run_coroutine_threadsafe(_open(n=1, mathjax=False), loop)
+            try:
+                self._browser = opening.result()
+            except BaseException:
+                self._end_loop(loop, thread)
+                raise
+            self._loop, self._thread = loop, thread
+            # The callback holds `self`, so this runs at exit only: the module keeps the one
+            # instance alive anyway.
+            self._stop_at_exit = weakref.finalize(self, self.stop)
 
-    def serving(self) -> None:
-        """The server answered (a figure or an error), so its browser and profile folder
-        exist: stop it at exit before the folder's finalizer runs (see the class docstring).
-        A no-op when stopped, or when the stop at exit is arranged already."""
-        with self._lock:
-            if self.started and self._stop_at_exit is None:
-                # The callback holds `self`, so this runs at exit only: the module keeps
-                # the one instance alive anyway.
-                self._stop_at_exit = weakref.finalize(self, self.stop)
+    def render(self, figure: dict[str, Any], opts: dict[str, Any]) -> bytes:
+        """The figure as `opts["format"]` bytes, from the open browser."""
+        loop, browser = self._loop, self._browser
+        if loop is None or browser is None:
+            raise RuntimeError("kaleido's browser is not open: call start() first")
+        return asyncio.run_coroutine_threadsafe(browser.calc_fig(figure, opts=opts), loop).result()
 
     def stop(self) -> None:
+        """Close the browser (a no-op when none is open); bounded, see the class docstring."""
         with self._lock:
             if self._stop_at_exit is not None:
                 self._stop_at_exit.detach()
                 self._stop_at_exit = None
-            if not self.started:
+            browser, loop, thread = self._browser, self._loop, self._thread
+            self._browser = self._loop = self._thread = None
+            if browser is None or loop is None or thread is None:
                 return
-            import kaleido
-
+            process = getattr(browser, "subprocess", None)
             with _quiet(SHUTDOWN_LOGGERS):
-                kaleido.stop_sync_server(silence_warnings=True)
-            self.started = False
+                closing = asyncio.run_coroutine_threadsafe(_close(browser), loop)
+                closed = _finished(closing, CLOSE_SECONDS)
+                if process is not None:
+                    # Killed from here, not from the loop, which may itself be blocked
+                    # (choreographer's own kill waits on the process synchronously); a no-op
+                    # once the browser has closed. A close that failed is moot once it is dead.
+                    _kill(process)
+                if not closed and not _finished(closing, 2 * CLOSE_SECONDS):
+                    return  # the browser is dead; its loop is left to its daemon thread
+            self._end_loop(loop, thread)
+
+    @staticmethod
+    def _end_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(CLOSE_SECONDS)
+        if not thread.is_alive():
+            loop.close()
 
 
 KALEIDO = _Kaleido()
@@ -107,9 +197,9 @@ NOT_LOADED = "kaleido_scopes is not defined"
 """What kaleido 1.x reports when one of its tabs runs the export in a JavaScript context where
 its page script was never defined (seen once, in a full test run on a loaded 2-core machine:
 `ReferenceError: kaleido_scopes is not defined`); every later export on that tab fails the
-same way, so `export` stops kaleido's server, starts it again (new tabs) and retries."""
+same way, so `export` closes the browser, opens a new one (new tabs) and retries."""
 START_ATTEMPTS = 3
-"""How many times `export` starts kaleido's server for one figure before giving up."""
+"""How many times `export` opens kaleido's browser for one figure before giving up."""
 
 
 def _as_figure(fig: Any) -> go.Figure:
@@ -130,7 +220,7 @@ def export(
 ) -> Path:
     """Write `fig` to `path` as PNG, SVG, PDF or HTML (from the suffix unless `format`).
 
-    Static formats go through the process-wide kaleido server (started here on first use); HTML
+    Static formats go through the process-wide kaleido browser (opened here on first use); HTML
     embeds plotly.js (about 4.8 MB) so the file works with no network. Returns the path.
     """
     path = Path(path)
@@ -148,8 +238,6 @@ def export(
             config={"displaylogo": False},
         )
         return path
-    import kaleido
-
     layout = figure.layout
     opts = {
         "format": fmt,
@@ -160,14 +248,12 @@ def export(
     for attempt in range(1, START_ATTEMPTS + 1):
         KALEIDO.start()
         try:
-            data = kaleido.calc_fig_sync(figure.to_dict(), opts=opts)
+            data = KALEIDO.render(figure.to_dict(), opts)
             break
         except Exception as exc:  # kaleido raises its own (private) error classes
             if NOT_LOADED not in str(exc) or attempt == START_ATTEMPTS:
                 raise
             KALEIDO.stop()  # its tabs were bound to a blank page: start them afresh
-        finally:  # answered or failed, the server's browser exists (unless just stopped)
-            KALEIDO.serving()
     path.write_bytes(data)
     return path
 
