@@ -11,7 +11,6 @@ import json
 import logging
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -259,14 +258,14 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc for processes")
-def test_a_close_that_never_answers_is_cancelled_and_its_browser_killed(
+def test_a_close_that_never_answers_is_cancelled_and_stop_returns(
     tmp_path, stressed, monkeypatch
 ) -> None:
     """A browser that exits in the middle of a message leaves choreographer's close waiting
     for the rest forever (an interpreter once never exited). Here the real close first waits
     for an answer that never comes and, when cancelled, carries on closing, as choreographer
-    does: `stop` cancels it after `CLOSE_SECONDS`, kills the browser, and returns; the next
-    export opens a new browser."""
+    does: `stop` cancels it after `CLOSE_SECONDS`, the browser closes, the loop ends, and the
+    next export opens a new browser."""
     import kaleido
 
     from ctxlab.plots import exporter
@@ -287,15 +286,13 @@ def test_a_close_that_never_answers_is_cancelled_and_its_browser_killed(
         await real_close(self)
 
     monkeypatch.setattr(kaleido.Kaleido, "close", close)
-    # 2.5 s: once cancelled, choreographer's close of a dead browser takes up to 4 s (it joins
-    # its two reader threads, 2 s each, before closing their pipe), within the 5 s stop allows
-    monkeypatch.setattr(exporter, "CLOSE_SECONDS", 2.5)
+    monkeypatch.setattr(exporter, "CLOSE_SECONDS", 1.0)
     stopping = threading.Thread(target=exporter.KALEIDO.stop, daemon=True)
     stopping.start()
     stopping.join(60)
     assert not stopping.is_alive(), "stop hung on a close that never answers"
     assert cancelled == [True]
-    assert process.returncode == -signal.SIGKILL and not _alive(process.pid)
+    assert process.returncode is not None and not _alive(process.pid)
     assert not exporter.KALEIDO.started
     loops = [t for t in threading.enumerate() if t.name == "ctxlab-kaleido"]
     assert not loops, "the close finished, so its loop should have ended"
@@ -322,7 +319,7 @@ async def close(self):
             pass
 
 kaleido.Kaleido.close = close
-exporter.CLOSE_SECONDS = 1.0
+exporter.CLOSE_SECONDS = 0.5
 print(exporter.KALEIDO._browser.subprocess.pid)
 """
 

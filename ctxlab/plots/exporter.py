@@ -35,10 +35,10 @@ traceback ("JSONError decoding message. Ignoring") and goes on. Python prints it
 (seen in CI at interpreter exit), which reads as a failure after every export had succeeded."""
 
 CLOSE_SECONDS = 5.0
-"""How long a browser gets to close when asked before its close is cancelled and the browser
-killed. Closing takes well under a second; a browser that does not answer, or whose last
-message was cut in half by its own exit, would otherwise hold the close (and interpreter
-exit) forever."""
+"""How long a browser's close may wait before it is cancelled, and then again before the
+browser is killed. Closing takes well under a second; a browser that does not answer, or
+whose last message was cut in half by its own exit, would otherwise hold the close (and
+interpreter exit) forever."""
 
 
 @contextmanager
@@ -109,9 +109,11 @@ class _Kaleido:
     kaleido's server joins its thread at exit with no time limit, and a browser that exits
     in the middle of writing a message leaves choreographer's reader, and so the close,
     waiting for the rest forever (seen once in 60 exits under load: the interpreter never
-    exited). `stop` asks the browser to close; after `CLOSE_SECONDS` it cancels the close and
-    kills the browser, and after twice that more it leaves the loop to its daemon thread, so
-    exit takes seconds at worst, without the shutdown's log noise (`SHUTDOWN_LOGGERS`).
+    exited). `stop` asks the browser to close; after `CLOSE_SECONDS` it cancels the close
+    (choreographer then closes its pipe, which ends such a read, and finishes), after as long
+    again it kills the browser, and after twice that more it leaves the loop to its daemon
+    thread, so exit takes seconds at worst, without the shutdown's log noise
+    (`SHUTDOWN_LOGGERS`).
 
     The stop at exit is a `weakref.finalize` made once the browser is open, not an `atexit`
     hook: the browser's profile folder (a `tempfile.TemporaryDirectory`, removed by its own
@@ -173,11 +175,13 @@ class _Kaleido:
             process = getattr(browser, "subprocess", None)
             with _quiet(SHUTDOWN_LOGGERS):
                 closing = asyncio.run_coroutine_threadsafe(_close(browser), loop)
-                closed = _finished(closing, CLOSE_SECONDS)
+                # _close cancels a close still waiting after CLOSE_SECONDS; one still running
+                # CLOSE_SECONDS after that has its browser killed from here, not from the loop,
+                # which may itself be blocked (choreographer's own kill waits on the process
+                # synchronously). A no-op once the browser has closed; a close that failed is
+                # moot once the browser is dead.
+                closed = _finished(closing, 2 * CLOSE_SECONDS)
                 if process is not None:
-                    # Killed from here, not from the loop, which may itself be blocked
-                    # (choreographer's own kill waits on the process synchronously); a no-op
-                    # once the browser has closed. A close that failed is moot once it is dead.
                     _kill(process)
                 if not closed and not _finished(closing, 2 * CLOSE_SECONDS):
                     return  # the browser is dead; its loop is left to its daemon thread
