@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -202,8 +203,12 @@ NOT_LOADED = "kaleido_scopes is not defined"
 its page script was never defined (seen once, in a full test run on a loaded 2-core machine:
 `ReferenceError: kaleido_scopes is not defined`); every later export on that tab fails the
 same way, so `export` closes the browser, opens a new one (new tabs) and retries."""
-START_ATTEMPTS = 3
-"""How many times `export` opens kaleido's browser for one figure before giving up."""
+START_ATTEMPTS = 5
+"""How many times `export` opens kaleido's browser for one figure before giving up. On a
+2-core machine running six exporting processes at once, about one attempt in nine met
+`NOT_LOADED` (7 and 6 of 60 processes retried, with this exporter and with kaleido's sync
+server alike), and once three attempts in a row did, as if the load that causes it lasts:
+five attempts, and a pause that grows with each, ride that out."""
 
 
 def _as_figure(fig: Any) -> go.Figure:
@@ -258,6 +263,7 @@ def export(
             if NOT_LOADED not in str(exc) or attempt == START_ATTEMPTS:
                 raise
             KALEIDO.stop()  # its tabs were bound to a blank page: start them afresh
+            time.sleep(0.5 * attempt)
     path.write_bytes(data)
     return path
 
