@@ -248,6 +248,22 @@ def test_stopping_kaleido_keeps_its_shutdown_noise_off_stderr(
     assert logging.getLogger("choreographer").level == logging.NOTSET
 
 
+def _export_and_exit(script: str, png: Path) -> subprocess.CompletedProcess[str]:
+    """Run `script` (which exports a PNG to its argument) in a fresh interpreter; it exits
+    cleanly, no traceback on its stderr, and the PNG is real."""
+    needs_chromium()
+    ran = subprocess.run(
+        [sys.executable, "-c", script, str(png)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert "Traceback" not in ran.stderr, ran.stderr[-3000:]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    return ran
+
+
 def _alive(pid: int) -> bool:
     """Whether process `pid` runs (a zombie, dead but not yet reaped, does not)."""
     try:
@@ -329,16 +345,8 @@ def test_exit_never_waits_forever_on_a_wedged_browser(tmp_path) -> None:
     """Even a close that ignores cancellation does not hold interpreter exit: the browser is
     killed and its loop left to its daemon thread (kaleido's own sync server joined that
     thread with no time limit, so such an exit never ended)."""
-    needs_chromium()
-    ran = subprocess.run(
-        [sys.executable, "-c", WEDGED_EXIT_SCRIPT, str(tmp_path / "f.png")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert ran.returncode == 0, ran.stderr[-3000:]
+    ran = _export_and_exit(WEDGED_EXIT_SCRIPT, tmp_path / "f.png")
     assert not _alive(int(ran.stdout.strip())), "the browser outlived Python"
-    assert "Traceback" not in ran.stderr, ran.stderr[-3000:]
 
 
 EXIT_SCRIPT = """
@@ -377,15 +385,6 @@ def test_exit_stops_the_browser_before_its_profile_is_removed(tmp_path) -> None:
     cleanup runs: removing the folder under a running browser printed `OSError: Directory not
     empty: 'Default'` at exit now and then (a README example failed on it in CI). The script
     checks, at every removal, whether a live chromium still uses the folder."""
-    needs_chromium()
-    ran = subprocess.run(
-        [sys.executable, "-c", EXIT_SCRIPT, str(tmp_path / "f.png")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert ran.returncode == 0, ran.stderr[-3000:]
+    ran = _export_and_exit(EXIT_SCRIPT, tmp_path / "f.png")
     assert ran.stdout.strip() == "exported"
-    assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "REMOVED UNDER A RUNNING BROWSER" not in ran.stderr, ran.stderr[-3000:]
-    assert "Traceback" not in ran.stderr, ran.stderr[-3000:]
