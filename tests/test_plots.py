@@ -290,7 +290,7 @@ def test_a_close_that_never_answers_is_cancelled_and_stop_returns(
     _, replay = stressed
     fig = plots.context_tokens(replay)
     plots.export(fig, tmp_path / "before.png")
-    process = exporter.KALEIDO._browser.subprocess
+    process = exporter.KALEIDO._open.browser.subprocess
     real_close = kaleido.Kaleido.close
     cancelled: list[bool] = []
 
@@ -315,7 +315,7 @@ def test_a_close_that_never_answers_is_cancelled_and_stop_returns(
     monkeypatch.undo()
     png = plots.export(fig, tmp_path / "after.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert exporter.KALEIDO._browser.subprocess.pid != process.pid
+    assert exporter.KALEIDO._open.browser.subprocess.pid != process.pid
 
 
 WEDGED_EXIT_SCRIPT = """
@@ -336,7 +336,7 @@ async def close(self):
 
 kaleido.Kaleido.close = close
 exporter.CLOSE_SECONDS = 0.5
-print(exporter.KALEIDO._browser.subprocess.pid)
+print(exporter.KALEIDO._open.browser.subprocess.pid)
 """
 
 

@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import plotly.graph_objects as go
 
@@ -102,6 +102,23 @@ async def _close(browser: Any) -> None:
         closing.result()
 
 
+class _Open(NamedTuple):
+    """An open browser, the event loop that drives it, and the daemon thread running that."""
+
+    browser: Any
+    loop: asyncio.AbstractEventLoop
+    thread: threading.Thread
+
+
+def _end_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    """Stop `loop` and close it once its thread has ended (a thread still running after
+    `CLOSE_SECONDS` keeps its loop: a daemon, it ends with the process)."""
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(CLOSE_SECONDS)
+    if not thread.is_alive():
+        loop.close()
+
+
 class _Kaleido:
     """One kaleido browser (one chromium) per process, started on the first static export.
 
@@ -126,20 +143,18 @@ class _Kaleido:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._browser: Any = None
+        self._open: _Open | None = None
         self._stop_at_exit: weakref.finalize | None = None
 
     @property
     def started(self) -> bool:
         """Whether a browser is open."""
-        return self._browser is not None
+        return self._open is not None
 
     def start(self) -> None:
         """Open the browser (a no-op when it is open)."""
         with self._lock:
-            if self._browser is not None:
+            if self._open is not None:
                 return
             loop = asyncio.new_event_loop()
             thread = threading.Thread(target=loop.run_forever, name="ctxlab-kaleido", daemon=True)
@@ -147,21 +162,21 @@ class _Kaleido:
             # mathjax=False: no CDN request for MathJax (labels here are plain text).
             opening = asyncio.run_coroutine_threadsafe(_open(n=1, mathjax=False), loop)
             try:
-                self._browser = opening.result()
+                self._open = _Open(opening.result(), loop, thread)
             except BaseException:
-                self._end_loop(loop, thread)
+                _end_loop(loop, thread)
                 raise
-            self._loop, self._thread = loop, thread
             # The callback holds `self`, so this runs at exit only: the module keeps the one
             # instance alive anyway.
             self._stop_at_exit = weakref.finalize(self, self.stop)
 
     def render(self, figure: dict[str, Any], opts: dict[str, Any]) -> bytes:
         """The figure as `opts["format"]` bytes, from the open browser."""
-        loop, browser = self._loop, self._browser
-        if loop is None or browser is None:
+        opened = self._open
+        if opened is None:
             raise RuntimeError("kaleido's browser is not open: call start() first")
-        return asyncio.run_coroutine_threadsafe(browser.calc_fig(figure, opts=opts), loop).result()
+        rendering = opened.browser.calc_fig(figure, opts=opts)
+        return asyncio.run_coroutine_threadsafe(rendering, opened.loop).result()
 
     def stop(self) -> None:
         """Close the browser (a no-op when none is open); bounded, see the class docstring."""
@@ -169,10 +184,10 @@ class _Kaleido:
             if self._stop_at_exit is not None:
                 self._stop_at_exit.detach()
                 self._stop_at_exit = None
-            browser, loop, thread = self._browser, self._loop, self._thread
-            self._browser = self._loop = self._thread = None
-            if browser is None or loop is None or thread is None:
+            opened, self._open = self._open, None
+            if opened is None:
                 return
+            browser, loop, thread = opened
             process = getattr(browser, "subprocess", None)
             with _quiet(SHUTDOWN_LOGGERS):
                 closing = asyncio.run_coroutine_threadsafe(_close(browser), loop)
@@ -186,14 +201,7 @@ class _Kaleido:
                     _kill(process)
                 if not closed and not _finished(closing, 2 * CLOSE_SECONDS):
                     return  # the browser is dead; its loop is left to its daemon thread
-            self._end_loop(loop, thread)
-
-    @staticmethod
-    def _end_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(CLOSE_SECONDS)
-        if not thread.is_alive():
-            loop.close()
+            _end_loop(loop, thread)
 
 
 KALEIDO = _Kaleido()
