@@ -80,17 +80,18 @@ class Replay:
         calls = self.calls
         if len(self.recorded) != len(calls):
             raise ValueError("one recorded input count per call expected")
-        columns: dict[str, list[Any]] = {
-            "turn": [c.turn for c in calls],
-            "position": [c.position for c in calls],
-            "context_tokens": [c.context_tokens for c in calls],
-            **{f"{k}_tokens": [c.by_kind.get(k, 0) for c in calls] for k in KINDS},
-            "messages": [c.messages for c in calls],
-            "recorded_input_tokens": self.recorded,
-            "baseline_tokens": [c.baseline_tokens for c in calls],
-            "events": [len(c.events) for c in calls],
-        }
-        return TURNS.frame(columns, drop=(*_STORE_ONLY, *_BILLED))
+        return _counts_frame(
+            {
+                "turn": [c.turn for c in calls],
+                "position": [c.position for c in calls],
+                "context_tokens": [c.context_tokens for c in calls],
+                **{f"{k}_tokens": [c.by_kind.get(k, 0) for c in calls] for k in KINDS},
+                "messages": [c.messages for c in calls],
+                "recorded_input_tokens": self.recorded,
+                "baseline_tokens": [c.baseline_tokens for c in calls],
+                "events": [len(c.events) for c in calls],
+            }
+        )
 
     @cached_property
     def turns(self) -> pl.DataFrame:
@@ -123,6 +124,48 @@ class Replay:
     def file_bytes(self, path: str) -> bytes:
         """A virtual file as the backend would store it (UTF-8)."""
         return self.files[path].encode("utf-8")
+
+
+def _counts_frame(columns: dict[str, list[Any]]) -> pl.DataFrame:
+    """`Replay.counts` from its columns, typed as the store's turns table."""
+    return TURNS.frame(columns, drop=(*_STORE_ONLY, *_BILLED))
+
+
+@dataclass
+class Counted:
+    """What a replay's chart reads (`counts`, `event_list`), from a policy's count-only form
+    (`counted`), with no requests or calls made: a slider draws this, then replays in full."""
+
+    trace_id: str
+    policy: str
+    counts: pl.DataFrame
+    """Equal to the full replay's `Replay.counts`."""
+    event_list: list[Event]
+    """Equal to the full replay's `Replay.event_list`."""
+    trace: Trace | None = field(default=None, repr=False, compare=False)
+
+
+def counted(trace: Trace, policy: Policy) -> Counted | None:
+    """`replay(trace, policy)`'s counts and events by the policy's count-only form
+    (`StagePolicy.counts_only`, `ctxlab.policies.counts_only`), or None when the policy has
+    none for `trace`; a setting the policy refuses raises as `replay` does."""
+    form = getattr(policy, "counts_only", None)
+    found = form(trace) if form is not None else None
+    if found is None:
+        return None
+    turns = trace.turns
+    columns: dict[str, list[Any]] = {
+        "turn": [t.index for t in turns],
+        "position": [t.position for t in turns],
+        "context_tokens": found.context_tokens.tolist(),
+        **{f"{k}_tokens": found.by_kind[k].tolist() for k in KINDS},
+        "messages": found.messages.tolist(),
+        "recorded_input_tokens": [t.input_tokens for t in turns],
+        "baseline_tokens": found.baseline_tokens.tolist(),
+        "events": [len(e) for e in found.events],
+    }
+    events = [e for per_call in found.events for e in per_call]
+    return Counted(trace.trace_id, policy.name, _counts_frame(columns), events, trace)
 
 
 def replay(trace: Trace, policy: Policy | str, summarizer: Summarizer | None = None) -> Replay:

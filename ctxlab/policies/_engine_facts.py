@@ -41,6 +41,7 @@ class TraceFacts:
     def __init__(self, messages: tuple[BaseMessage, ...], chars_per_token: float) -> None:
         self.messages = messages
         """The history as measured (`facts` measures again when it changed)."""
+        self.chars_per_token = chars_per_token
         self.counts: tuple[int, ...] = tuple(tk.tokens_list(messages, chars_per_token))
         """Each message's tokens (`ctxlab.tokens.tokens_list`)."""
         self.built: dict[str, Any] = {}

@@ -84,6 +84,7 @@ from ctxlab.policies.checks import check_shared
 from ctxlab.profiles import profile as lookup_profile
 
 if TYPE_CHECKING:
+    from ctxlab.policies.counts_only import CallCounts
     from ctxlab.summarizers import Summarizer
     from ctxlab.trace import Trace, Turn
 
@@ -362,6 +363,13 @@ class StagePolicy:
     def stages(self, trace: Trace, window: int | None) -> list[Stage]:
         """Fresh stage objects for one trace."""
         raise NotImplementedError
+
+    def counts_only(self, trace: Trace) -> CallCounts | None:
+        """Optional: the per-call counts and events a replay of `trace` would give, without
+        its requests (`ctxlab.policies.counts_only`), or None. A slider draws these first and
+        replays in full after the chart is sent; a policy that can say them by formula gets
+        moves that cost the formula. None (the default): the full replay."""
+        return None
 
     def window_for(self, trace: Trace) -> int | None:
         """The window this policy resolves for `trace` (`window` field, if it has one)."""

@@ -53,6 +53,7 @@ from ctxlab.policies.langchain_rules import is_message_type, keep_search, normal
 from ctxlab.policies.langchain_texts import DEFAULT_SUMMARY_PROMPT, DEFAULT_TOOL_PLACEHOLDER
 
 if TYPE_CHECKING:
+    from ctxlab.policies.counts_only import CallCounts
     from ctxlab.trace import Trace
 
 SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
@@ -519,6 +520,14 @@ class ClearToolUses(StagePolicy):
                 trace=trace,
             )
         ]
+
+    def counts_only(self, trace: Trace) -> CallCounts | None:
+        """This policy's per-call counts and events on `trace` by formula, with its default
+        `clear_at_least=0` and results only (`ctxlab.policies.clear_counts`)."""
+        from ctxlab.policies.clear_counts import clear_counts
+        from ctxlab.policies.counts_only import single_stage
+
+        return single_stage(self, trace, ClearStage, clear_counts)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from ctxlab.policies.engine import (
 )
 
 if TYPE_CHECKING:
+    from ctxlab.policies.counts_only import CallCounts
     from ctxlab.trace import Trace
 
 SWE_AGENT_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
@@ -292,6 +293,14 @@ class ObservationMasking(StagePolicy):
             )
         ]
 
+    def counts_only(self, trace: Trace) -> CallCounts | None:
+        """This policy's per-call counts and events on `trace` by formula
+        (`ctxlab.policies.masking_counts`), for a chart that needs no requests."""
+        from ctxlab.policies.counts_only import single_stage
+        from ctxlab.policies.masking_counts import last_n_counts
+
+        return single_stage(self, trace, LastNStage, last_n_counts)
+
 
 @dataclass(frozen=True)
 class SWEAgentMasking(ObservationMasking):
@@ -325,6 +334,14 @@ class OpenHandsObservationMasking(StagePolicy):
     def stages(self, trace: Trace, window: int | None) -> list[Stage]:
         """One masking stage."""
         return [WindowMaskStage(int(self.attention_window), self.placeholder)]
+
+    def counts_only(self, trace: Trace) -> CallCounts | None:
+        """This policy's per-call counts and events on `trace` by formula
+        (`ctxlab.policies.masking_counts`), for a chart that needs no requests."""
+        from ctxlab.policies.counts_only import single_stage
+        from ctxlab.policies.masking_counts import window_mask_counts
+
+        return single_stage(self, trace, WindowMaskStage, window_mask_counts)
 
 
 __all__ = [

@@ -25,7 +25,7 @@ from ctxlab import plots
 from ctxlab.billing import COST_METHODS
 from ctxlab.escape import esc
 from ctxlab.metrics import cache_frame
-from ctxlab.replay import Replay
+from ctxlab.replay import Counted, Replay
 from ctxlab.trace import Trace
 from ctxlab.widgets.chart import ChartWidget
 
@@ -280,12 +280,13 @@ class YAxis(W.HBox):
 # --------------------------------------------------------------------------- metrics
 
 
-def token_metrics(replay: Replay) -> dict[str, Any]:
-    """Peak and cumulative tokens against the baseline and events by kind, read from the calls
-    (the policy's own counts): no turns frame and no bill, so a slider's chart and title need
-    only the replay."""
-    counted = [c.context_tokens for c in replay.calls]
-    baseline = [c.baseline_tokens or 0 for c in replay.calls]
+def token_metrics(replay: Replay | Counted) -> dict[str, Any]:
+    """Peak and cumulative tokens against the baseline and events by kind, read from the
+    policy's own counts (`counts`, which the chart reads too) and events: no bill, so a
+    slider's chart and title need only those, a full replay or a count-only one
+    (`ctxlab.replay.counted`)."""
+    counted = replay.counts["context_tokens"].to_list()
+    baseline = replay.counts["baseline_tokens"].fill_null(0).to_list()
     cumulative, base_cum = sum(counted), sum(baseline)
     kinds: dict[str, int] = {}
     for e in replay.event_list:

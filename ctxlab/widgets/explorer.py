@@ -28,7 +28,7 @@ from ctxlab.plots import esc
 from ctxlab.policies import DeepAgents
 from ctxlab.policies.catalog import Pipeline, defaults, get
 from ctxlab.policy_check import check_policy
-from ctxlab.replay import Replay, replay, replay_with_run
+from ctxlab.replay import Counted, Replay, counted, replay, replay_with_run
 from ctxlab.summarizers import CachedExtractive, Summarizer
 from ctxlab.trace import Trace
 from ctxlab.widgets._common import (
@@ -328,12 +328,13 @@ class ThresholdExplorer(W.VBox):
         self.last_latency_ms: float | None = None
         self.replays = 0
         self.policy: Any = None
-        self.replay: Replay | None = None
+        self._replay: Replay | None = None
+        self._unreplayed: Any = None  # the policy of a move drawn from its counts alone
         self._debounced = Debouncer(self.apply, debounce)
         self._build_controls()
         try:
             self.policy = self._policy()
-            self.replay = replay(trace, self.policy, self.summarizer)
+            self._replay = replay(trace, self.policy, self.summarizer)
         except (TypeError, ValueError) as exc:
             raise ValueError(
                 f"ThresholdExplorer: policy {policy!r} cannot replay trace "
@@ -342,11 +343,12 @@ class ThresholdExplorer(W.VBox):
         if freeze_gc:
             gc.freeze()
         self.yaxis = YAxis(self._relayout)
-        shown, first = self.replay, token_metrics(self.replay)
+        shown = self._drawn = self._replay
+        first = token_metrics(shown)
         # every event kind drawn since the policy was picked keeps its marker trace (empty
         # when a move has none), so moves update the chart in place instead of rebuilding it
         self._event_kinds = sorted(first["events_by_kind"])
-        self._traces = plots.context_trace_dicts(self.replay, lines=self._lines())
+        self._traces = plots.context_trace_dicts(shown, lines=self._lines())
         self.figure = figure_widget(self._figure(first), "ctx-explorer-chart")
         self.exporter = ExportBar(lambda: self.figure, "explorer")
         # the bill and its cost follow the first draw, as after every move: billing a
@@ -417,9 +419,8 @@ class ThresholdExplorer(W.VBox):
         found = plots.thresholds(self.policy, self.trace)
         return {k: found[k] for k in _LINE_LABELS if k in found}
 
-    def _title(self, m: dict[str, Any] | None = None) -> str:
-        assert self.replay is not None
-        m = m or token_metrics(self.replay)
+    def _title(self, m: dict[str, Any]) -> str:
+        """The chart's title from the drawn replay's `token_metrics`."""
         return (
             f"{esc(self.policy.name)} on {esc(plots.trace_name(self.trace, limit=48))}: "
             f"peak {m['peak']:,}, cumulative {m['cumulative']:,}, {m['events']} events"
@@ -445,33 +446,54 @@ class ThresholdExplorer(W.VBox):
         start = now_ms()
         try:
             policy = self._policy()
-            result, run = replay_with_run(self.trace, policy, self.summarizer)
+            # the chart needs counts and events only: a policy that can say them by formula
+            # is drawn from those, and replayed in full after the chart is sent (`replay`)
+            drawn: Replay | Counted | None = counted(self.trace, policy)
+            run = None
+            if drawn is None:
+                drawn, run = replay_with_run(self.trace, policy, self.summarizer)
         except (TypeError, ValueError) as exc:
             self.readout.value = (
                 f"<span class='ctx-refused' style='color:#D55E00'>{esc(self.choice.value)} "
                 f"refuses these settings: {esc(exc, 300)}</span>"
             )
             return
-        release_after_redraw(self.replay, run)  # freed once the chart is sent
-        self.policy, self.replay = policy, result
+        release_after_redraw(self._replay, run)  # freed once the chart is sent
+        self.policy, self._drawn = policy, drawn
+        if isinstance(drawn, Replay):
+            self._replay, self._unreplayed = drawn, None
+        else:
+            self._replay, self._unreplayed = None, policy
         self.replays += 1
-        m = token_metrics(result)
+        m = token_metrics(drawn)
         self._event_kinds = sorted({*self._event_kinds, *m["events_by_kind"]})
         self._traces = plots.context_trace_dicts(
-            result, lines=self._lines(), event_kinds=self._event_kinds
+            drawn, lines=self._lines(), event_kinds=self._event_kinds
         )
         update_in_place(
             self.figure, self._traces, self._title(m), self.yaxis.relayout(self._traces)
         )
         self.last_latency_ms = now_ms() - start
         self.readout.value = readout_html(m, self.last_latency_ms, self.replays)
-        after_redraw(lambda: self._price(result, m))
+        after_redraw(lambda: self._price(drawn, m))
 
-    def _price(self, result: Replay, m: dict[str, Any]) -> None:
-        """Add the cost (priced on the bill, `cost`) to the readout of `result`, after its
-        chart was sent; skipped when a later move replaced it meanwhile."""
-        if self.replay is not result:
+    @property
+    def replay(self) -> Replay | None:
+        """The replay the chart shows. A move drawn from the policy's count-only form
+        (`ctxlab.replay.counted`) is replayed in full once the chart is sent, for its cost
+        readout, or when this is read first; the same replay either way."""
+        if self._unreplayed is not None:
+            policy, self._unreplayed = self._unreplayed, None
+            self._replay = replay(self.trace, policy, self.summarizer)
+        return self._replay
+
+    def _price(self, drawn: Replay | Counted, m: dict[str, Any]) -> None:
+        """Add the cost (priced on the bill, `cost`) to the readout of `drawn`'s replay, after
+        its chart was sent; skipped when a later move replaced it meanwhile."""
+        if self._drawn is not drawn:
             return
+        result = self.replay
+        assert result is not None
         priced = {**m, **cost(result, self.trace)}
         self.readout.value = readout_html(priced, self.last_latency_ms, self.replays)
 

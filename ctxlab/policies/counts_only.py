@@ -1,0 +1,96 @@
+"""Count-only forms of policies: a replay's per-call counts and events without its requests.
+
+A slider move needs only what the chart draws: each call's tokens by kind and the events. A
+full replay also makes every call's request (the parts the prompt-cache simulation reads) and
+a `Call` per model call, step by step; for a policy whose decisions follow from per-message
+facts by formula (masking: which results fell out of the kept ones), the counts come out of
+prefix sums over the trace in a few array operations instead. A policy offers such a form
+with a `counts_only(trace)` method returning `CallCounts`, or None where the form does not
+apply (a subclass that changed its stages); `ctxlab.replay.counted` turns it into the frame
+`Replay.counts` gives, and the explorer draws it first and makes the full replay after the
+chart is sent. Each form is checked against the full engine, frame for frame and event for
+event (tests/test_counts_only.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
+
+import numpy as np
+
+from ctxlab import tokens as tk
+from ctxlab.message_facts import KINDS
+from ctxlab.policies._engine_facts import TraceFacts, facts
+
+if TYPE_CHECKING:
+    from ctxlab.policies.base import Event
+    from ctxlab.policies.engine import StagePolicy
+    from ctxlab.trace import Trace
+
+S = TypeVar("S")
+
+
+class CallCounts(NamedTuple):
+    """What a count-only form gives, one entry per model call, in call order: the messages in
+    the request, its tokens (tool schemas included), its tokens by kind (`KINDS`, every kind
+    present), the same counter on the uncompacted history, and the events of the call."""
+
+    messages: np.ndarray
+    context_tokens: np.ndarray
+    by_kind: dict[str, np.ndarray]
+    baseline_tokens: np.ndarray
+    events: list[list[Event]]
+
+
+def fed_lengths(trace: Trace) -> np.ndarray:
+    """The history length the stage engine holds at each call: it feeds up to the call's
+    position, and past its recorded output once the call is made (`StageRun.call`), never
+    back."""
+    turns = trace.turns
+    at = np.fromiter((t.position for t in turns), dtype=np.int64, count=len(turns))
+    after = at + np.fromiter((t.output is not None for t in turns), dtype=bool, count=len(turns))
+    fed_before = np.maximum.accumulate(np.concatenate(([0], after[:-1]))) if len(at) else at
+    return np.maximum(at, fed_before)
+
+
+def kind_prefix(facts: TraceFacts) -> dict[str, np.ndarray]:
+    """Per kind, the tokens of the history's first k messages of that kind-bucket
+    (`[k]`, k = 0..n), computed once per trace and counter."""
+    found = facts.built.get("kind_prefix")
+    if found is None:
+        counts = np.asarray(facts.counts, dtype=np.int64)
+        kinds = np.asarray(facts.kinds, dtype=object)
+        found = facts.built["kind_prefix"] = {
+            k: np.concatenate(([0], np.cumsum(np.where(kinds == k, counts, 0)))) for k in KINDS
+        }
+    return found
+
+
+def raw_counts(facts: TraceFacts, fed: np.ndarray, tools_tokens: int) -> CallCounts:
+    """The counts of an uncompacted request at each call (`fed` messages), no events: what a
+    count-only form starts from and takes its edits out of."""
+    prefix = kind_prefix(facts)
+    by_kind = {k: prefix[k][fed] for k in KINDS}
+    by_kind["tools"] = by_kind["tools"] + tools_tokens
+    total = np.add.reduce([by_kind[k] for k in KINDS])
+    return CallCounts(fed, total, by_kind, total.copy(), [[] for _ in fed])
+
+
+def single_stage(
+    policy: StagePolicy,
+    trace: Trace,
+    stage_type: type[S],
+    form: Callable[[Trace, TraceFacts, S, int], CallCounts | None],
+) -> CallCounts | None:
+    """`form(trace, facts, stage, tool tokens)` when `policy` runs one stage of exactly
+    `stage_type` on `trace` (made as a replay makes it, so a bad setting raises as it would
+    there), else None: a subclass that changed its stages gets the full engine."""
+    stages = policy.stages(trace, policy.window_for(trace))
+    if len(stages) != 1 or type(stages[0]) is not stage_type:
+        return None
+    cpt = policy.counter_chars_per_token(trace)
+    return form(trace, facts(trace, cpt), stages[0], tk.tool_schema_tokens(trace.tools, cpt))
+
+
+__all__ = ["CallCounts", "fed_lengths", "kind_prefix", "raw_counts", "single_stage"]

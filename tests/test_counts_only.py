@@ -1,0 +1,171 @@
+"""Count-only forms (`StagePolicy.counts_only`, `ctxlab.replay.counted`) against the full engine.
+
+A count-only form must give exactly the full replay's `counts` frame and `event_list`, at every
+setting, on every trace: the explorer draws it instead of the replay. Checked on synthetic
+traces of both provider shapes, a hand-built conversation with tags, results before the first
+user message and parallel calls, and every real trace in the shared data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+import ctxlab
+from ctxlab.policies import (
+    ClearToolUses,
+    ObservationMasking,
+    OpenHandsObservationMasking,
+    SWEAgentMasking,
+)
+from ctxlab.policies.masking import LastNStage
+from ctxlab.replay import counted, replay
+from ctxlab.trace import Trace, from_messages
+from ctxlab.widgets import ThresholdExplorer
+from tests.synthetic import make_trace
+
+SETTINGS = [
+    ObservationMasking(),
+    ObservationMasking(n=1),
+    ObservationMasking(n=3, polling=4),
+    ObservationMasking(n=2, always_remove_output_for_tags=(), always_keep_output_for_tags=()),
+    SWEAgentMasking(),
+    SWEAgentMasking(n=40, polling=7),
+    OpenHandsObservationMasking(),
+    OpenHandsObservationMasking(attention_window=0),
+    OpenHandsObservationMasking(attention_window=1),
+    OpenHandsObservationMasking(attention_window=9, placeholder="[gone]"),
+    ClearToolUses(),
+    ClearToolUses(trigger=2_000, keep=0),
+    ClearToolUses(trigger=500, keep=2, exclude_tools=("read_file", "run"), placeholder="[x]"),
+    ClearToolUses(trigger=10**9),
+]
+
+
+def assert_same(trace: Trace, policy: object) -> None:
+    quick = counted(trace, policy)  # type: ignore[arg-type]
+    assert quick is not None
+    full = replay(trace, policy)  # type: ignore[arg-type]
+    assert quick.counts.equals(full.counts), (trace.trace_id, policy)
+    assert quick.event_list == full.event_list, (trace.trace_id, policy)
+    assert (quick.trace_id, quick.policy) == (full.trace_id, full.policy)
+
+
+def _tagged() -> Trace:
+    """Tool results before the first user message, parallel calls, and results tagged to be
+    removed, kept, or both."""
+    msgs: list = [SystemMessage("sys")]
+    msgs.append(AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "pre"}]))
+    msgs.append(ToolMessage("early\n" * 30, tool_call_id="pre", name="ls"))
+    msgs.append(HumanMessage("fix /src/app.py"))
+    tags = [["remove_output"], ["keep_output"], [], ["keep_output", "remove_output"], []]
+    for i in range(12):
+        ids = [f"c{i}a", f"c{i}b"] if i % 3 == 0 else [f"c{i}"]
+        msgs.append(AIMessage("", tool_calls=[{"name": "run", "args": {}, "id": c} for c in ids]))
+        for c in ids:
+            kwargs = {"tags": tags[i % len(tags)]} if i % 2 else {}
+            text = f"out {c}\n" * (20 + 7 * i)
+            msgs.append(ToolMessage(text, tool_call_id=c, name="run", additional_kwargs=kwargs))
+    # a result whose nearest assistant message is not its call's, and one cleared already
+    msgs.append(AIMessage("", tool_calls=[{"name": "run", "args": {}, "id": "late"}]))
+    msgs.append(AIMessage("still thinking"))
+    msgs.append(ToolMessage("late\n" * 50, tool_call_id="late", name="run"))
+    cleared = {"context_editing": {"cleared": True}}
+    msgs.append(AIMessage("", tool_calls=[{"name": "run", "args": {}, "id": "old"}]))
+    msgs.append(ToolMessage("[cleared]", tool_call_id="old", name="run", response_metadata=cleared))
+    msgs.append(AIMessage("done"))
+    return from_messages(msgs, trace_id="tagged")
+
+
+@pytest.mark.parametrize("policy", SETTINGS, ids=lambda p: f"{p.name}:{p.params()}")
+def test_synthetic_and_hand_built_traces(policy: object) -> None:
+    for trace in (
+        make_trace(120, fmt="anthropic", seed=4, model="claude-sonnet-4-5", big=0.1),
+        make_trace(80, fmt="openai", seed=5, model="gpt-4o"),
+        _tagged(),
+        from_messages([HumanMessage("hi")], trace_id="no calls"),
+    ):
+        assert_same(trace, policy)
+
+
+def test_tags_decide_as_in_the_stage() -> None:
+    """The hand-built trace exercises every tag path: removed at once, kept past the window,
+    both (removal wins), and a result ahead of the first user message (the first observation)."""
+    full = replay(_tagged(), ObservationMasking(n=2))
+    masked = {p for e in full.event_list for p in e.messages}
+    assert 2 not in masked  # the first observation is never elided by the window
+    assert len(full.event_list) > 3
+    assert_same(_tagged(), ObservationMasking(n=2))
+
+
+def test_every_real_trace(shared: Path) -> None:
+    seen = 0
+    for path in sorted((shared / "data" / "real-traces").glob("*/*")):
+        if path.is_dir() or path.name == "SOURCE.txt":
+            continue
+        loaded = ctxlab.load(path)
+        for trace in loaded if isinstance(loaded, list) else [loaded]:
+            for sub in trace.walk():
+                for policy in (*SETTINGS[0:3], *SETTINGS[6:9], *SETTINGS[10:13]):
+                    assert_same(sub, policy)
+                seen += 1
+    assert seen >= 10
+
+
+def test_settings_without_a_form_get_the_full_engine() -> None:
+    trace = make_trace(20, seed=1)
+    assert counted(trace, ClearToolUses(clear_at_least=100)) is None
+    assert counted(trace, ClearToolUses(clear_tool_inputs=True)) is None
+
+
+def test_a_subclass_with_other_stages_gets_the_full_engine() -> None:
+    class Twice(ObservationMasking):
+        def stages(self, trace, window):  # type: ignore[no-untyped-def]
+            return [*super().stages(trace, window), LastNStage(1, 1, frozenset(), frozenset())]
+
+    trace = make_trace(20, seed=1)
+    assert counted(trace, Twice()) is None
+    assert counted(trace, ctxlab.policies.DeepAgents()) is None
+
+
+def test_a_refused_setting_raises_as_the_replay_does() -> None:
+    trace = make_trace(10, seed=1)
+    bad = replace(ObservationMasking(), n=0)
+    with pytest.raises(ValueError, match="n must be a positive integer") as quick:
+        counted(trace, bad)
+    with pytest.raises(ValueError) as full:
+        replay(trace, bad)
+    assert str(quick.value) == str(full.value)
+
+
+def test_the_explorer_draws_the_counts_then_replays_in_full() -> None:
+    trace = make_trace(60, seed=2, model="claude-sonnet-4-5")
+    ex = ThresholdExplorer(trace, policy="observation-masking", debounce=0, freeze_gc=False)
+    ex.control("n").value = 3
+    # no event loop runs here, so the full replay (for the cost readout) is made at once
+    shown = ex.replay
+    assert shown is not None and shown.params["n"] == 3
+    direct = replay(trace, ObservationMasking(n=3), ex.summarizer)
+    assert shown.counts.equals(direct.counts)
+    assert ex.figure.data[0].y.tolist() == direct.counts["system_tokens"].to_list()
+    assert "$" in ex.readout.value or "cost" in ex.readout.value.lower()
+
+
+def test_in_a_kernel_the_full_replay_waits_until_the_chart_is_sent() -> None:
+    trace = make_trace(60, seed=2, model="claude-sonnet-4-5")
+    ex = ThresholdExplorer(trace, policy="observation-masking", debounce=0, freeze_gc=False)
+
+    async def move() -> tuple[bool, bool]:
+        ex.control("n").value = 4
+        drawn_first = ex._replay is None  # the chart came from the counts alone
+        await asyncio.sleep(0)  # the kernel's next turn: the chart has been sent
+        return drawn_first, ex._replay is not None
+
+    assert asyncio.run(move()) == (True, True)
+    assert ex.replay is not None and ex.replay.params["n"] == 4
+    expected = replay(trace, ObservationMasking(n=4), ex.summarizer).counts
+    assert ex.figure.data[4].y.tolist() == expected["tool_results_tokens"].to_list()
