@@ -20,7 +20,9 @@ from ctxlab.policies import (
     ClearToolUses,
     ObservationMasking,
     OpenHandsObservationMasking,
+    OpenHandsRecent,
     SWEAgentMasking,
+    ToolResultOffload,
 )
 from ctxlab.policies.masking import LastNStage
 from ctxlab.replay import counted, replay
@@ -43,16 +45,28 @@ SETTINGS = [
     ClearToolUses(trigger=2_000, keep=0),
     ClearToolUses(trigger=500, keep=2, exclude_tools=("read_file", "run"), placeholder="[x]"),
     ClearToolUses(trigger=10**9),
+    OpenHandsRecent(),
+    OpenHandsRecent(keep_first=0, max_events=5),
+    OpenHandsRecent(keep_first=3, max_events=3),
+    OpenHandsRecent(keep_first=4, max_events=9),
+    ToolResultOffload(),
+    ToolResultOffload(tool_token_limit_before_evict=30),
+    ToolResultOffload(tool_token_limit_before_evict=5, exclude_tools=("run",)),
 ]
 
 
-def assert_same(trace: Trace, policy: object) -> None:
+def assert_same(trace: Trace, policy: object, *, may_decline: bool = False) -> bool:
+    """The form's counts and events equal the full replay's; True if the form applied (a
+    form may decline a trace it cannot say by formula, when `may_decline`)."""
     quick = counted(trace, policy)  # type: ignore[arg-type]
+    if quick is None and may_decline:
+        return False
     assert quick is not None
     full = replay(trace, policy)  # type: ignore[arg-type]
     assert quick.counts.equals(full.counts), (trace.trace_id, policy)
     assert quick.event_list == full.event_list, (trace.trace_id, policy)
     assert (quick.trace_id, quick.policy) == (full.trace_id, full.policy)
+    return True
 
 
 def _tagged() -> Trace:
@@ -103,23 +117,47 @@ def test_tags_decide_as_in_the_stage() -> None:
 
 
 def test_every_real_trace(shared: Path) -> None:
-    seen = 0
+    """Every form on every real trace; the offload form declines the SWE-agent trajectory
+    (a call id reused with another tool name, which makes the stage re-decide old results)."""
+    seen = declined = 0
     for path in sorted((shared / "data" / "real-traces").glob("*/*")):
         if path.is_dir() or path.name == "SOURCE.txt":
             continue
         loaded = ctxlab.load(path)
         for trace in loaded if isinstance(loaded, list) else [loaded]:
             for sub in trace.walk():
-                for policy in (*SETTINGS[0:3], *SETTINGS[6:9], *SETTINGS[10:13]):
-                    assert_same(sub, policy)
+                for policy in (*SETTINGS[0:3], *SETTINGS[6:9], *SETTINGS[10:13], *SETTINGS[14:]):
+                    declined += not assert_same(sub, policy, may_decline=True)
                 seen += 1
     assert seen >= 10
+    assert declined == 3  # the offload form's three settings on the SWE-agent trajectory
 
 
 def test_settings_without_a_form_get_the_full_engine() -> None:
     trace = make_trace(20, seed=1)
     assert counted(trace, ClearToolUses(clear_at_least=100)) is None
     assert counted(trace, ClearToolUses(clear_tool_inputs=True)) is None
+    big = "x\n" * 50_000
+    renamed = from_messages(
+        [
+            HumanMessage("go"),
+            AIMessage("", tool_calls=[{"name": "run", "args": {}, "id": "a"}]),
+            ToolMessage(big, tool_call_id="a", name="run"),
+            AIMessage("", tool_calls=[{"name": "read_file", "args": {}, "id": "a"}]),
+            ToolMessage(big, tool_call_id="a", name="read_file"),
+            AIMessage("done"),
+        ]
+    )
+    assert counted(renamed, ToolResultOffload()) is None  # old results are re-decided
+    early = from_messages(
+        [
+            HumanMessage("go"),
+            ToolMessage(big, tool_call_id="b", name="run"),
+            AIMessage("", tool_calls=[{"name": "read_file", "args": {}, "id": "b"}]),
+            AIMessage("done"),
+        ]
+    )
+    assert counted(early, ToolResultOffload()) is None  # its call comes after it
 
 
 def test_a_subclass_with_other_stages_gets_the_full_engine() -> None:

@@ -35,6 +35,7 @@ from ctxlab.policies.engine import (
 )
 
 if TYPE_CHECKING:
+    from ctxlab.policies.counts_only import CallCounts
     from ctxlab.trace import Trace
 
 
@@ -130,6 +131,14 @@ class ToolResultOffload(StagePolicy):
         """One offload stage."""
         limit = NUM_CHARS_PER_TOKEN * int(self.tool_token_limit_before_evict)
         return [OffloadStage(limit, frozenset(self.exclude_tools))]
+
+    def counts_only(self, trace: Trace) -> CallCounts | None:
+        """This policy's per-call counts and events on `trace` by formula
+        (`ctxlab.policies.offload_counts`), for a chart that needs no requests."""
+        from ctxlab.policies.counts_only import single_stage
+        from ctxlab.policies.offload_counts import offload_counts
+
+        return single_stage(self, trace, OffloadStage, offload_counts)
 
 
 __all__ = ["OffloadStage", "ToolResultOffload"]

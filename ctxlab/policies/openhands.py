@@ -41,6 +41,7 @@ from ctxlab.policies.engine import (
 )
 
 if TYPE_CHECKING:
+    from ctxlab.policies.counts_only import CallCounts
     from ctxlab.trace import Trace
 
 OPENHANDS_UPSTREAM_PROMPT = """You are maintaining a context-aware state summary for an interactive agent.
@@ -320,6 +321,14 @@ class OpenHandsRecent(StagePolicy):
     def stages(self, trace: Trace, window: int | None) -> list[Stage]:
         """One recency stage."""
         return [RecentStage(int(self.keep_first), int(self.max_events))]
+
+    def counts_only(self, trace: Trace) -> CallCounts | None:
+        """This policy's per-call counts and events on `trace` by formula
+        (`ctxlab.policies.recent_counts`), for a chart that needs no requests."""
+        from ctxlab.policies.counts_only import single_stage
+        from ctxlab.policies.recent_counts import recent_counts
+
+        return single_stage(self, trace, RecentStage, recent_counts)
 
 
 @dataclass(frozen=True)

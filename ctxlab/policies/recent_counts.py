@@ -1,0 +1,81 @@
+"""Count-only form of OpenHands' `RecentEventsCondenser` stage (`ctxlab.policies.counts_only`).
+
+The request is the first `keep_first` messages and the last `max_events - keep_first`, its
+cut moved forward past tool results (`safe_start`); recomputed every call, and with a
+history that only grows the cut only moves forward. So a call's counts are two slices of the
+history's per-kind prefix sums, and its event lists the messages the cut passed since the
+previous call. `RecentStage` remains the reference (tests/test_counts_only.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from langchain_core.messages import ToolMessage
+
+from ctxlab.message_facts import KINDS
+from ctxlab.policies._engine_facts import TraceFacts
+from ctxlab.policies.base import Event
+from ctxlab.policies.counts_only import CallCounts, fed_lengths, kind_prefix
+
+if TYPE_CHECKING:
+    from ctxlab.policies.openhands import RecentStage
+    from ctxlab.trace import Trace
+
+
+def _next_non_tool(history: TraceFacts) -> np.ndarray:
+    """`[i]`: the first index at or after i whose message is not a tool result (n past the
+    end): where `safe_start` moves a cut at i, before the history's end caps it."""
+    found = history.built.get("next non-tool")
+    if found is None:
+        n = len(history.messages)
+        out = np.empty(n + 1, dtype=np.int64)
+        out[n] = n
+        for i in range(n - 1, -1, -1):
+            out[i] = out[i + 1] if isinstance(history.messages[i], ToolMessage) else i
+        found = history.built["next non-tool"] = out
+    return found
+
+
+def recent_counts(
+    trace: Trace, history: TraceFacts, stage: RecentStage, tools: int
+) -> CallCounts | None:
+    """`RecentStage` over `trace` (None for a negative setting, which the full engine takes)."""
+    if stage.keep_first < 0 or stage.max_events < 0:
+        return None
+    fed = fed_lengths(trace)
+    head = np.minimum(stage.keep_first, fed)
+    tail = np.maximum(0, stage.max_events - head)
+    cut = np.where(tail > 0, np.maximum(head, fed - tail), fed)
+    start = np.minimum(_next_non_tool(history)[cut], fed)
+    prefix = kind_prefix(history)
+    by_kind = {k: prefix[k][head] + prefix[k][fed] - prefix[k][start] for k in KINDS}
+    by_kind["tools"] = by_kind["tools"] + tools
+    context = np.add.reduce([by_kind[k] for k in KINDS])
+    every = np.concatenate(([0], np.cumsum(history.counts, dtype=np.int64)))
+    baseline = tools + every[fed]
+    events: list[list[Event]] = [[] for _ in fed]
+    turns, reason = trace.turns, f"max_events={stage.max_events}"
+    before, after = baseline.tolist(), context.tolist()
+    heads, starts = head.tolist(), start.tolist()
+    previous = 0
+    for t in range(len(fed)):
+        lo, hi = max(heads[t], previous), starts[t]
+        previous = hi
+        if hi > lo:
+            events[t].append(
+                Event(
+                    "forget",
+                    turns[t].index,
+                    tuple(range(lo, hi)),
+                    before[t],
+                    after[t],
+                    None,
+                    reason,
+                )
+            )
+    return CallCounts(head + fed - start, context, by_kind, baseline, events)
+
+
+__all__ = ["recent_counts"]
