@@ -145,12 +145,14 @@ class Counted:
     trace: Trace | None = field(default=None, repr=False, compare=False)
 
 
-def counted(trace: Trace, policy: Policy) -> Counted | None:
-    """`replay(trace, policy)`'s counts and events by the policy's count-only form
+def counted(
+    trace: Trace, policy: Policy, summarizer: Summarizer | None = None
+) -> Counted | None:
+    """`replay(trace, policy, summarizer)`'s counts and events by the policy's count-only form
     (`StagePolicy.counts_only`, `ctxlab.policies.counts_only`), or None when the policy has
     none for `trace`; a setting the policy refuses raises as `replay` does."""
     form = getattr(policy, "counts_only", None)
-    found = form(trace) if form is not None else None
+    found = form(trace, summarizer or Extractive()) if form is not None else None
     if found is None:
         return None
     turns = trace.turns

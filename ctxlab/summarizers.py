@@ -405,32 +405,44 @@ class _Conversation:
 
     def errors(self, section: Section, limit: int) -> list[str]:
         """Failed tool calls and error lines in tool results, latest last, one per result."""
+        return self._errors[-limit:] if limit else []
+
+    @cached_property
+    def _errors(self) -> list[str]:
+        """Every error entry, latest last (a repeated one at its latest place), worked out
+        once per summary: prompts often have two sections that list errors."""
         found: dict[str, None] = {}
-        for m in self.messages:
-            if not isinstance(m, ToolMessage):
-                continue
-            lines = self.memo(m, "errors", lambda m=m: _error_lines(self.text(m)))
-            if not lines and m.status != "error":
+        results = [m for m in self.messages if isinstance(m, ToolMessage)]
+        for m, said in zip(results, self.memo.each(results, "error", self._error_of), strict=True):
+            if said is None:
                 continue
             tool = m.name or self.calls.get(m.tool_call_id, {}).get("name", "tool")
-            what = (
-                self.text(m)
-                if m.status == "error"
-                else next((ln for ln in lines if _ERROR_MESSAGE.search(ln)), lines[0])
-            )
-            more = f" (+{len(lines) - 1} more)" if len(lines) > 1 else ""
-            found.pop(entry := f"- {tool}: {self.line(what)}{more}", None)
+            found.pop(entry := f"- {tool}: {said}", None)
             found[entry] = None
-        return list(found)[-limit:] if limit else []
+        return list(found)
+
+    def _error_of(self, m: ToolMessage) -> str | None:
+        """What a result's error entry says after its tool (the error line, clipped, and how
+        many more), or None: a fact of the message alone, remembered with the others."""
+        lines = _error_lines(self.text(m))
+        if not lines and m.status != "error":
+            return None
+        what = (
+            self.text(m)
+            if m.status == "error"
+            else next((ln for ln in lines if _ERROR_MESSAGE.search(ln)), lines[0])
+        )
+        more = f" (+{len(lines) - 1} more)" if len(lines) > 1 else ""
+        return f"{self.line(what)}{more}"
 
     def questions(self, section: Section, limit: int) -> list[str]:
         """Questions the user or the assistant asked, latest last."""
         found: dict[str, None] = {}
-        for m in self.messages:
-            if isinstance(m, HumanMessage | AIMessage):
-                for ln in self.memo(m, "questions", lambda m=m: _question_lines(self.text(m))):
-                    found.pop(q := f"- {self.line(ln)}", None)
-                    found[q] = None
+        asked = [m for m in self.messages if isinstance(m, HumanMessage | AIMessage)]
+        for lines in self.memo.each(asked, "questions", lambda m: _question_lines(self.text(m))):
+            for ln in lines:
+                found.pop(q := f"- {self.line(ln)}", None)
+                found[q] = None
         return list(found)[-limit:] if limit else []
 
     def users(self, section: Section, limit: int) -> list[str]:
@@ -445,8 +457,9 @@ class _Conversation:
         lines = []
         for label, pattern in (("Identifiers", _IDENT), ("Numbers", _NUMBER)):
             found = itertools.chain.from_iterable(
-                self.memo(m, label, lambda m=m, p=pattern: p.findall(self.text(m)[:4000]))
-                for m in self.messages
+                self.memo.each(
+                    self.messages, label, lambda m, p=pattern: p.findall(self.text(m)[:4000])
+                )
             )
             common = [w for w, _ in Counter(found).most_common(limit)]
             if common:

@@ -17,8 +17,15 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 import ctxlab
 from ctxlab.policies import (
+    ClaudeCode,
     ClearToolUses,
+    Codex,
+    InspectEdit,
+    InspectSummary,
+    InspectTrim,
     ObservationMasking,
+    OpenHandsAmortized,
+    OpenHandsLLMSummarizing,
     OpenHandsObservationMasking,
     OpenHandsRecent,
     SWEAgentMasking,
@@ -52,7 +59,21 @@ SETTINGS = [
     ToolResultOffload(),
     ToolResultOffload(tool_token_limit_before_evict=30),
     ToolResultOffload(tool_token_limit_before_evict=5, exclude_tools=("run",)),
+    ClaudeCode(),
+    ClaudeCode(window=8_000, autocompact_buffer=1_000),
+    ClaudeCode(window=2_000, max_output_tokens=0, autocompact_buffer=0),
+    Codex(window=200_000),
+    Codex(window=6_000, auto_compact_fraction=0.5, user_message_max_tokens=40),
+    InspectSummary(window=200_000),
+    InspectSummary(window=5_000, threshold=0.5),
+    InspectTrim(window=200_000),
+    InspectTrim(window=3_000, threshold=0.4, preserve=0.5),
+    OpenHandsLLMSummarizing(),
+    OpenHandsLLMSummarizing(max_size=10, keep_first=2, max_event_length=50),
+    OpenHandsAmortized(),
+    OpenHandsAmortized(max_size=9, keep_first=1),
 ]
+"""Each count-only form at its defaults and at settings that act often (small windows)."""
 
 
 def assert_same(trace: Trace, policy: object, *, may_decline: bool = False) -> bool:
@@ -135,6 +156,8 @@ def test_every_real_trace(shared: Path) -> None:
 
 def test_settings_without_a_form_get_the_full_engine() -> None:
     trace = make_trace(20, seed=1)
+    assert counted(trace, InspectEdit(window=200_000)) is None  # edits at nearly every call
+    assert counted(trace, ClaudeCode(cache_aligned=True)) is None  # a wrapped stage
     assert counted(trace, ClearToolUses(clear_at_least=100)) is None
     assert counted(trace, ClearToolUses(clear_tool_inputs=True)) is None
     big = "x\n" * 50_000

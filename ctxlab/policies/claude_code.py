@@ -61,6 +61,8 @@ fills the same nine sections. Token counts of summariser input differ from the o
 class AutoCompactStage(RebuildStage):
     """Summarise everything once the request reaches `threshold` tokens."""
 
+    jumps = True  # acts only at `trigger_tokens` (`RebuildStage`)
+
     def __init__(self, threshold: int, prefix: str, prompt: str) -> None:
         super().__init__()
         self.threshold, self.lead, self.prompt = threshold, prefix, prompt

@@ -81,6 +81,8 @@ def _middle_cut(message: HumanMessage, budget_chars: int) -> HumanMessage:
 class CodexStage(RebuildStage):
     """Summarise at the limit; keep user messages up to the budget."""
 
+    jumps = True  # acts only at `trigger_tokens` (`RebuildStage`)
+
     def __init__(self, limit: int, user_budget: int) -> None:
         super().__init__()
         self.limit, self.budget = limit, user_budget

@@ -292,9 +292,11 @@ class StageRun:
         self._meta[id(message)] = entry
         return entry
 
-    def call(self, turn: Turn) -> Call:
-        """The request for `turn`; the recorded output then joins the history."""
-        self._feed(turn.position)
+    def apply_stages(self, turn: Turn, upto: int) -> tuple[list[Item], list[Event]]:
+        """The stages' request for `turn` with the history fed to `upto` messages, and the
+        events they recorded: what `call` does before its bookkeeping (a count-only form
+        runs the stages at the calls that may act, `ctxlab.policies.threshold_counts`)."""
+        self._feed(upto)
         ctx = Context(
             turn,
             self.trace,
@@ -310,6 +312,11 @@ class StageRun:
         items = self.history
         for stage in self.stages:
             items = stage.apply(items, ctx)
+        return items, ctx.events
+
+    def call(self, turn: Turn) -> Call:
+        """The request for `turn`; the recorded output then joins the history."""
+        items, events = self.apply_stages(turn, turn.position)
         req = self.totals
         req.update(items)
         previous = self.last_request
@@ -321,7 +328,7 @@ class StageRun:
             req.total,
             dict(req.by_kind),
             len(items),
-            ctx.events,
+            events,
             self.baseline,
             request=request,
             orphans=req.orphans,
@@ -364,12 +371,16 @@ class StagePolicy:
         """Fresh stage objects for one trace."""
         raise NotImplementedError
 
-    def counts_only(self, trace: Trace) -> CallCounts | None:
+    def counts_only(self, trace: Trace, summarizer: Summarizer) -> CallCounts | None:
         """Optional: the per-call counts and events a replay of `trace` would give, without
         its requests (`ctxlab.policies.counts_only`), or None. A slider draws these first and
         replays in full after the chart is sent; a policy that can say them by formula gets
-        moves that cost the formula. None (the default): the full replay."""
-        return None
+        moves that cost the formula. By default: a policy of one `RebuildStage` that says
+        `jumps = True` runs it only at the calls that may act
+        (`ctxlab.policies.threshold_counts`); any other, None (the full replay)."""
+        from ctxlab.policies.threshold_counts import threshold_counts
+
+        return threshold_counts(self, trace, summarizer)
 
     def window_for(self, trace: Trace) -> int | None:
         """The window this policy resolves for `trace` (`window` field, if it has one)."""
@@ -488,7 +499,15 @@ class RebuildStage:
     replaces the old one for all later calls.
 
     `view` is incremental: while the input only grows, the view grows by the new messages.
+
+    A subclass whose `apply` returns `self.view(items)`, changing nothing else, whenever
+    `self.count(view, ctx)` is under its `trigger_tokens` (or, if it has `trigger_messages`,
+    whenever the view holds fewer messages), and records events only through `commit`, may set
+    `jumps = True`: its policy's count-only form (`ctxlab.policies.threshold_counts`) then
+    calls it only where the count reaches that.
     """
+
+    jumps: ClassVar[bool] = False
 
     def __init__(self) -> None:
         # the request the last compaction built is `_view[:prefix_n]` (None: none yet); it is

@@ -407,6 +407,8 @@ class EditStage(InspectStage):
 
 
 class TrimStage(InspectStage):
+    jumps = True  # acts only at `trigger_tokens` (`RebuildStage`)
+
     def __init__(self, threshold: int, preserve: float) -> None:
         super().__init__(threshold)
         self.preserve = preserve
@@ -421,6 +423,8 @@ class TrimStage(InspectStage):
 
 
 class SummaryStage(InspectStage):
+    jumps = True  # acts only at `trigger_tokens` (`RebuildStage`)
+
     def __init__(self, threshold: int, prompt: str) -> None:
         super().__init__(threshold)
         self.prompt = prompt

@@ -54,6 +54,7 @@ from ctxlab.policies.langchain_texts import DEFAULT_SUMMARY_PROMPT, DEFAULT_TOOL
 
 if TYPE_CHECKING:
     from ctxlab.policies.counts_only import CallCounts
+    from ctxlab.summarizers import Summarizer
     from ctxlab.trace import Trace
 
 SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
@@ -521,7 +522,7 @@ class ClearToolUses(StagePolicy):
             )
         ]
 
-    def counts_only(self, trace: Trace) -> CallCounts | None:
+    def counts_only(self, trace: Trace, summarizer: Summarizer) -> CallCounts | None:
         """This policy's per-call counts and events on `trace` by formula, with its default
         `clear_at_least=0` and results only (`ctxlab.policies.clear_counts`)."""
         from ctxlab.policies.clear_counts import clear_counts

@@ -34,6 +34,7 @@ from ctxlab.policies.engine import (
 
 if TYPE_CHECKING:
     from ctxlab.policies.counts_only import CallCounts
+    from ctxlab.summarizers import Summarizer
     from ctxlab.trace import Trace
 
 SWE_AGENT_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
@@ -293,7 +294,7 @@ class ObservationMasking(StagePolicy):
             )
         ]
 
-    def counts_only(self, trace: Trace) -> CallCounts | None:
+    def counts_only(self, trace: Trace, summarizer: Summarizer) -> CallCounts | None:
         """This policy's per-call counts and events on `trace` by formula
         (`ctxlab.policies.masking_counts`), for a chart that needs no requests."""
         from ctxlab.policies.counts_only import single_stage
@@ -335,7 +336,7 @@ class OpenHandsObservationMasking(StagePolicy):
         """One masking stage."""
         return [WindowMaskStage(int(self.attention_window), self.placeholder)]
 
-    def counts_only(self, trace: Trace) -> CallCounts | None:
+    def counts_only(self, trace: Trace, summarizer: Summarizer) -> CallCounts | None:
         """This policy's per-call counts and events on `trace` by formula
         (`ctxlab.policies.masking_counts`), for a chart that needs no requests."""
         from ctxlab.policies.counts_only import single_stage

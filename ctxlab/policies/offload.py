@@ -36,6 +36,7 @@ from ctxlab.policies.engine import (
 
 if TYPE_CHECKING:
     from ctxlab.policies.counts_only import CallCounts
+    from ctxlab.summarizers import Summarizer
     from ctxlab.trace import Trace
 
 
@@ -132,7 +133,7 @@ class ToolResultOffload(StagePolicy):
         limit = NUM_CHARS_PER_TOKEN * int(self.tool_token_limit_before_evict)
         return [OffloadStage(limit, frozenset(self.exclude_tools))]
 
-    def counts_only(self, trace: Trace) -> CallCounts | None:
+    def counts_only(self, trace: Trace, summarizer: Summarizer) -> CallCounts | None:
         """This policy's per-call counts and events on `trace` by formula
         (`ctxlab.policies.offload_counts`), for a chart that needs no requests."""
         from ctxlab.policies.counts_only import single_stage

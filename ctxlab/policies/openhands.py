@@ -42,6 +42,7 @@ from ctxlab.policies.engine import (
 
 if TYPE_CHECKING:
     from ctxlab.policies.counts_only import CallCounts
+    from ctxlab.summarizers import Summarizer
     from ctxlab.trace import Trace
 
 OPENHANDS_UPSTREAM_PROMPT = """You are maintaining a context-aware state summary for an interactive agent.
@@ -124,6 +125,8 @@ def _clip(message: BaseMessage, limit: int) -> BaseMessage:
 class RollingStage(RebuildStage):
     """`LLMSummarizingCondenser` (with `summarize=True`) or `AmortizedForgettingCondenser`."""
 
+    jumps = True  # acts only at `trigger_messages` (`RebuildStage`)
+
     def __init__(self, max_size: int, keep_first: int, summarize: bool, max_event_length: int):
         super().__init__()
         if keep_first >= max_size // 2:
@@ -132,6 +135,11 @@ class RollingStage(RebuildStage):
             )
         self.max_size, self.keep_first = max_size, keep_first
         self.summarize, self.max_event_length = summarize, max_event_length
+
+    @property
+    def trigger_messages(self) -> int:
+        """The view length at which this stage condenses (more than `max_size` events)."""
+        return self.max_size + 1
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         view = self.view(items)
@@ -322,7 +330,7 @@ class OpenHandsRecent(StagePolicy):
         """One recency stage."""
         return [RecentStage(int(self.keep_first), int(self.max_events))]
 
-    def counts_only(self, trace: Trace) -> CallCounts | None:
+    def counts_only(self, trace: Trace, summarizer: Summarizer) -> CallCounts | None:
         """This policy's per-call counts and events on `trace` by formula
         (`ctxlab.policies.recent_counts`), for a chart that needs no requests."""
         from ctxlab.policies.counts_only import single_stage

@@ -448,7 +448,7 @@ class ThresholdExplorer(W.VBox):
             policy = self._policy()
             # the chart needs counts and events only: a policy that can say them by formula
             # is drawn from those, and replayed in full after the chart is sent (`replay`)
-            drawn: Replay | Counted | None = counted(self.trace, policy)
+            drawn: Replay | Counted | None = counted(self.trace, policy, self.summarizer)
             run = None
             if drawn is None:
                 drawn, run = replay_with_run(self.trace, policy, self.summarizer)
