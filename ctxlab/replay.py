@@ -126,7 +126,7 @@ class Replay:
         return self.files[path].encode("utf-8")
 
 
-def _counts_frame(columns: dict[str, list[Any]]) -> pl.DataFrame:
+def _counts_frame(columns: dict[str, Any]) -> pl.DataFrame:
     """`Replay.counts` from its columns, typed as the store's turns table."""
     return TURNS.frame(columns, drop=(*_STORE_ONLY, *_BILLED))
 
@@ -156,14 +156,14 @@ def counted(
     if found is None:
         return None
     turns = trace.turns
-    columns: dict[str, list[Any]] = {
+    columns: dict[str, Any] = {  # arrays as they are: polars takes them without a copy
         "turn": [t.index for t in turns],
         "position": [t.position for t in turns],
-        "context_tokens": found.context_tokens.tolist(),
-        **{f"{k}_tokens": found.by_kind[k].tolist() for k in KINDS},
-        "messages": found.messages.tolist(),
+        "context_tokens": found.context_tokens,
+        **{f"{k}_tokens": found.by_kind[k] for k in KINDS},
+        "messages": found.messages,
         "recorded_input_tokens": [t.input_tokens for t in turns],
-        "baseline_tokens": found.baseline_tokens.tolist(),
+        "baseline_tokens": found.baseline_tokens,
         "events": [len(e) for e in found.events],
     }
     events = [e for per_call in found.events for e in per_call]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -66,8 +66,9 @@ class Table:
         )
         return f"CREATE TABLE IF NOT EXISTS {self.name} ({cols});"
 
-    def frame(self, data: dict[str, list], drop: Iterable[str] = ()) -> pl.DataFrame:
-        """Rows given column by column, typed by this table (columns in `drop` left out)."""
+    def frame(self, data: dict[str, Any], drop: Iterable[str] = ()) -> pl.DataFrame:
+        """Rows given column by column (lists or arrays), typed by this table (columns in
+        `drop` left out)."""
         return pl.DataFrame(data, schema=self.polars(drop))
 
 

@@ -188,8 +188,13 @@ def test_a_subclass_with_other_stages_gets_the_full_engine() -> None:
         def stages(self, trace, window):  # type: ignore[no-untyped-def]
             return [*super().stages(trace, window), LastNStage(1, 1, frozenset(), frozenset())]
 
+    class OwnRun(ClaudeCode):
+        def start(self, trace, summarizer):  # type: ignore[no-untyped-def]
+            return super().start(trace, summarizer)
+
     trace = make_trace(20, seed=1)
     assert counted(trace, Twice()) is None
+    assert counted(trace, OwnRun()) is None  # a run of its own: the engine's calls not known
     assert counted(trace, ctxlab.policies.DeepAgents()) is None
 
 

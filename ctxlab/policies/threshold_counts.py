@@ -21,11 +21,10 @@ import numpy as np
 
 from ctxlab.message_facts import KINDS
 from ctxlab.policies.counts_only import CallCounts, fed_lengths, kind_prefix
-from ctxlab.policies.engine import StageRun
+from ctxlab.policies.engine import StagePolicy, StageRun
 
 if TYPE_CHECKING:
     from ctxlab.policies.base import Event
-    from ctxlab.policies.engine import StagePolicy
     from ctxlab.summarizers import Summarizer
     from ctxlab.trace import Trace
 
@@ -34,12 +33,15 @@ def threshold_counts(
     policy: StagePolicy, trace: Trace, summarizer: Summarizer
 ) -> CallCounts | None:
     """`policy`'s counts and events on `trace` when it runs one stage that `jumps`, else None."""
-    run = policy.start(trace, summarizer)
-    if not isinstance(run, StageRun) or len(run.stages) != 1:
+    if type(policy).start is not StagePolicy.start:
+        return None  # a run of its own making: its calls are not the stage engine's
+    window = policy.window_for(trace)
+    stages = policy.stages(trace, window)
+    if len(stages) != 1 or not getattr(type(stages[0]), "jumps", False):
         return None
-    if not getattr(type(run.stages[0]), "jumps", False):
-        return None
-    stage = run.stages[0]
+    stage = stages[0]
+    cpt = policy.counter_chars_per_token(trace)
+    run = StageRun(trace, summarizer, stages, window=window, chars_per_token=cpt)
     by_messages = getattr(stage, "trigger_messages", None)
     threshold = int(by_messages if by_messages is not None else stage.trigger_tokens)
     history, tools, tok = run.facts, run.tools_tokens, run.tok

@@ -286,7 +286,7 @@ def token_metrics(replay: Replay | Counted) -> dict[str, Any]:
     slider's chart and title need only those, a full replay or a count-only one
     (`ctxlab.replay.counted`)."""
     counted = replay.counts["context_tokens"].to_list()
-    baseline = replay.counts["baseline_tokens"].fill_null(0).to_list()
+    baseline = [b or 0 for b in replay.counts["baseline_tokens"].to_list()]
     cumulative, base_cum = sum(counted), sum(baseline)
     kinds: dict[str, int] = {}
     for e in replay.event_list:
