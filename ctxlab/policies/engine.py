@@ -502,9 +502,10 @@ class RebuildStage:
 
     A subclass whose `apply` returns `self.view(items)`, changing nothing else, whenever
     `self.count(view, ctx)` is under its `trigger_tokens` (or, if it has `trigger_messages`,
-    whenever the view holds fewer messages), and records events only through `commit`, may set
-    `jumps = True`: its policy's count-only form (`ctxlab.policies.threshold_counts`) then
-    calls it only where the count reaches that.
+    whenever the view holds fewer messages; if it has `trigger_turns`, whenever `turns_in(view)`
+    is under that and counts the AIMessages after a head that holds none of the history's),
+    and records events only through `commit`, may set `jumps = True`: its policy's count-only
+    form (`ctxlab.policies.threshold_counts`) then calls it only where the count reaches that.
     """
 
     jumps: ClassVar[bool] = False
@@ -519,6 +520,12 @@ class RebuildStage:
         self._view: list[Item] = []
         self._given: list[Item] | Mark | None = None
         self._counted = RunningCount()
+
+    def prefix(self) -> list[Item]:
+        """The messages the last compaction built, which every later view starts with (no
+        compaction yet: none). What a compacting call sends may differ (JetBrains' static
+        checkpoints send less on that call only)."""
+        return [] if self.prefix_n is None else self._view[: self.prefix_n]
 
     def count(self, view: list[Item], ctx: Context) -> int:
         """`ctx.count(view)`, by what the view gained since the last call (`RunningCount`;

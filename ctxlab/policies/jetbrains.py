@@ -94,6 +94,21 @@ def checkpoint_item(turns: int, summary: str) -> Item:
     )
 
 
+def _head_end(view: list[Item]) -> int:
+    """The protected head of `view`: system messages and the first user message, then earlier
+    summaries (never summarised)."""
+    head_end = 0
+    seen_user = False
+    while head_end < len(view):
+        it = view[head_end]
+        if it.kind == "system" or it.kind == "summary" or (it.kind == "human" and not seen_user):
+            seen_user = seen_user or it.kind == "human"
+            head_end += 1
+            continue
+        break
+    return head_end
+
+
 class EveryNTurnsStage(RebuildStage):
     """`SummarizeEveryNTurns` as the paper's code ran it (the-complexity-trap@adfaa1a18b8b).
 
@@ -107,6 +122,8 @@ class EveryNTurnsStage(RebuildStage):
     appends to the cache in both modes and only the summarising call's return differs. ctxlab
     reproduces that, quirk included.
     """
+
+    jumps = True  # acts only at `trigger_turns` (`RebuildStage`)
 
     def __init__(self, n: int, keep_last_m_turns: int, static: bool = True) -> None:
         super().__init__()
@@ -133,22 +150,19 @@ class EveryNTurnsStage(RebuildStage):
         self._scanned, self._head = mark(view), head_end
         return self._starts
 
+    @property
+    def trigger_turns(self) -> int:
+        """The turns after the head at which this stage summarises (`n + keep_last_m_turns`)."""
+        return self.n + self.m
+
+    def turns_in(self, view: list[Item]) -> int:
+        """The turns (AIMessages) after the head of `view`: what `trigger_turns` is compared
+        with (the count-only form counts a prefix with it, `threshold_counts`)."""
+        return sum(isinstance(it.msg, AIMessage) for it in view[_head_end(view) :])
+
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         view = self.view(items)
-        # Protected head: system messages and the first user message; then earlier summaries.
-        head_end = 0
-        seen_user = False
-        while head_end < len(view):
-            it = view[head_end]
-            if (
-                it.kind == "system"
-                or it.kind == "summary"
-                or (it.kind == "human" and not seen_user)
-            ):
-                seen_user = seen_user or it.kind == "human"
-                head_end += 1
-                continue
-            break
+        head_end = _head_end(view)
         starts = self._turn_starts(view, head_end)
         if len(starts) < self.n + self.m:
             return view

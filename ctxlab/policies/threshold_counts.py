@@ -1,13 +1,13 @@
 """Count-only form of the stages that compact once the request reaches a threshold
 (`ctxlab.policies.counts_only`): Claude Code's auto-compact, Codex, Inspect's summary and trim
-(tokens), OpenHands' rolling condensers (messages).
+(tokens), OpenHands' rolling condensers (messages), JetBrains' summary every n turns (turns).
 
 Such a stage (a `RebuildStage` that says `jumps = True`) sends its view unchanged, and changes
 nothing else, while the view counts under its `trigger_tokens` (or holds fewer messages than
-its `trigger_messages`); the view is the prefix its last compaction built plus every history
-message fed since. So between compactions a call's counts are the prefix's plus two entries of
-the history's per-kind prefix sums, and the next call that may act is found by a binary
-search for where the count reaches the threshold. The
+its `trigger_messages`, or turns than its `trigger_turns`); the view is the prefix its last
+compaction built plus every history message fed since. So between compactions a call's counts
+are the prefix's plus two entries of the history's per-kind prefix sums, and the next call
+that may act is found by a binary search for where the count reaches the threshold. The
 stage itself runs only there (its view and running count catch up on the messages they did not
 see, as they would call by call), with the summariser; the calls in between cost an array
 slice. `ctxlab.policies.engine.StageRun` remains the reference (tests/test_counts_only.py).
@@ -18,15 +18,39 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from langchain_core.messages import AIMessage
 
 from ctxlab.message_facts import KINDS
+from ctxlab.policies._engine_counts import TokenCache
+from ctxlab.policies._engine_facts import TraceFacts
 from ctxlab.policies.counts_only import CallCounts, fed_lengths, kind_prefix
 from ctxlab.policies.engine import StagePolicy, StageRun
 
 if TYPE_CHECKING:
     from ctxlab.policies.base import Event
+    from ctxlab.policies.engine import Item
     from ctxlab.summarizers import Summarizer
     from ctxlab.trace import Trace
+
+
+def _by_kind(items: list[Item], tok: TokenCache) -> dict[str, int]:
+    """Tokens of `items` by kind."""
+    out = dict.fromkeys(KINDS, 0)
+    for it in items:
+        out[it.kind] += tok(it.msg)
+    return out
+
+
+def _turns_prefix(history: TraceFacts) -> np.ndarray:
+    """`[k]`: the AIMessages among the history's first k messages (turn starts), kept per
+    trace and counter."""
+    found = history.built.get("turns prefix")
+    if found is None:
+        starts = [isinstance(m, AIMessage) for m in history.messages]
+        found = history.built["turns prefix"] = np.concatenate(
+            ([0], np.cumsum(np.asarray(starts, dtype=np.int64)))
+        )
+    return found
 
 
 def threshold_counts(
@@ -42,10 +66,13 @@ def threshold_counts(
     stage = stages[0]
     cpt = policy.counter_chars_per_token(trace)
     run = StageRun(trace, summarizer, stages, window=window, chars_per_token=cpt)
-    by_messages = getattr(stage, "trigger_messages", None)
-    threshold = int(by_messages if by_messages is not None else stage.trigger_tokens)
+    mode = next(
+        (m for m in ("trigger_messages", "trigger_turns") if hasattr(stage, m)), "trigger_tokens"
+    )
+    threshold = int(getattr(stage, mode))
     history, tools, tok = run.facts, run.tools_tokens, run.tok
     fed = fed_lengths(trace)
+    turns_before = _turns_prefix(history) if mode == "trigger_turns" else None
     calls = len(fed)
     every = np.concatenate(([0], np.cumsum(history.counts, dtype=np.int64)))
     by_kind_of = kind_prefix(history)
@@ -54,13 +81,16 @@ def threshold_counts(
     events: list[list[Event]] = [[] for _ in range(calls)]
     # the view now: `prefix` (its tokens by kind, length) then the history from `cut` on
     prefix: dict[str, int] = dict.fromkeys(KINDS, 0)
-    prefix_len = cut = 0
+    prefix_len = cut = prefix_turns = 0
     t = 0
     while t < calls:
         # the first call from t whose view reaches the threshold: the history length that
-        # gets there, by the view's messages or (binary search) tokens
-        if by_messages is not None:
+        # gets there, by the view's messages, turns or (binary search) tokens
+        if mode == "trigger_messages":
             reach = threshold - prefix_len + cut
+        elif turns_before is not None:
+            need = threshold - prefix_turns + int(turns_before[cut])
+            reach = int(np.searchsorted(turns_before, need))
         else:
             need = threshold - tools - sum(prefix.values()) + int(every[cut])
             reach = int(np.searchsorted(every, need))
@@ -74,15 +104,16 @@ def threshold_counts(
         turns = trace.turns[t_act]
         out, acted = run.apply_stages(turns, int(fed[t_act]))
         events[t_act] = acted
-        if acted:  # compacted: the request is the new prefix, counted once
-            prefix = dict.fromkeys(KINDS, 0)
-            for it in out:
-                prefix[it.kind] += tok(it.msg)
+        if acted:  # compacted: this call sends `out`; later views start with the prefix
+            for k, v in _by_kind(out, tok).items():
+                by_kind[k][t_act] = v
+            messages[t_act] = len(out)
+            built = stage.prefix()  # type: ignore[attr-defined]
+            prefix, prefix_len = _by_kind(built, tok), len(built)
+            if turns_before is not None:
+                prefix_turns = stage.turns_in(built)  # type: ignore[attr-defined]
             # the view grows by what is fed after this call (`RebuildStage.view`)
-            prefix_len, cut = len(out), int(fed[t_act])
-            for k in KINDS:
-                by_kind[k][t_act] = prefix[k]
-            messages[t_act] = prefix_len
+            cut = int(fed[t_act])
         else:  # over the threshold, nothing to compact: the view, as between compactions
             n = int(fed[t_act])
             for k in KINDS:
