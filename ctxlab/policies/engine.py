@@ -101,15 +101,16 @@ class Item(NamedTuple):
     kind: str
 
     def __eq__(self, other: object) -> bool:
-        """Position and bucket first, the message last: a masked or cleared copy differs in
-        its bucket, so comparing requests rarely reaches pydantic's (slow) message equality."""
+        """Position and bucket first, then the message's content, the message last: a masked
+        or cleared copy differs in its bucket, and two inserted summaries (no position, one
+        bucket) in their text, so comparing requests rarely reaches pydantic's (slow) message
+        equality."""
         if not isinstance(other, tuple):
             return NotImplemented
-        return (
-            self[0] == other[0]
-            and self[2] == other[2]
-            and (self[1] is other[1] or self[1] == other[1])
-        )
+        if self[0] != other[0] or self[2] != other[2]:
+            return False
+        a, b = self[1], other[1]
+        return a is b or (getattr(a, "content", None) == getattr(b, "content", None) and a == b)
 
     def __ne__(self, other: object) -> bool:
         eq = self.__eq__(other)
