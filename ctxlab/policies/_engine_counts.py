@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from langchain_core.messages import BaseMessage
@@ -49,6 +49,17 @@ class TokenCache:
         toks = tk.message_tokens(message, self.cpt)
         self._d[id(message)] = (message, toks)
         return toks
+
+    def by_kind(self, items: Iterable[Item], kinds: Iterable[str]) -> dict[str, int]:
+        """Tokens of `items` by bucket (each of `kinds` present), the lookup inlined: the
+        count-only form counts every request a compaction builds (`threshold_counts`)."""
+        out = dict.fromkeys(kinds, 0)
+        found = self._d.get
+        for it in items:
+            m = it.msg
+            hit = found(id(m))
+            out[it.kind] += hit[1] if hit is not None and hit[0] is m else self(m)
+        return out
 
 
 INCREMENTAL = True

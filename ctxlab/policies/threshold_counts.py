@@ -21,24 +21,14 @@ import numpy as np
 from langchain_core.messages import AIMessage
 
 from ctxlab.message_facts import KINDS
-from ctxlab.policies._engine_counts import TokenCache
 from ctxlab.policies._engine_facts import TraceFacts
 from ctxlab.policies.counts_only import CallCounts, fed_lengths, kind_prefix
 from ctxlab.policies.engine import StagePolicy, StageRun
 
 if TYPE_CHECKING:
     from ctxlab.policies.base import Event
-    from ctxlab.policies.engine import Item
     from ctxlab.summarizers import Summarizer
     from ctxlab.trace import Trace
-
-
-def _by_kind(items: list[Item], tok: TokenCache) -> dict[str, int]:
-    """Tokens of `items` by kind."""
-    out = dict.fromkeys(KINDS, 0)
-    for it in items:
-        out[it.kind] += tok(it.msg)
-    return out
 
 
 def _turns_prefix(history: TraceFacts) -> np.ndarray:
@@ -105,11 +95,13 @@ def threshold_counts(
         out, acted = run.apply_stages(turns, int(fed[t_act]))
         events[t_act] = acted
         if acted:  # compacted: this call sends `out`; later views start with the prefix
-            for k, v in _by_kind(out, tok).items():
+            sent = tok.by_kind(out, KINDS)
+            for k, v in sent.items():
                 by_kind[k][t_act] = v
             messages[t_act] = len(out)
             built = stage.prefix()  # type: ignore[attr-defined]
-            prefix, prefix_len = _by_kind(built, tok), len(built)
+            same = len(built) == len(out) and all(a is b for a, b in zip(built, out, strict=True))
+            prefix, prefix_len = (sent if same else tok.by_kind(built, KINDS)), len(built)
             if turns_before is not None:
                 prefix_turns = stage.turns_in(built)  # type: ignore[attr-defined]
             # the view grows by what is fed after this call (`RebuildStage.view`)
