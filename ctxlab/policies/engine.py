@@ -580,6 +580,12 @@ class RebuildStage:
             for it in old
             if it.pos is not None and (it.pos not in kept or kept[it.pos] is not it.msg)
         ]
+        if edited is not None:
+            total = edited.total
+        elif appended(self._counted.seen, before) == []:  # `before` is what `count` counted
+            total = self._counted.tokens
+        else:
+            total = ctx.count(before)
         # a Grown is never edited once handed on; any other list is copied, as a caller may
         self._view = after if isinstance(after, Grown) else list(after)
         self._counted.forget()
@@ -588,7 +594,6 @@ class RebuildStage:
         # every input item is older than this call (positions < cut), so the next view is
         # the prefix plus what the input gains
         self._in = self._given
-        total = ctx.count(before) if edited is None else edited.total
         if same:
             tok = ctx.tok
             changed = sum(tok(it.msg) for it in after[same:]) - sum(tok(it.msg) for it in old)
