@@ -210,8 +210,8 @@ def event_marker_dicts(
         traces.append(
             {
                 "type": "scatter",
-                "x": [e.turn for e in rows],
-                "y": ys,
+                "x": _numbers_or_list([e.turn for e in rows]),
+                "y": _numbers_or_list(ys),
                 "mode": "markers",
                 "name": f"event: {kind}",
                 "marker": {
@@ -227,6 +227,12 @@ def event_marker_dicts(
             }
         )
     return traces
+
+
+def _numbers_or_list(values: list[Any]) -> np.ndarray | list[Any]:
+    """`numbers(values)` (sent to a live chart as a binary buffer, not element by element)
+    unless a value is missing (an event no model call saw has no turn)."""
+    return values if None in values else numbers(values)
 
 
 @lru_cache(maxsize=1 << 14)
