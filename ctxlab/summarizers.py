@@ -26,7 +26,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -217,6 +217,8 @@ def _sha(text: str) -> str:
 
 _IDENT = re.compile(r"\b(?:[A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*)\b")
 _NUMBER = re.compile(r"(?<![\w.\-/])\d{2,}(?:\.\d+)?(?![\w/])")
+_NAMES = (_IDENT, _NUMBER)
+
 _ERROR_LINE = re.compile(
     r"\s*(?:E\s+)?(?:FAILED\b|ERROR\b|Error\b|error\b|fatal:|\w*(?:Error|Exception):)"
 )
@@ -224,6 +226,12 @@ _ERROR_MESSAGE = re.compile(r"\w(?:Error|Exception): \S")
 """A line saying what went wrong (pytest's `E   KeyError: 'x'`), preferred over a bare FAILED."""
 _WRITES = re.compile(r"write|edit|create|delete|remove|move|rename|patch|apply|insert|replace")
 """Tool names that change files (`write_file`, `edit_file`, `apply_patch`, ...)."""
+
+
+@lru_cache(maxsize=1 << 16)
+def _line_names(line: str) -> tuple[list[str], list[str]]:
+    """`_IDENT` and `_NUMBER` matches of one line, remembered (read-only lists)."""
+    return _IDENT.findall(line), _NUMBER.findall(line)
 
 
 def _first_line(text: str, limit: int) -> str:
@@ -455,16 +463,24 @@ class _Conversation:
         Counted over each message's first 4,000 characters; matching message by message gives
         the matches of the joined text, since no pattern matches across a line break."""
         lines = []
-        for label, pattern in (("Identifiers", _IDENT), ("Numbers", _NUMBER)):
+        for k, label in enumerate(("Identifiers", "Numbers")):
             found = itertools.chain.from_iterable(
-                self.memo.each(
-                    self.messages, label, lambda m, p=pattern: p.findall(self.text(m)[:4000])
-                )
+                self.memo.each(self.messages, label, lambda m, k=k: self._names(m, k))
             )
             common = [w for w, _ in Counter(found).most_common(limit)]
             if common:
                 lines.append(f"- {label}: {', '.join(common)}")
         return lines[:limit]
+
+    def _names(self, m: BaseMessage, k: int) -> list[str]:
+        """The identifiers (`k` 0) or numbers (1) in `m`'s first 4,000 characters. A summary
+        message is new at every replay but repeats the lines of earlier summaries and
+        messages, so its lines are matched one by one through a cache (the patterns never
+        match across a line break, so the matches are the same)."""
+        text = self.text(m)[:4000]
+        if not is_summary(m):
+            return _NAMES[k].findall(text)
+        return [w for line in text.split("\n") for w in _line_names(line)[k]]
 
     def tools(self, section: Section, limit: int) -> list[str]:
         """The last tool calls, each with its first string argument."""

@@ -326,3 +326,22 @@ def test_middle_cut_equals_langchains_overflow_retry(profile: dict | None) -> No
         assert expected is None
     else:
         assert "[... middle of conversation omitted ...]" in expected
+
+
+def test_names_and_numbers_match_line_by_line_as_in_the_whole_text() -> None:
+    """Summary messages are matched line by line through a cache (`_line_names`): the same
+    matches as the whole text, since neither pattern matches across a line break. Checked on
+    every message and summary of a replay, and on edge cases at line ends."""
+    from ctxlab.message_facts import message_text
+    from ctxlab.policies import ClaudeCode
+    from ctxlab.summarizers import _IDENT, _NUMBER, _line_names
+
+    trace = make_trace(120, seed=7, model="claude-sonnet-4-5")
+    texts = [message_text(m) for m in trace.messages]
+    texts += [e.summary for e in replay(trace, ClaudeCode(window=20_000)).event_list if e.summary]
+    texts += ["12\n34.5/6\nsnake_case\n_x_\nfooBar\nFooBarBaz", "a/12\n/99\n.12\n-12\n12.", ""]
+    for text in texts:
+        head = text[:4000]
+        for k, pattern in enumerate((_IDENT, _NUMBER)):
+            lines = [w for line in head.split("\n") for w in _line_names(line)[k]]
+            assert lines == pattern.findall(head)
