@@ -43,6 +43,30 @@ def _turns_prefix(history: TraceFacts) -> np.ndarray:
     return found
 
 
+def _views(
+    runs: list[tuple[int, dict[str, int], int, int]],
+    fed: np.ndarray,
+    by_kind_of: dict[str, np.ndarray],
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Messages and tokens by kind of the view at every call: its run's prefix, then the
+    history from the run's cut to the call's fed length (the calls that compacted are
+    written over afterwards)."""
+    calls = len(fed)
+    if not runs:
+        return np.zeros(calls, dtype=np.int64), {k: np.zeros(calls, dtype=np.int64) for k in KINDS}
+    first = np.asarray([r[0] for r in runs], dtype=np.int64)
+    which = np.maximum(np.searchsorted(first, np.arange(calls), side="right") - 1, 0)
+    cut = np.asarray([r[3] for r in runs], dtype=np.int64)[which]
+    length = np.asarray([r[2] for r in runs], dtype=np.int64)[which]
+    by_kind = {
+        k: np.asarray([r[1][k] for r in runs], dtype=np.int64)[which]
+        + by_kind_of[k][fed]
+        - by_kind_of[k][cut]
+        for k in KINDS
+    }
+    return length + fed - cut, by_kind
+
+
 def threshold_counts(
     policy: StagePolicy, trace: Trace, summarizer: Summarizer
 ) -> CallCounts | None:
@@ -66,12 +90,14 @@ def threshold_counts(
     calls = len(fed)
     every = np.concatenate(([0], np.cumsum(history.counts, dtype=np.int64)))
     by_kind_of = kind_prefix(history)
-    messages = np.zeros(calls, dtype=np.int64)
-    by_kind = {k: np.zeros(calls, dtype=np.int64) for k in KINDS}
     events: list[list[Event]] = [[] for _ in range(calls)]
     # the view now: `prefix` (its tokens by kind, length) then the history from `cut` on
     prefix: dict[str, int] = dict.fromkeys(KINDS, 0)
     prefix_len = cut = prefix_turns = 0
+    # the calls that send the view, in runs that share one prefix (each run's first call,
+    # prefix and cut), and the calls that compacted (what they sent)
+    runs: list[tuple[int, dict[str, int], int, int]] = []
+    compacted: list[tuple[int, dict[str, int], int]] = []
     t = 0
     while t < calls:
         # the first call from t whose view reaches the threshold: the history length that
@@ -85,20 +111,15 @@ def threshold_counts(
             need = threshold - tools - sum(prefix.values()) + int(every[cut])
             reach = int(np.searchsorted(every, need))
         t_act = t + int(np.searchsorted(fed[t:], max(reach, cut)))
-        span = slice(t, t_act)
-        for k in KINDS:
-            by_kind[k][span] = prefix[k] + by_kind_of[k][fed[span]] - by_kind_of[k][cut]
-        messages[span] = prefix_len + fed[span] - cut
+        if t_act > t:
+            runs.append((t, prefix, prefix_len, cut))
         if t_act >= calls:
             break
-        turns = trace.turns[t_act]
-        out, acted = run.apply_stages(turns, int(fed[t_act]))
+        out, acted = run.apply_stages(trace.turns[t_act], int(fed[t_act]))
         events[t_act] = acted
         if acted:  # compacted: this call sends `out`; later views start with the prefix
             sent = tok.by_kind(out, KINDS)
-            for k, v in sent.items():
-                by_kind[k][t_act] = v
-            messages[t_act] = len(out)
+            compacted.append((t_act, sent, len(out)))
             built = stage.prefix()  # type: ignore[attr-defined]
             same = len(built) == len(out) and all(a is b for a, b in zip(built, out, strict=True))
             prefix, prefix_len = (sent if same else tok.by_kind(built, KINDS)), len(built)
@@ -106,12 +127,14 @@ def threshold_counts(
                 prefix_turns = stage.turns_in(built)  # type: ignore[attr-defined]
             # the view grows by what is fed after this call (`RebuildStage.view`)
             cut = int(fed[t_act])
-        else:  # over the threshold, nothing to compact: the view, as between compactions
-            n = int(fed[t_act])
-            for k in KINDS:
-                by_kind[k][t_act] = prefix[k] + by_kind_of[k][n] - by_kind_of[k][cut]
-            messages[t_act] = prefix_len + n - cut
+        elif not runs or runs[-1][1] is not prefix or runs[-1][3] != cut:
+            runs.append((t_act, prefix, prefix_len, cut))  # over, nothing to compact: the view
         t = t_act + 1
+    messages, by_kind = _views(runs, fed, by_kind_of)
+    for t_act, sent, length in compacted:
+        for k, v in sent.items():
+            by_kind[k][t_act] = v
+        messages[t_act] = length
     by_kind["tools"] += tools
     context = np.add.reduce([by_kind[k] for k in KINDS])
     return CallCounts(messages, context, by_kind, tools + every[fed], events)
