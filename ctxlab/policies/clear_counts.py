@@ -19,7 +19,13 @@ from langchain_core.messages import AIMessage, ToolMessage
 from ctxlab import tokens as tk
 from ctxlab.policies._engine_facts import TraceFacts, facts
 from ctxlab.policies.base import Event
-from ctxlab.policies.counts_only import CallCounts, fed_lengths, raw_counts
+from ctxlab.policies.counts_only import (
+    CallCounts,
+    cumulative,
+    fed_lengths,
+    raw_counts,
+    with_stubs,
+)
 from ctxlab.policies.langchain import ClearStage, _cleared_result
 
 if TYPE_CHECKING:
@@ -81,9 +87,7 @@ def _non_system_prefix(own: TraceFacts) -> np.ndarray:
     found = own.built.get("non-system prefix")
     if found is None:
         non_system = [0 if k == "system" else c for k, c in zip(own.kinds, own.counts, strict=True)]
-        found = own.built["non-system prefix"] = np.concatenate(
-            ([0], np.cumsum(np.asarray(non_system, dtype=np.int64)))
-        )
+        found = own.built["non-system prefix"] = cumulative(non_system)
     return found
 
 
@@ -102,14 +106,15 @@ def clear_counts(
     over = counted > stage.trigger
     results = np.searchsorted(pos, fed)  # tool results in the history at each call
     upto = np.where(over & (stage.keep < results), results - stage.keep, 0)
-    orig = np.concatenate(([0], np.cumsum(toks)))[upto]
-    stub = np.concatenate(([0], np.cumsum(stub_toks)))[upto]
-    by_kind = dict(raw.by_kind)
-    by_kind["tool_results"] = by_kind["tool_results"] - orig
-    by_kind["stubs"] = by_kind["stubs"] + stub
-    context = raw.context_tokens - orig + stub
-    events, turns = raw.events, trace.turns
-    before, after, own_count = raw.context_tokens.tolist(), context.tolist(), counted.tolist()
+    orig = cumulative(toks)[upto]
+    stub = cumulative(stub_toks)[upto]
+    edited = with_stubs(raw, orig, stub)
+    events, turns = edited.events, trace.turns
+    before, after, own_count = (
+        raw.context_tokens.tolist(),
+        edited.context_tokens.tolist(),
+        counted.tolist(),
+    )
     at, clears, ups = pos.tolist(), ok.tolist(), upto.tolist()
     done = 0
     for t in np.flatnonzero(upto > np.concatenate(([0], upto[:-1]))).tolist():
@@ -120,7 +125,7 @@ def clear_counts(
             events[t].append(
                 Event(stage.kind, turns[t].index, new, before[t], after[t], None, reason)
             )
-    return CallCounts(raw.messages, context, by_kind, raw.baseline_tokens, events)
+    return edited
 
 
 __all__ = ["clear_counts"]

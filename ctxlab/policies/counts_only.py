@@ -14,7 +14,7 @@ event (tests/test_counts_only.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 import numpy as np
@@ -54,6 +54,21 @@ def fed_lengths(trace: Trace) -> np.ndarray:
     return np.maximum(at, fed_before)
 
 
+def cumulative(values: Sequence[int] | np.ndarray) -> np.ndarray:
+    """`[k]`: the sum of the first k values (k = 0..n): a total over any prefix is one read."""
+    return np.concatenate(([0], np.cumsum(np.asarray(values, dtype=np.int64))))
+
+
+def with_stubs(raw: CallCounts, orig: np.ndarray, stub: np.ndarray) -> CallCounts:
+    """`raw` with tool results worth `orig` tokens at each call sent as stubs worth `stub`
+    (masked, cleared or offloaded), events unchanged."""
+    by_kind = dict(raw.by_kind)
+    by_kind["tool_results"] = by_kind["tool_results"] - orig
+    by_kind["stubs"] = by_kind["stubs"] + stub
+    context = raw.context_tokens - orig + stub
+    return CallCounts(raw.messages, context, by_kind, raw.baseline_tokens, raw.events)
+
+
 def kind_prefix(facts: TraceFacts) -> dict[str, np.ndarray]:
     """Per kind, the tokens of the history's first k messages of that kind-bucket
     (`[k]`, k = 0..n), computed once per trace and counter."""
@@ -62,7 +77,7 @@ def kind_prefix(facts: TraceFacts) -> dict[str, np.ndarray]:
         counts = np.asarray(facts.counts, dtype=np.int64)
         kinds = np.asarray(facts.kinds, dtype=object)
         found = facts.built["kind_prefix"] = {
-            k: np.concatenate(([0], np.cumsum(np.where(kinds == k, counts, 0)))) for k in KINDS
+            k: cumulative(np.where(kinds == k, counts, 0)) for k in KINDS
         }
     return found
 
@@ -93,4 +108,12 @@ def single_stage(
     return form(trace, facts(trace, cpt), stages[0], tk.tool_schema_tokens(trace.tools, cpt))
 
 
-__all__ = ["CallCounts", "fed_lengths", "kind_prefix", "raw_counts", "single_stage"]
+__all__ = [
+    "CallCounts",
+    "cumulative",
+    "fed_lengths",
+    "kind_prefix",
+    "raw_counts",
+    "single_stage",
+    "with_stubs",
+]

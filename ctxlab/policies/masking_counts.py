@@ -20,7 +20,13 @@ from langchain_core.messages import ToolMessage
 from ctxlab import tokens as tk
 from ctxlab.policies._engine_facts import TraceFacts
 from ctxlab.policies.base import Event
-from ctxlab.policies.counts_only import CallCounts, fed_lengths, raw_counts
+from ctxlab.policies.counts_only import (
+    CallCounts,
+    cumulative,
+    fed_lengths,
+    raw_counts,
+    with_stubs,
+)
 from ctxlab.policies.masking import (
     LastNStage,
     WindowMaskStage,
@@ -60,10 +66,6 @@ def _results(
     return found
 
 
-def _prefix(values: np.ndarray) -> np.ndarray:
-    return np.concatenate(([0], np.cumsum(values, dtype=np.int64)))
-
-
 def _with_masks(
     trace: Trace,
     raw: CallCounts,
@@ -74,17 +76,14 @@ def _with_masks(
 ) -> CallCounts:
     """`raw` with the masked results' tokens (`orig`, per call) moved to stubs (`stub`), and
     a `mask_observations` event at each call of `fresh` (call index, positions)."""
-    by_kind = dict(raw.by_kind)
-    by_kind["tool_results"] = by_kind["tool_results"] - orig
-    by_kind["stubs"] = by_kind["stubs"] + stub
-    context = raw.context_tokens - orig + stub
-    events, turns = raw.events, trace.turns
-    before, after = raw.context_tokens.tolist(), context.tolist()
+    masked = with_stubs(raw, orig, stub)
+    turns = trace.turns
+    before, after = raw.context_tokens.tolist(), masked.context_tokens.tolist()
     for t, positions in fresh:
-        events[t].append(
+        masked.events[t].append(
             Event("mask_observations", turns[t].index, positions, before[t], after[t], None, reason)
         )
-    return CallCounts(raw.messages, context, by_kind, raw.baseline_tokens, events)
+    return masked
 
 
 def last_n_counts(trace: Trace, facts: TraceFacts, stage: LastNStage, tools: int) -> CallCounts:
@@ -113,8 +112,8 @@ def last_n_counts(trace: Trace, facts: TraceFacts, stage: LastNStage, tools: int
         by_window[0] = False  # the first observation is never elided
     k = np.searchsorted(pos, fed)  # observations in the history at each call
     last = np.maximum(0, (k // stage.polling) * stage.polling - stage.n)
-    orig = _prefix(by_window * toks)[last] + _prefix(removed * toks)[k]
-    stub = _prefix(by_window * stub_toks)[last] + _prefix(removed * stub_toks)[k]
+    orig = cumulative(by_window * toks)[last] + cumulative(removed * toks)[k]
+    stub = cumulative(by_window * stub_toks)[last] + cumulative(removed * stub_toks)[k]
     # the results masked at a call and not before: those the window passed since the
     # previous call, and tagged ones that arrived since (positions in history order)
     changed = np.flatnonzero((np.diff(last, prepend=0) > 0) | (np.diff(k, prepend=0) > 0))
@@ -145,7 +144,7 @@ def window_mask_counts(
     fed = fed_lengths(trace)
     raw = raw_counts(facts, fed, tools)
     m = np.searchsorted(pos, fed - stage.window)  # results older than the window
-    orig, stub = _prefix(toks)[m], _prefix(stub_toks)[m]
+    orig, stub = cumulative(toks)[m], cumulative(stub_toks)[m]
     starts = np.concatenate(([0], m[:-1]))
     fresh = [
         (int(t), tuple(int(p) for p in pos[starts[t] : m[t]])) for t in np.flatnonzero(m > starts)

@@ -19,7 +19,13 @@ from ctxlab import tokens as tk
 from ctxlab.message_facts import message_text
 from ctxlab.policies._engine_facts import TraceFacts
 from ctxlab.policies.base import Event
-from ctxlab.policies.counts_only import CallCounts, fed_lengths, raw_counts
+from ctxlab.policies.counts_only import (
+    CallCounts,
+    cumulative,
+    fed_lengths,
+    raw_counts,
+    with_stubs,
+)
 from ctxlab.policies.deepagents.filesystem import sanitize_tool_call_id, tool_stub
 from ctxlab.policies.offload import OffloadStage
 
@@ -93,13 +99,10 @@ def offload_counts(
     fed = fed_lengths(trace)
     raw = raw_counts(history, fed, tools)
     seen = np.searchsorted(pos, fed)  # offloaded results in the history at each call
-    orig = np.concatenate(([0], np.cumsum(toks)))[seen]
-    stub = np.concatenate(([0], np.cumsum(stub_toks)))[seen]
-    by_kind = dict(raw.by_kind)
-    by_kind["tool_results"] = by_kind["tool_results"] - orig
-    by_kind["stubs"] = by_kind["stubs"] + stub
-    context = raw.context_tokens - orig + stub
-    events, turns, reason = raw.events, trace.turns, f"> {stage.limit} chars"
+    orig = cumulative(toks)[seen]
+    stub = cumulative(stub_toks)[seen]
+    edited = with_stubs(raw, orig, stub)
+    events, turns, reason = edited.events, trace.turns, f"> {stage.limit} chars"
     at, before, after = pos.tolist(), toks.tolist(), stub_toks.tolist()
     previous = 0
     for t, upto in enumerate(seen.tolist()):
@@ -116,7 +119,7 @@ def offload_counts(
                 )
             )
         previous = max(previous, upto)
-    return CallCounts(raw.messages, context, by_kind, raw.baseline_tokens, events)
+    return edited
 
 
 __all__ = ["offload_counts"]

@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage
 
 from ctxlab.message_facts import KINDS
 from ctxlab.policies._engine_facts import TraceFacts
-from ctxlab.policies.counts_only import CallCounts, fed_lengths, kind_prefix
+from ctxlab.policies.counts_only import CallCounts, cumulative, fed_lengths, kind_prefix
 from ctxlab.policies.engine import StagePolicy, StageRun
 
 if TYPE_CHECKING:
@@ -37,9 +37,7 @@ def _turns_prefix(history: TraceFacts) -> np.ndarray:
     found = history.built.get("turns prefix")
     if found is None:
         starts = [isinstance(m, AIMessage) for m in history.messages]
-        found = history.built["turns prefix"] = np.concatenate(
-            ([0], np.cumsum(np.asarray(starts, dtype=np.int64)))
-        )
+        found = history.built["turns prefix"] = cumulative(starts)
     return found
 
 
@@ -88,7 +86,7 @@ def threshold_counts(
     fed = fed_lengths(trace)
     turns_before = _turns_prefix(history) if mode == "trigger_turns" else None
     calls = len(fed)
-    every = np.concatenate(([0], np.cumsum(history.counts, dtype=np.int64)))
+    every = cumulative(history.counts)
     by_kind_of = kind_prefix(history)
     events: list[list[Event]] = [[] for _ in range(calls)]
     # the view now: `prefix` (its tokens by kind, length) then the history from `cut` on
