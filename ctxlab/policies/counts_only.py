@@ -2,14 +2,16 @@
 
 A slider move needs only what the chart draws: each call's tokens by kind and the events. A
 full replay also makes every call's request (the parts the prompt-cache simulation reads) and
-a `Call` per model call, step by step; for a policy whose decisions follow from per-message
-facts by formula (masking: which results fell out of the kept ones), the counts come out of
-prefix sums over the trace in a few array operations instead. A policy offers such a form
-with a `counts_only(trace)` method returning `CallCounts`, or None where the form does not
-apply (a subclass that changed its stages); `ctxlab.replay.counted` turns it into the frame
-`Replay.counts` gives, and the explorer draws it first and makes the full replay after the
-chart is sent. Each form is checked against the full engine, frame for frame and event for
-event (tests/test_counts_only.py).
+a `Call` per model call, step by step. A policy may give just the counts with a
+`counts_only(trace, summarizer)` method returning `CallCounts` (or None where it cannot: a
+subclass that changed its stages, a trace the formula does not cover). Two kinds exist: by
+formula, for decisions that follow from per-message facts (masking: which results fell out of
+the kept ones; the counts are prefix sums over the trace, `masking_counts`, `clear_counts`,
+`recent_counts`, `offload_counts`), and by jumping, for stages that act at a threshold
+(`threshold_counts`, `StagePolicy.counts_only`'s default). `ctxlab.replay.counted` turns the
+counts into the frame `Replay.counts` gives; the explorer draws it first and makes the full
+replay after the chart is sent. Each form is checked against the full engine, frame for frame
+and event for event (tests/test_counts_only.py). This module holds what the forms share.
 """
 
 from __future__ import annotations

@@ -452,8 +452,8 @@ class ThresholdExplorer(W.VBox):
         start = now_ms()
         try:
             policy = self._policy()
-            # the chart needs counts and events only: a policy that can say them by formula
-            # is drawn from those, and replayed in full after the chart is sent (`replay`)
+            # the chart needs counts and events only: a policy with a count-only form is
+            # drawn from those, and replayed in full after the chart is sent (`replay`)
             drawn: Replay | Counted | None = counted(self.trace, policy, self.summarizer)
             run = None
             if drawn is None:
