@@ -2,11 +2,13 @@
 
     .venv/bin/python -m bench.bench_browser             # 1,000 turns, 20 moves (~2 min)
     .venv/bin/python -m bench.bench_browser --quick     # 200 turns, 6 moves
+    .venv/bin/python -m bench.bench_browser --policy observation-masking --slider n --start 10
 
 A notebook builds `ThresholdExplorer` (default debounce) on the synthetic 1,000-turn trace of
-`bench.bench_widgets`; Playwright presses an arrow key on the *trigger* slider's handle (one
-key press is one release: the sliders do not update continuously) and waits for the chart's
-`plotly_afterplot`. Server and browser come from `tests/browser_lab.py`, as in the browser test.
+`bench.bench_widgets`; Playwright presses an arrow key on the *trigger* slider's handle (or
+`--slider` of `--policy`; one key press is one release: the sliders do not update
+continuously) and waits for the chart's `plotly_afterplot`. Server and browser come from
+`tests/browser_lab.py`, as in the browser test.
 
 Each move is cut into stages by clocks on both sides (one machine, so the kernel's `time.time()`
 and the page's `performance.timeOrigin + now()` agree to well under a millisecond):
@@ -55,7 +57,7 @@ from tests.browser_lab import (
 REPO = Path(__file__).resolve().parents[1]
 CHART = ".ctx-explorer-chart.js-plotly-plot"
 READOUT = ".ctx-explorer .ctx-readout"
-HANDLE = ".ctx-explorer .ctx-trigger .noUi-handle"
+HANDLE = ".ctx-explorer .{css} .noUi-handle"
 
 KERNEL_CELL = """
 import time
@@ -76,9 +78,9 @@ class TimedExplorer(ThresholdExplorer):
 
 trace = make_trace({turns}, fmt="anthropic", seed=1, model="claude-sonnet-4-5",
                    provider="anthropic", big=0.03)
-explorer = TimedExplorer(trace)
-explorer.control("trigger").value = {trigger}
-explorer.control("trigger").observe(lambda c: RECEIVED.append(time.time() * 1000), names="value")
+explorer = TimedExplorer(trace, policy={policy!r})
+explorer.control({slider!r}).value = {start}
+explorer.control({slider!r}).observe(lambda c: RECEIVED.append(time.time() * 1000), names="value")
 _send = explorer.figure.comm.send
 
 
@@ -142,6 +144,16 @@ LISTEN = """(css) => {
 STAGES = ["widget js", "comm in", "debounce", "kernel", "comm out", "plotly.js", "paint", "total"]
 
 
+def _css_class(policy: str, slider: str) -> str:
+    """The CSS class `ThresholdExplorer` gives `policy`'s control `slider` (from its label)."""
+    from ctxlab.widgets import ThresholdExplorer
+    from tests.synthetic import make_trace
+
+    trace = make_trace(5, seed=1, model="claude-sonnet-4-5", provider="anthropic")
+    explorer = ThresholdExplorer(trace, policy=policy, freeze_gc=False)
+    return f"ctx-{explorer.control(slider).description.split()[0].lower()}"
+
+
 def _first_after(times: list[float], t: float) -> float:
     return next(x for x in times if x >= t)
 
@@ -152,10 +164,16 @@ def _p90(values: list[float]) -> float:
 
 
 def measure(
-    turns: int, moves: int, artifacts: Path | None = None, trigger: float = 0.45
+    turns: int,
+    moves: int,
+    artifacts: Path | None = None,
+    start: float = 0.45,
+    policy: str = "deepagents",
+    slider: str = "trigger",
 ) -> tuple[list[dict[str, float]], float]:
-    """Stage durations (ms) of `moves` trigger-slider releases from `trigger` on a `turns`-turn
-    trace, and the seconds from running the notebook's cell to the chart's first draw."""
+    """Stage durations (ms) of `moves` releases of `policy`'s `slider` from `start` on a
+    `turns`-turn trace, and the seconds from running the notebook's cell to the chart's first
+    draw."""
     tmp = Path(tempfile.mkdtemp(prefix="ctxlab-bench-browser-"))
     try:
         root, home = tmp / "root", tmp / "home"
@@ -164,7 +182,7 @@ def measure(
         nb = nbformat.v4.new_notebook()
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                      "language": "python"}  # fmt: skip
-        cell = KERNEL_CELL.format(turns=turns, trigger=trigger).strip()
+        cell = KERNEL_CELL.format(turns=turns, policy=policy, slider=slider, start=start).strip()
         nb.cells = [nbformat.v4.new_code_cell(cell)]
         nbformat.write(nb, root / "bench.ipynb")
         env = {"PYTHONPATH": str(REPO), "CTXLAB_FIGURES": str(tmp / "figures")}
@@ -182,7 +200,7 @@ def measure(
                 timeout=120_000,
             )
             page.evaluate(LISTEN, CHART)
-            handle = page.locator(HANDLE).first
+            handle = page.locator(HANDLE.format(css=_css_class(policy, slider))).first
             handle.scroll_into_view_if_needed()
             handle.focus()
             page.wait_for_timeout(1000)  # let the first render's afterplots pass
@@ -259,16 +277,26 @@ def main() -> None:
         help="the trigger slider's start (default 0.45, where every release changes the "
         "summaries; at 0.85 the input budget decides and a release only moves the line)",
     )
+    parser.add_argument(
+        "--policy",
+        default="deepagents",
+        help="the explorer's policy (default deepagents); with --slider and --start",
+    )
+    parser.add_argument("--slider", default="trigger", help="the control moved (default trigger)")
+    parser.add_argument(
+        "--start", type=float, default=None, help="its start (default: --trigger's value)"
+    )
     args = parser.parse_args()
     if reason := chromium_missing():
         raise SystemExit(f"bench_browser: {reason}")
     turns = args.turns or (200 if args.quick else 1000)
     moves = args.moves or (6 if args.quick else 20)
     start = time.perf_counter()
-    rows, first_draw = measure(turns, moves, args.artifacts, args.trigger)
+    begin = args.trigger if args.start is None else args.start
+    rows, first_draw = measure(turns, moves, args.artifacts, begin, args.policy, args.slider)
     print(
-        f"{turns} turns, {moves} trigger-slider releases from {args.trigger}, "
-        "ThresholdExplorer (default debounce), "
+        f"{turns} turns, {moves} releases of {args.policy}'s {args.slider} slider from "
+        f"{begin}, ThresholdExplorer (default debounce), "
         f"JupyterLab + headless chromium; {time.perf_counter() - start:.0f} s in all"
     )
     print(f"chart first drawn {first_draw:.1f} s after its cell ran (replay, plotly load, draw)")
