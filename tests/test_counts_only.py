@@ -77,6 +77,9 @@ SETTINGS = [
     JetBrainsLLMSummary(),
     JetBrainsLLMSummary(n=3, keep_last_m_turns=0),
     JetBrainsLLMSummary(n=2, keep_last_m_turns=1, enable_static_checkpointing=False),
+    JetBrainsHybrid(),
+    JetBrainsHybrid(n=3, keep_last_m_turns=0, observations_n=2),
+    JetBrainsHybrid(n=2, keep_last_m_turns=1, enable_static_checkpointing=False, observations_n=1),
 ]
 """Each count-only form at its defaults and at settings that act often (small windows)."""
 
@@ -162,7 +165,6 @@ def test_every_real_trace(shared: Path) -> None:
 def test_settings_without_a_form_get_the_full_engine() -> None:
     trace = make_trace(20, seed=1)
     assert counted(trace, InspectEdit(window=200_000)) is None  # edits at nearly every call
-    assert counted(trace, JetBrainsHybrid()) is None  # two stages
     assert counted(trace, ClaudeCode(cache_aligned=True)) is None  # a wrapped stage
     assert counted(trace, ClearToolUses(clear_at_least=100)) is None
     assert counted(trace, ClearToolUses(clear_tool_inputs=True)) is None

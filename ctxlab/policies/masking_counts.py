@@ -36,6 +36,7 @@ from ctxlab.policies.masking import (
 )
 
 if TYPE_CHECKING:
+    from ctxlab.policies.engine import Item
     from ctxlab.trace import Trace
 
 
@@ -66,7 +67,7 @@ def _results(
     return found
 
 
-def _with_masks(
+def with_masks(
     trace: Trace,
     raw: CallCounts,
     orig: np.ndarray,
@@ -129,7 +130,7 @@ def last_n_counts(trace: Trace, facts: TraceFacts, stage: LastNStage, tools: int
         last_before, k_before = hi, k_hi
         if new:
             fresh.append((t, tuple(new)))
-    return _with_masks(trace, raw, orig, stub, fresh, f"last_n_observations n={stage.n}")
+    return with_masks(trace, raw, orig, stub, fresh, f"last_n_observations n={stage.n}")
 
 
 def window_mask_counts(
@@ -149,7 +150,84 @@ def window_mask_counts(
     fresh = [
         (int(t), tuple(int(p) for p in pos[starts[t] : m[t]])) for t in np.flatnonzero(m > starts)
     ]
-    return _with_masks(trace, raw, orig, stub, fresh, f"attention_window={stage.window}")
+    return with_masks(trace, raw, orig, stub, fresh, f"attention_window={stage.window}")
 
 
-__all__ = ["last_n_counts", "window_mask_counts"]
+Piece = tuple[int, int, "list[Item]", int]
+"""Calls `[t0, t1)` whose input is `items` then the history from `cut` on (`cut` -1: `items`
+alone, at one call): how a jumping stage's output reaches the masking after it."""
+
+
+def masked_after(
+    facts: TraceFacts, stage: LastNStage, pieces: list[Piece], fed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[tuple[int, tuple[int, ...]]]]:
+    """`LastNStage` over inputs that are another stage's output, given call by call as
+    `pieces` (in call order): per call, the tokens of the results it masks and of their
+    stubs, and the calls that mask results not masked at the call before (those positions,
+    in input order)."""
+    pos, toks, stub_toks, tags = _results(facts, ("swe-mask",), _swe_placeholder, _masked)
+    # per history tool result, then one more entry (index -1) for the first user message,
+    # an observation that is never masked
+    toks, stub_toks = np.append(toks, 0), np.append(stub_toks, 0)
+    removed_all = np.fromiter((bool(t & stage.remove_tags) for t in (*tags, frozenset())), bool)
+    kept_all = np.fromiter((bool(t & stage.keep_tags) for t in (*tags, frozenset())), bool)
+    windowed_all = ~kept_all & ~removed_all
+    windowed_all[-1] = False
+    index_of = {p: i for i, p in enumerate(pos.tolist())}
+    humans = [i for i, k in enumerate(facts.kinds) if k == "human"]
+    calls = len(fed)
+    orig, stub = np.zeros(calls, dtype=np.int64), np.zeros(calls, dtype=np.int64)
+    fresh: list[tuple[int, tuple[int, ...]]] = []
+    before: set[int] = set()  # positions masked at the previous call
+    for t0, t1, items, cut in pieces:
+        # the input's observations in order, (position, index): the items', then the
+        # history's from `cut` on (the first user message among them if the items had none)
+        seq: list[tuple[int, int]] = []
+        for it in items:
+            if it.kind == "human" and not any(i == -1 for _, i in seq):
+                seq.append((it.pos, -1))  # type: ignore[arg-type]
+            elif isinstance(it.msg, ToolMessage) and it.kind == "tool_results":
+                seq.append((it.pos, index_of[it.pos]))  # type: ignore[index]
+        own = len(seq)
+        if cut >= 0:
+            k = int(np.searchsorted(pos, cut))
+            tail = [(int(p), k + j) for j, p in enumerate(pos[k:].tolist())]
+            h = next((p for p in humans if p >= cut), None)
+            if h is not None and all(i != -1 for _, i in seq):
+                tail.insert(int(np.searchsorted(pos[k:], h)), (h, -1))
+            seq += tail
+        where = np.asarray([p for p, _ in seq], dtype=np.int64)
+        idx = np.asarray([i for _, i in seq], dtype=np.int64)
+        o, s_, removed = toks[idx], stub_toks[idx], removed_all[idx]
+        windowed = windowed_all[idx]
+        if len(windowed):
+            windowed[0] = False  # the first observation is never elided
+        span = np.arange(t0, t1)
+        if cut >= 0:  # observations in the input at each call
+            m = own + np.searchsorted(where[own:], fed[span])
+        else:
+            m = np.full(len(span), len(seq), dtype=np.int64)
+        last = np.maximum(0, (m // stage.polling) * stage.polling - stage.n)
+        orig[span] = cumulative(windowed * o)[last] + cumulative(removed * o)[m]
+        stub[span] = cumulative(windowed * s_)[last] + cumulative(removed * s_)[m]
+        at, win, rem = where.tolist(), windowed.tolist(), removed.tolist()
+        lo = m_lo = 0
+        for j, (t, hi, m_hi) in enumerate(
+            zip(span.tolist(), last.tolist(), m.tolist(), strict=True)
+        ):
+            if j == 0:  # a new input: what it masks, against the call before
+                now = [at[i] for i in range(m_hi) if (win[i] and i < hi) or rem[i]]
+                new = [p for p in now if p not in before]
+                before = set(now)
+            else:  # the same input grown: what the window passed, and tagged arrivals
+                picked = [i for i in range(lo, hi) if win[i]]
+                picked += [i for i in range(m_lo, m_hi) if rem[i]]
+                new = [at[i] for i in sorted(picked) if at[i] not in before]
+                before.update(new)
+            lo, m_lo = hi, m_hi
+            if new:
+                fresh.append((t, tuple(new)))
+    return orig, stub, fresh
+
+
+__all__ = ["Piece", "last_n_counts", "masked_after", "window_mask_counts", "with_masks"]

@@ -24,9 +24,12 @@ from ctxlab.message_facts import KINDS
 from ctxlab.policies._engine_facts import TraceFacts
 from ctxlab.policies.counts_only import CallCounts, cumulative, fed_lengths, kind_prefix
 from ctxlab.policies.engine import StagePolicy, StageRun
+from ctxlab.policies.masking import LastNStage
+from ctxlab.policies.masking_counts import Piece, masked_after, with_masks
 
 if TYPE_CHECKING:
     from ctxlab.policies.base import Event
+    from ctxlab.policies.engine import Item
     from ctxlab.summarizers import Summarizer
     from ctxlab.trace import Trace
 
@@ -68,16 +71,20 @@ def _views(
 def threshold_counts(
     policy: StagePolicy, trace: Trace, summarizer: Summarizer
 ) -> CallCounts | None:
-    """`policy`'s counts and events on `trace` when it runs one stage that `jumps`, else None."""
+    """`policy`'s counts and events on `trace` when it runs one stage that `jumps`, alone or
+    followed by observation masking (`LastNStage`, by formula on its output), else None."""
     if type(policy).start is not StagePolicy.start:
         return None  # a run of its own making: its calls are not the stage engine's
     window = policy.window_for(trace)
     stages = policy.stages(trace, window)
-    if len(stages) != 1 or not getattr(type(stages[0]), "jumps", False):
+    if not stages or not getattr(type(stages[0]), "jumps", False):
+        return None
+    masking = stages[1] if len(stages) == 2 and type(stages[1]) is LastNStage else None
+    if len(stages) != 1 + (masking is not None):
         return None
     stage = stages[0]
     cpt = policy.counter_chars_per_token(trace)
-    run = StageRun(trace, summarizer, stages, window=window, chars_per_token=cpt)
+    run = StageRun(trace, summarizer, stages[:1], window=window, chars_per_token=cpt)
     mode = next(
         (m for m in ("trigger_messages", "trigger_turns") if hasattr(stage, m)), "trigger_tokens"
     )
@@ -92,6 +99,8 @@ def threshold_counts(
     # the view now: `prefix` (its tokens by kind, length) then the history from `cut` on
     prefix: dict[str, int] = dict.fromkeys(KINDS, 0)
     prefix_len = cut = prefix_turns = 0
+    built: list[Item] = []  # the prefix's items
+    pieces: list[Piece] = []  # each call's input, for the masking after the stage
     # the calls that send the view, in runs that share one prefix (each run's first call,
     # prefix and cut), and the calls that compacted (what they sent)
     runs: list[tuple[int, dict[str, int], int, int]] = []
@@ -111,6 +120,7 @@ def threshold_counts(
         t_act = t + int(np.searchsorted(fed[t:], max(reach, cut)))
         if t_act > t:
             runs.append((t, prefix, prefix_len, cut))
+            pieces.append((t, min(t_act, calls), built, cut))
         if t_act >= calls:
             break
         out, acted = run.apply_stages(trace.turns[t_act], int(fed[t_act]))
@@ -118,6 +128,7 @@ def threshold_counts(
         if acted:  # compacted: this call sends `out`; later views start with the prefix
             sent = tok.by_kind(out, KINDS)
             compacted.append((t_act, sent, len(out)))
+            pieces.append((t_act, t_act + 1, out, -1))
             built = stage.prefix()  # type: ignore[attr-defined]
             same = len(built) == len(out) and all(a is b for a, b in zip(built, out, strict=True))
             prefix, prefix_len = (sent if same else tok.by_kind(built, KINDS)), len(built)
@@ -125,8 +136,10 @@ def threshold_counts(
                 prefix_turns = stage.turns_in(built)  # type: ignore[attr-defined]
             # the view grows by what is fed after this call (`RebuildStage.view`)
             cut = int(fed[t_act])
-        elif not runs or runs[-1][1] is not prefix or runs[-1][3] != cut:
-            runs.append((t_act, prefix, prefix_len, cut))  # over, nothing to compact: the view
+        else:  # over the threshold, nothing to compact: the view
+            pieces.append((t_act, t_act + 1, built, cut))
+            if not runs or runs[-1][1] is not prefix or runs[-1][3] != cut:
+                runs.append((t_act, prefix, prefix_len, cut))
         t = t_act + 1
     messages, by_kind = _views(runs, fed, by_kind_of)
     for t_act, sent, length in compacted:
@@ -135,7 +148,11 @@ def threshold_counts(
         messages[t_act] = length
     by_kind["tools"] += tools
     context = np.add.reduce([by_kind[k] for k in KINDS])
-    return CallCounts(messages, context, by_kind, tools + every[fed], events)
+    counts = CallCounts(messages, context, by_kind, tools + every[fed], events)
+    if masking is None:
+        return counts
+    orig, stub, fresh = masked_after(history, masking, pieces, fed)
+    return with_masks(trace, counts, orig, stub, fresh, f"last_n_observations n={masking.n}")
 
 
 __all__ = ["threshold_counts"]
