@@ -300,9 +300,10 @@ class ThresholdExplorer(W.VBox):
 
     A move of a policy with a count-only form (`StagePolicy.counts_only`: the masking,
     clearing, offload and recency presets by formula, the presets that compact at a
-    threshold by running their stage only where it may act) draws the chart from its counts
-    and events (`ctxlab.replay.counted`, equal to the replay's); the full replay follows once
-    the chart is sent, for the cost readout, or when `replay` is read first.
+    threshold, and jetbrains-hybrid, by running their stage only where it may act) draws the
+    chart from its counts and events (`ctxlab.replay.counted`, equal to the replay's); the
+    full replay follows once the chart is sent, for the cost readout, or when `replay` is
+    read first.
 
     `freeze_gc` (default True) calls `gc.freeze()` once the trace is measured and replayed:
     every object alive then (the trace, its cached sizes, the kernel's imports) leaves the
