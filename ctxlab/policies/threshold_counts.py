@@ -128,7 +128,8 @@ def threshold_counts(
         if acted:  # compacted: this call sends `out`; later views start with the prefix
             sent = tok.by_kind(out, KINDS)
             compacted.append((t_act, sent, len(out)))
-            pieces.append((t_act, t_act + 1, out, -1))
+            if masking is not None:  # as sent now: a later view may grow a list in place
+                pieces.append((t_act, t_act + 1, list(out), -1))
             built = stage.prefix()  # type: ignore[attr-defined]
             same = len(built) == len(out) and all(a is b for a, b in zip(built, out, strict=True))
             prefix, prefix_len = (sent if same else tok.by_kind(built, KINDS)), len(built)
