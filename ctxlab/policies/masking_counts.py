@@ -89,47 +89,11 @@ def with_masks(
 
 def last_n_counts(trace: Trace, facts: TraceFacts, stage: LastNStage, tools: int) -> CallCounts:
     """`LastNStage` over `trace`: the observations are the first user message and every tool
-    result; all but the first and the last `n` (polled) are masked, tagged ones as tags say."""
-    pos, toks, stub_toks, tags = _results(facts, ("swe-mask",), _swe_placeholder, _masked)
+    result; all but the first and the last `n` (polled) are masked, tagged ones as tags say.
+    The input is the history itself: one piece, from its start (`masked_after`)."""
     fed = fed_lengths(trace)
     raw = raw_counts(facts, fed, tools)
-    first = next((i for i, k in enumerate(facts.kinds) if k == "human"), None)
-    is_tool = np.ones(len(pos), dtype=bool)
-    if first is not None:  # the first user message is an observation too (never masked)
-        at = int(np.searchsorted(pos, first))
-        pos = np.insert(pos, at, first)
-        toks, stub_toks = np.insert(toks, at, 0), np.insert(stub_toks, at, 0)
-        is_tool = np.insert(is_tool, at, False)
-        tags = (*tags[:at], frozenset(), *tags[at:])
-    if any(tags):
-        removed = is_tool & np.fromiter(
-            (bool(t & stage.remove_tags) for t in tags), dtype=bool, count=len(tags)
-        )
-        kept = np.fromiter((bool(t & stage.keep_tags) for t in tags), dtype=bool, count=len(tags))
-    else:
-        removed = kept = np.zeros(len(tags), dtype=bool)
-    by_window = is_tool & ~kept & ~removed
-    if len(by_window):
-        by_window[0] = False  # the first observation is never elided
-    k = np.searchsorted(pos, fed)  # observations in the history at each call
-    last = np.maximum(0, (k // stage.polling) * stage.polling - stage.n)
-    orig = cumulative(by_window * toks)[last] + cumulative(removed * toks)[k]
-    stub = cumulative(by_window * stub_toks)[last] + cumulative(removed * stub_toks)[k]
-    # the results masked at a call and not before: those the window passed since the
-    # previous call, and tagged ones that arrived since (positions in history order)
-    changed = np.flatnonzero((np.diff(last, prepend=0) > 0) | (np.diff(k, prepend=0) > 0))
-    windowed, tagged, at = by_window.tolist(), removed.tolist(), pos.tolist()
-    fresh = []
-    k_before = last_before = 0
-    for t, hi, k_hi in zip(
-        changed.tolist(), last[changed].tolist(), k[changed].tolist(), strict=True
-    ):
-        new = [at[j] for j in range(last_before, hi) if windowed[j]]
-        if any(tagged[k_before:k_hi]):
-            new = sorted({*new, *(at[j] for j in range(k_before, k_hi) if tagged[j])})
-        last_before, k_before = hi, k_hi
-        if new:
-            fresh.append((t, tuple(new)))
+    orig, stub, fresh = masked_after(facts, stage, [(0, len(fed), [], 0)], fed)
     return with_masks(trace, raw, orig, stub, fresh, f"last_n_observations n={stage.n}")
 
 
@@ -158,6 +122,42 @@ Piece = tuple[int, int, "list[Item]", int]
 alone, at one call): how a jumping stage's output reaches the masking after it."""
 
 
+def _observations(
+    facts: TraceFacts, stage: LastNStage
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The history's tool results for `LastNStage` (`_results`), their tokens, their stubs'
+    tokens, whether their tags remove them and whether the window may mask them; each array
+    has one more entry (index -1) for the first user message, an observation never masked.
+    Kept per trace, counter and the stage's tags."""
+    key = f"observations {sorted(stage.remove_tags)!r} {sorted(stage.keep_tags)!r}"
+    found = facts.built.get(key)
+    if found is None:
+        pos, toks, stub_toks, tags = _results(facts, ("swe-mask",), _swe_placeholder, _masked)
+        every = (*tags, frozenset())
+        removed = np.fromiter((bool(t & stage.remove_tags) for t in every), bool, len(every))
+        kept = np.fromiter((bool(t & stage.keep_tags) for t in every), bool, len(every))
+        windowed = ~kept & ~removed
+        windowed[-1] = False
+        found = facts.built[key] = (
+            pos,
+            np.append(toks, 0),
+            np.append(stub_toks, 0),
+            removed,
+            windowed,
+        )
+    return found
+
+
+def _humans(facts: TraceFacts) -> np.ndarray:
+    """Positions of the history's user messages, kept per trace and counter."""
+    found = facts.built.get("humans")
+    if found is None:
+        found = facts.built["humans"] = np.asarray(
+            [i for i, k in enumerate(facts.kinds) if k == "human"], dtype=np.int64
+        )
+    return found
+
+
 def masked_after(
     facts: TraceFacts, stage: LastNStage, pieces: list[Piece], fed: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, tuple[int, ...]]]]:
@@ -165,39 +165,37 @@ def masked_after(
     `pieces` (in call order): per call, the tokens of the results it masks and of their
     stubs, and the calls that mask results not masked at the call before (those positions,
     in input order)."""
-    pos, toks, stub_toks, tags = _results(facts, ("swe-mask",), _swe_placeholder, _masked)
-    # per history tool result, then one more entry (index -1) for the first user message,
-    # an observation that is never masked
-    toks, stub_toks = np.append(toks, 0), np.append(stub_toks, 0)
-    removed_all = np.fromiter((bool(t & stage.remove_tags) for t in (*tags, frozenset())), bool)
-    kept_all = np.fromiter((bool(t & stage.keep_tags) for t in (*tags, frozenset())), bool)
-    windowed_all = ~kept_all & ~removed_all
-    windowed_all[-1] = False
-    index_of = {p: i for i, p in enumerate(pos.tolist())}
-    humans = [i for i, k in enumerate(facts.kinds) if k == "human"]
+    pos, toks, stub_toks, removed_all, windowed_all = _observations(facts, stage)
+    index_of = {p: i for i, p in enumerate(pos.tolist())} if any(p[2] for p in pieces) else {}
+    humans = _humans(facts)
     calls = len(fed)
     orig, stub = np.zeros(calls, dtype=np.int64), np.zeros(calls, dtype=np.int64)
     fresh: list[tuple[int, tuple[int, ...]]] = []
     before: set[int] = set()  # positions masked at the previous call
     for t0, t1, items, cut in pieces:
-        # the input's observations in order, (position, index): the items', then the
-        # history's from `cut` on (the first user message among them if the items had none)
-        seq: list[tuple[int, int]] = []
+        # the input's observations in order, by position and index (-1: the first user
+        # message): the items', then the history's from `cut` on (the first user message
+        # among them if the items had none)
+        where_l: list[int] = []
+        idx_l: list[int] = []
         for it in items:
-            if it.kind == "human" and not any(i == -1 for _, i in seq):
-                seq.append((it.pos, -1))  # type: ignore[arg-type]
+            if it.kind == "human" and -1 not in idx_l:
+                where_l.append(it.pos)  # type: ignore[arg-type]
+                idx_l.append(-1)
             elif isinstance(it.msg, ToolMessage) and it.kind == "tool_results":
-                seq.append((it.pos, index_of[it.pos]))  # type: ignore[index]
-        own = len(seq)
+                where_l.append(it.pos)  # type: ignore[arg-type]
+                idx_l.append(index_of[it.pos])  # type: ignore[index]
+        own = len(idx_l)
+        where, idx = np.asarray(where_l, dtype=np.int64), np.asarray(idx_l, dtype=np.int64)
         if cut >= 0:
             k = int(np.searchsorted(pos, cut))
-            tail = [(int(p), k + j) for j, p in enumerate(pos[k:].tolist())]
-            h = next((p for p in humans if p >= cut), None)
-            if h is not None and all(i != -1 for _, i in seq):
-                tail.insert(int(np.searchsorted(pos[k:], h)), (h, -1))
-            seq += tail
-        where = np.asarray([p for p, _ in seq], dtype=np.int64)
-        idx = np.asarray([i for _, i in seq], dtype=np.int64)
+            tail_at, tail_idx = pos[k:], np.arange(k, len(pos), dtype=np.int64)
+            first = int(np.searchsorted(humans, cut))  # the first user message from `cut` on
+            if first < len(humans) and -1 not in idx_l:
+                h = int(humans[first])
+                at_h = int(np.searchsorted(tail_at, h))
+                tail_at, tail_idx = np.insert(tail_at, at_h, h), np.insert(tail_idx, at_h, -1)
+            where, idx = np.concatenate((where, tail_at)), np.concatenate((idx, tail_idx))
         o, s_, removed = toks[idx], stub_toks[idx], removed_all[idx]
         windowed = windowed_all[idx]
         if len(windowed):
@@ -206,27 +204,33 @@ def masked_after(
         if cut >= 0:  # observations in the input at each call
             m = own + np.searchsorted(where[own:], fed[span])
         else:
-            m = np.full(len(span), len(seq), dtype=np.int64)
+            m = np.full(len(span), len(where), dtype=np.int64)
         last = np.maximum(0, (m // stage.polling) * stage.polling - stage.n)
         orig[span] = cumulative(windowed * o)[last] + cumulative(removed * o)[m]
         stub[span] = cumulative(windowed * s_)[last] + cumulative(removed * s_)[m]
         at, win, rem = where.tolist(), windowed.tolist(), removed.tolist()
+        # within a piece both counts only grow: a call where neither moved masks nothing new
+        moved = np.flatnonzero((np.diff(last, prepend=-1) != 0) | (np.diff(m, prepend=-1) != 0))
         lo = m_lo = 0
-        for j, (t, hi, m_hi) in enumerate(
-            zip(span.tolist(), last.tolist(), m.tolist(), strict=True)
+        for j, t, hi, m_hi in zip(
+            moved.tolist(),
+            span[moved].tolist(),
+            last[moved].tolist(),
+            m[moved].tolist(),
+            strict=True,
         ):
             if j == 0:  # a new input: what it masks, against the call before
-                now = [at[i] for i in range(m_hi) if (win[i] and i < hi) or rem[i]]
-                new = [p for p in now if p not in before]
-                before = set(now)
+                new = [at[i] for i in range(m_hi) if ((win[i] and i < hi) or rem[i])]
+                new = [p for p in new if p not in before]
             else:  # the same input grown: what the window passed, and tagged arrivals
                 picked = [i for i in range(lo, hi) if win[i]]
-                picked += [i for i in range(m_lo, m_hi) if rem[i]]
-                new = [at[i] for i in sorted(picked) if at[i] not in before]
-                before.update(new)
+                arrived = [i for i in range(m_lo, m_hi) if rem[i]]
+                new = [at[i] for i in (sorted(picked + arrived) if arrived else picked)]
             lo, m_lo = hi, m_hi
             if new:
                 fresh.append((t, tuple(new)))
+        # what the piece's last call masks, for the next piece to compare with
+        before = {at[i] for i in range(m_lo) if (win[i] and i < lo) or rem[i]}
     return orig, stub, fresh
 
 
