@@ -84,6 +84,15 @@ def kind_prefix(facts: TraceFacts) -> dict[str, np.ndarray]:
     return found
 
 
+def history_prefix(facts: TraceFacts) -> np.ndarray:
+    """The tokens of the history's first k messages (`[k]`, k = 0..n), computed once per
+    trace and counter: with the tool schemas, a call's uncompacted count."""
+    found = facts.built.get("history prefix")
+    if found is None:
+        found = facts.built["history prefix"] = cumulative(facts.counts)
+    return found
+
+
 def raw_counts(facts: TraceFacts, fed: np.ndarray, tools_tokens: int) -> CallCounts:
     """The counts of an uncompacted request at each call (`fed` messages), no events: what a
     count-only form starts from and takes its edits out of."""
@@ -114,6 +123,7 @@ __all__ = [
     "CallCounts",
     "cumulative",
     "fed_lengths",
+    "history_prefix",
     "kind_prefix",
     "raw_counts",
     "single_stage",

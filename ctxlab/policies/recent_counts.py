@@ -17,7 +17,12 @@ from langchain_core.messages import ToolMessage
 from ctxlab.message_facts import KINDS
 from ctxlab.policies._engine_facts import TraceFacts
 from ctxlab.policies.base import Event
-from ctxlab.policies.counts_only import CallCounts, cumulative, fed_lengths, kind_prefix
+from ctxlab.policies.counts_only import (
+    CallCounts,
+    fed_lengths,
+    history_prefix,
+    kind_prefix,
+)
 
 if TYPE_CHECKING:
     from ctxlab.policies.openhands import RecentStage
@@ -53,7 +58,7 @@ def recent_counts(
     by_kind = {k: prefix[k][head] + prefix[k][fed] - prefix[k][start] for k in KINDS}
     by_kind["tools"] = by_kind["tools"] + tools
     context = np.add.reduce([by_kind[k] for k in KINDS])
-    every = cumulative(history.counts)
+    every = history_prefix(history)
     baseline = tools + every[fed]
     events: list[list[Event]] = [[] for _ in fed]
     turns, reason = trace.turns, f"max_events={stage.max_events}"

@@ -22,7 +22,13 @@ from langchain_core.messages import AIMessage
 
 from ctxlab.message_facts import KINDS
 from ctxlab.policies._engine_facts import TraceFacts
-from ctxlab.policies.counts_only import CallCounts, cumulative, fed_lengths, kind_prefix
+from ctxlab.policies.counts_only import (
+    CallCounts,
+    cumulative,
+    fed_lengths,
+    history_prefix,
+    kind_prefix,
+)
 from ctxlab.policies.engine import StagePolicy, StageRun
 from ctxlab.policies.masking import LastNStage
 from ctxlab.policies.masking_counts import Piece, masked_after, with_masks
@@ -93,7 +99,7 @@ def threshold_counts(
     fed = fed_lengths(trace)
     turns_before = _turns_prefix(history) if mode == "trigger_turns" else None
     calls = len(fed)
-    every = cumulative(history.counts)
+    every = history_prefix(history)
     by_kind_of = kind_prefix(history)
     events: list[list[Event]] = [[] for _ in range(calls)]
     # the view now: `prefix` (its tokens by kind, length) then the history from `cut` on
