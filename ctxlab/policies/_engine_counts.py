@@ -50,6 +50,14 @@ class TokenCache:
         self._d[id(message)] = (message, toks)
         return toks
 
+    def each(self, items: Iterable[Item]) -> list[int]:
+        """Tokens of each item's message, the lookup inlined (prefix sums of a whole request)."""
+        found = self._d.get
+        return [
+            hit[1] if (hit := found(id(m := it.msg))) is not None and hit[0] is m else self(m)
+            for it in items
+        ]
+
     def by_kind(self, items: Iterable[Item], kinds: Iterable[str]) -> dict[str, int]:
         """Tokens of `items` by bucket (each of `kinds` present), the lookup inlined: the
         count-only form counts every request a compaction builds (`threshold_counts`)."""
@@ -377,17 +385,16 @@ class Sums:
         return entry[1], entry[2]
 
     def _extend(self, entry: list[Any], items: Sequence[Item], start: int) -> None:
+        """Grow `entry` by `items[start:]`: their tokens looked up in one pass, the sums
+        accumulated in C (a compaction counts its whole new request here)."""
         every, non_system = entry[1], entry[2]
-        a, s = every[-1], non_system[-1]
-        tok = self.tok
-        for it in items[start:]:
-            t = tok(it.msg)
-            a += t
-            every.append(a)
-            if it.kind != "system":
-                s += t
-            non_system.append(s)
-        entry[0].extend(items[start:])
+        new = items[start:]
+        toks = self.tok.each(new)
+        every.extend(itertools.accumulate(toks, initial=every.pop()))
+        if any(it.kind == "system" for it in new):
+            toks = [0 if it.kind == "system" else t for it, t in zip(new, toks, strict=True)]
+        non_system.extend(itertools.accumulate(toks, initial=non_system.pop()))
+        entry[0].extend(new)
         entry[3] = mark(items)  # type: ignore[arg-type]
 
 

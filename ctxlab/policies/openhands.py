@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
+from ctxlab import tokens as tk
 from ctxlab.policies.base import Event
 from ctxlab.policies.cache_aligned import aligned, aligned_params
 from ctxlab.policies.engine import (
@@ -34,7 +35,6 @@ from ctxlab.policies.engine import (
     appended,
     first_user_index,
     message_text,
-    replaced,
     safe_start,
     summary_item,
     write_history,
@@ -109,14 +109,14 @@ OpenHands writes `<PREVIOUS SUMMARY>` and one `<EVENT id=N>` per event; ctxlab r
 previous summary and the events as LangChain's XML message buffer."""
 
 
-def _clip(message: BaseMessage, limit: int) -> BaseMessage:
+def _clip(message: BaseMessage, limit: int) -> BaseMessage | None:
     """`truncate_content(max_chars=max_event_length)` as OpenHands applies it to each forgotten
     event it renders for the summariser: the head and tail halves of a long event around the
-    marker of openhands/events/serialization/event.py @76483ad8f5f5 (MIT); a negative limit
-    leaves the event whole."""
+    marker of openhands/events/serialization/event.py @76483ad8f5f5 (MIT); None where the event
+    stays whole (a negative limit, or one within it)."""
     text = message_text(message)
     if limit < 0 or len(text) <= limit:
-        return message
+        return None
     half = limit // 2
     clipped = text[:half] + "\n[... Observation truncated due to length ...]\n" + text[-half:]
     return message.model_copy(update={"content": clipped})
@@ -158,15 +158,12 @@ class RollingStage(RebuildStage):
                 ctx, view, [*head, *tail], "forget", f"{len(view)} > {self.max_size} events"
             )
         previous = [it.msg for it in middle if it.kind == "summary"]
-        forgotten = [
-            replaced(
-                it.msg,
-                ("oh-clip", self.max_event_length),
-                lambda m=it.msg: _clip(m, self.max_event_length),
-            )
-            for it in middle
-            if it.kind != "summary"
-        ]
+        limit = self.max_event_length
+        events = [it.msg for it in middle if it.kind != "summary"]
+        # memoised per message, the lookup inlined (`tokens.derived_each`); an event left
+        # whole is remembered as None, as a memo entry must not refer to its own message
+        clips = tk.derived_each(events, ("oh-clip", limit), lambda m: _clip(m, limit))
+        forgotten = [m if c is None else c for m, c in zip(events, clips, strict=True)]
         text = ctx.summarizer.summarize(
             [*previous[-1:], *forgotten], prompt=OPENHANDS_SUMMARY_PROMPT
         ).strip()
