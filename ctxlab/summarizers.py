@@ -228,6 +228,13 @@ _WRITES = re.compile(r"write|edit|create|delete|remove|move|rename|patch|apply|i
 """Tool names that change files (`write_file`, `edit_file`, `apply_patch`, ...)."""
 
 
+@lru_cache(maxsize=1 << 10)
+def _writes(tool: str) -> bool:
+    """`tool` changes files (`_WRITES`), remembered: a summary asks it of every path's tools,
+    and a conversation uses few tool names."""
+    return _WRITES.search(tool) is not None
+
+
 @lru_cache(maxsize=1 << 16)
 def _line_names(line: str) -> tuple[list[str], list[str]]:
     """`_IDENT` and `_NUMBER` matches of one line, remembered (read-only lists)."""
@@ -397,12 +404,17 @@ class _Conversation:
     def changes(self, section: Section, limit: int) -> list[str]:
         """Paths a writing tool touched (with that tool) ahead of the other artifacts, for
         prompts that ask what changed rather than what was looked at."""
-        writer = {
-            p: next((t for t in tools if _WRITES.search(t)), None)
-            for p, tools in self.paths.items()
-        }
-        order = sorted(self.paths, key=lambda p: writer[p] is None)  # stable: call order kept
-        return [f"- {p} ({writer[p] or self.paths[p][0]})" for p in order[:limit]]
+        written: list[str] = []  # in call order, then the others in call order
+        others: list[str] = []
+        for p, tools in self.paths.items():
+            tool = next((t for t in tools if _writes(t)), None)
+            if tool is not None:
+                written.append(f"- {p} ({tool})")
+                if len(written) == limit:
+                    break
+            elif len(others) < limit:
+                others.append(f"- {p} ({tools[0]})")
+        return (written + others)[:limit]
 
     def next(self, section: Section, limit: int) -> list[str]:
         """What was asked last and what the assistant was doing: where to resume."""
