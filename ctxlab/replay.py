@@ -166,7 +166,7 @@ def counted(
         "baseline_tokens": found.baseline_tokens,
         "events": [len(e) for e in found.events],
     }
-    events = [e for per_call in found.events for e in per_call]
+    events = [e for per_call in found.events for e in per_call] + list(found.extra_events)
     return Counted(trace.trace_id, policy.name, _counts_frame(columns), events, trace)
 
 

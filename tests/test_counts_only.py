@@ -203,7 +203,6 @@ def test_a_subclass_with_other_stages_gets_the_full_engine() -> None:
     trace = make_trace(20, seed=1)
     assert counted(trace, Twice()) is None
     assert counted(trace, OwnRun()) is None  # a run of its own: the engine's calls not known
-    assert counted(trace, ctxlab.policies.DeepAgents()) is None
 
 
 def test_a_refused_setting_raises_as_the_replay_does() -> None:

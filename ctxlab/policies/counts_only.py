@@ -36,13 +36,15 @@ S = TypeVar("S")
 class CallCounts(NamedTuple):
     """What a count-only form gives, one entry per model call, in call order: the messages in
     the request, its tokens (tool schemas included), its tokens by kind (`KINDS`, every kind
-    present), the same counter on the uncompacted history, and the events of the call."""
+    present), the same counter on the uncompacted history, and the events of the call; then
+    the events no call saw (`Replay.extra_events`: offloads after the last call)."""
 
     messages: np.ndarray
     context_tokens: np.ndarray
     by_kind: dict[str, np.ndarray]
     baseline_tokens: np.ndarray
     events: list[list[Event]]
+    extra_events: Sequence[Event] = ()
 
 
 def fed_lengths(trace: Trace) -> np.ndarray:
@@ -68,7 +70,7 @@ def with_stubs(raw: CallCounts, orig: np.ndarray, stub: np.ndarray) -> CallCount
     by_kind["tool_results"] = by_kind["tool_results"] - orig
     by_kind["stubs"] = by_kind["stubs"] + stub
     context = raw.context_tokens - orig + stub
-    return CallCounts(raw.messages, context, by_kind, raw.baseline_tokens, raw.events)
+    return raw._replace(context_tokens=context, by_kind=by_kind)
 
 
 def kind_prefix(facts: TraceFacts) -> dict[str, np.ndarray]:

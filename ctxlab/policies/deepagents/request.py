@@ -38,6 +38,7 @@ class RequestParts(EffectiveList):
     edited_until: int
     unreasoned: set[int]
     scaled: bool
+    requests: bool
 
     def _record(self, turn: Turn, events: list[Event], trunc_stop: int, count: int) -> Call:
         """This call as replayed: its count, tokens by kind, message count, events, the
@@ -61,7 +62,7 @@ class RequestParts(EffectiveList):
             self._eff_len(),
             events,
             self.baselines[self.fed],
-            self._request(trunc_stop),
+            self._request(trunc_stop) if self.requests else None,
         )
 
     def _fingerprint(self, obj: object) -> int:

@@ -60,6 +60,9 @@ class DeepAgentsRun(SummarizationStep, RequestParts):
     trace: Trace
     summarizer: Summarizer
     files: Files = field(default_factory=Files)
+    requests: bool = True
+    """Calls carry their request part by part; False for the count-only form
+    (`ctxlab.policies.deepagents.counts`), which reads counts and events only."""
 
     def __post_init__(self) -> None:
         s = self.settings

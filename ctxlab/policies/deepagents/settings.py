@@ -24,6 +24,7 @@ from ctxlab.policies.langchain_rules import normalize_trigger, validate_size
 from ctxlab.profiles import profile as lookup_profile
 
 if TYPE_CHECKING:
+    from ctxlab.policies.counts_only import CallCounts
     from ctxlab.summarizers import Summarizer
     from ctxlab.trace import Trace
 
@@ -220,6 +221,21 @@ class DeepAgents:
     def start(self, trace: Trace, summarizer: Summarizer) -> DeepAgentsRun:
         """A fresh run over `trace`."""
         return DeepAgentsRun(self.resolve(trace), trace, summarizer)
+
+    def counts_only(self, trace: Trace, summarizer: Summarizer) -> CallCounts | None:
+        """The per-call counts and events a replay of `trace` gives, without its requests,
+        running the real step only at the calls where something may happen
+        (`ctxlab.policies.deepagents.counts`): what a slider draws before the full replay.
+        None with usage scaling (every call re-reads its request) and for a subclass that
+        changes `start` (its run is not this one)."""
+        if type(self).start is not DeepAgents.start:
+            return None
+        settings = self.resolve(trace)
+        if settings.use_usage_metadata:
+            return None
+        from ctxlab.policies.deepagents.counts import deepagents_counts
+
+        return deepagents_counts(settings, trace, summarizer)
 
 
 def _system_message(system_prompt: str | None, trace: Trace) -> SystemMessage:

@@ -1,0 +1,296 @@
+"""Deep Agents' count-only form (`DeepAgents.counts_only`): the run's per-call counts and
+events, made by jumping over the calls where nothing can happen.
+
+Between two of its decisions, a Deep Agents state only grows: the tool node appends the
+recorded messages as the feed has them (`feed.py`), and the request is the latest summary plus
+the state from the event's cutoff. Such a call's counts follow from prefix sums over the feed.
+A call needs the real step (`DeepAgentsRun.call`, with no request built) when something may
+happen at it:
+
+* the feed reaches an oversized tool result (its offload stub and event are the run's);
+* the state ends with a HumanMessage longer than the human-message limit;
+* its request reaches a token or message limit of any trigger clause or of argument
+  truncation (a clause needs all of its limits: reaching one of them is enough to look);
+* its request is over the call's input budget (the tail clip, the overflow rollback).
+
+Each of these is found by a binary search or over a slice of arrays, so a 1,000-turn replay
+runs the real step at a few dozen calls (its summaries still run: their sizes are part of the
+counts). Usage scaling re-reads every request, so a policy using it has no form. Checked
+against the full replay, frame for frame and event for event (tests/test_counts_only.py).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+from langchain_core.messages import HumanMessage
+
+from ctxlab.message_facts import message_text
+from ctxlab.policies._engine_facts import facts
+from ctxlab.policies.counts_only import CallCounts, cumulative, history_prefix
+from ctxlab.policies.deepagents.run import DeepAgentsRun
+from ctxlab.policies.deepagents.state import STATE_KINDS
+
+if TYPE_CHECKING:
+    from ctxlab.policies.base import Call, Event
+    from ctxlab.policies.deepagents.feed import Feed
+    from ctxlab.policies.deepagents.settings import Settings
+    from ctxlab.summarizers import Summarizer
+    from ctxlab.trace import Trace
+
+
+ROWS = (*STATE_KINDS, "tools")
+"""The kinds of a call's tokens (`KINDS`), in the order the form keeps them: the state's, then
+the tool schemas."""
+SUMMARY, SYSTEM = STATE_KINDS.index("summary"), STATE_KINDS.index("system")
+
+
+def deepagents_counts(settings: Settings, trace: Trace, summarizer: Summarizer) -> CallCounts:
+    """The counts and events `DeepAgentsRun(settings, trace, summarizer)` gives call by call,
+    with the real step run only where something may happen (see the module docstring);
+    `settings` must not use usage scaling."""
+    run = DeepAgentsRun(settings, trace, summarizer, requests=False)
+    turns = trace.turns
+    n_calls = len(turns)
+    t = _tables(run, trace)
+    budgets = _budgets(run, t)
+    token_limit, message_limit = _limits(run)
+    stretches: list[_Stretch] = []
+    stepped: list[tuple[int, Call]] = []
+    k = 0
+    while k < n_calls:
+        stop = _next_step(run, k, t, budgets, token_limit, message_limit)
+        if stop > k:  # calls k..stop-1 only grow the state: counts from the prefix sums
+            stretches.append(_stretch(run, k, stop))
+            k = stop
+            if k == n_calls:
+                break
+        stepped.append((k, run.call(turns[k])))
+        k += 1
+    return _counts(run, t, stretches, stepped, run.finish())
+
+
+class _Stretch(NamedTuple):
+    """Calls `first`..`stop - 1`, where the state only grows from `fed` messages: their
+    request is the summary (if `summarized`) and the state from `start`, of `base + sums[n]`
+    tokens at a state of n messages, `held` by kind (`STATE_KINDS`) before the growth."""
+
+    first: int
+    stop: int
+    fed: int
+    start: int
+    summarized: bool
+    base: int
+    held: tuple[int, ...]
+
+
+def _stretch(run: DeepAgentsRun, first: int, stop: int) -> _Stretch:
+    fed = len(run.view)
+    start, summary, window = _window(run)
+    held = [run.window_kinds[k] for k in STATE_KINDS]
+    held[SUMMARY] += summary
+    held[SYSTEM] += run.system_tokens
+    base = run.fixed + summary + window
+    return _Stretch(first, stop, fed, start, run.event is not None, base, tuple(held))
+
+
+def _counts(
+    run: DeepAgentsRun,
+    t: _Tables,
+    stretches: list[_Stretch],
+    stepped: list[tuple[int, Call]],
+    extra: list[Event],
+) -> CallCounts:
+    """The calls' counts: the stepped calls' as they came, the stretches' from the prefix
+    sums, all stretches at once (`_record`'s counts with no truncation)."""
+    n_calls = len(t.lengths)
+    context = np.zeros(n_calls, dtype=np.int64)
+    messages = np.zeros(n_calls, dtype=np.int64)
+    by_kind = np.zeros((len(ROWS), n_calls), dtype=np.int64)
+    events: list[list[Event]] = [[] for _ in range(n_calls)]
+    if stretches:
+        first, stop, fed, start, summarized, base, held = (
+            np.array(c) for c in zip(*stretches, strict=True)
+        )
+        size = stop - first
+        which = np.repeat(np.arange(len(stretches)), size)  # each call's stretch
+        # the calls in order: a running index, shifted to each stretch's first call
+        calls = np.arange(len(which)) + np.repeat(first - (np.cumsum(size) - size), size)
+        n = t.lengths[calls]
+        fed_at = fed[which]
+        context[calls] = base[which] + t.sums[n] - t.sums[fed_at]
+        messages[calls] = np.where(summarized[which], 1 + n - start[which], n)
+        by_kind[: len(STATE_KINDS), calls] = (
+            held.T[:, which] + t.kind_sums[:, n] - t.kind_sums[:, fed_at]
+        )
+    by_kind[-1] = run.settings.tools_tokens
+    for k, call in stepped:
+        context[k], messages[k], events[k] = call.context_tokens, call.messages, call.events
+        by_kind[:, k] = [call.by_kind.get(kind, 0) for kind in ROWS]
+    baseline = run.fixed + t.history[t.lengths]
+    kinds = dict(zip(ROWS, by_kind, strict=True))
+    return CallCounts(messages, context, kinds, baseline, events, extra)
+
+
+class _Tables(NamedTuple):
+    """What the form reads of a trace under one feed, made once per feed and human-message
+    limit: the state's length at each call (`lengths`, also as a list, `at`), the calls that
+    need the real step whatever the state (`_forced_calls`), prefix sums over the feed's
+    tokens (`sums`, also as a list, `total`; and `kind_sums`, one row per kind of
+    `STATE_KINDS`), over the recorded history (the baseline), and each call's recorded output
+    limit (NaN where none). The lists are for the binary searches of `_next_step` (`bisect`
+    on a list, where a search costs what NumPy takes to start one)."""
+
+    lengths: np.ndarray
+    at: list[int]
+    forced: list[int]
+    sums: np.ndarray
+    total: list[int]
+    kind_sums: np.ndarray
+    history: np.ndarray
+    max_output: np.ndarray
+
+
+KEPT_TABLES = 4
+"""Tables kept per trace and characters-per-token, as many as the feeds (`feed.KEPT_FEEDS`)."""
+
+
+def _tables(run: DeepAgentsRun, trace: Trace) -> _Tables:
+    feed = run.feed or run._open_feed()
+    found = facts(trace, run.cpt)
+    kept: dict[tuple[int, int | None], tuple[Feed, _Tables]] = found.built.setdefault(
+        "deepagents-counts", {}
+    )
+    key = (id(feed), run.settings.human_evict_chars)
+    entry = kept.get(key)
+    if entry is not None and entry[0] is feed:
+        return entry[1]
+    lengths = _state_lengths(trace, run.offset, len(feed.view))
+    kinds = np.asarray(feed.kinds, dtype=object)
+    tokens = np.asarray(feed.tokens, dtype=np.int64)
+    history = history_prefix(found)
+    sums = cumulative(tokens)
+    tables = _Tables(
+        lengths,
+        lengths.tolist(),
+        _forced_calls(feed, lengths, run.settings.human_evict_chars).tolist(),
+        sums,
+        sums.tolist(),
+        np.stack([cumulative(np.where(kinds == k, tokens, 0)) for k in STATE_KINDS]),
+        history[run.offset :] - history[run.offset],
+        np.array(
+            [math.nan if u.max_output_tokens is None else u.max_output_tokens for u in trace.turns],
+            dtype=float,
+        ),
+    )
+    if len(kept) >= KEPT_TABLES:
+        del kept[next(iter(kept))]
+    kept[key] = (feed, tables)
+    return tables
+
+
+def _state_lengths(trace: Trace, offset: int, fed_max: int) -> np.ndarray:
+    """The state's length at each call: the run feeds up to the call's position (after the
+    system prompt), never back."""
+    at = np.fromiter((t.position - offset for t in trace.turns), dtype=np.int64)
+    if not len(at):
+        return at
+    return np.minimum(np.maximum.accumulate(np.maximum(at, 0)), fed_max)
+
+
+def _forced_calls(feed: Feed, lengths: np.ndarray, human_chars: int | None) -> np.ndarray:
+    """Calls, ascending, whose feed reaches an offloaded result or whose state ends with a
+    HumanMessage over the limit (a tagged one is a short stub, a checked one is skipped by
+    the step itself: looking is only ever extra work)."""
+    offloads = np.fromiter((o[0] for o in feed.offloads), dtype=np.int64)
+    before = np.concatenate(([0], lengths[:-1])) if len(lengths) else lengths
+    # an offload at state position p is fed by the first call whose length passes p
+    reached = np.searchsorted(offloads, lengths, "left") > np.searchsorted(offloads, before, "left")
+    forced = reached
+    if human_chars:
+        long_human = np.zeros(len(feed.view) + 1, dtype=bool)
+        for p, m in enumerate(feed.view):
+            if isinstance(m, HumanMessage) and len(message_text(m)) > human_chars:
+                long_human[p + 1] = True  # indexed by the state length it ends
+        forced = forced | long_human[lengths]
+    return np.flatnonzero(forced)
+
+
+class _Budgets(NamedTuple):
+    """Each call's input budget (`_summarization`; +inf where there is none) and the lowest:
+    a stretch whose last request is within it has no call over its own."""
+
+    each: np.ndarray
+    lowest: float
+
+
+def _budgets(run: DeepAgentsRun, t: _Tables) -> _Budgets | None:
+    """The calls' input budgets; None when no call has one."""
+    s = run.settings
+    if s.budget is None and not run.budget_per_call:
+        return None
+    each = np.full(len(t.lengths), math.inf if s.budget is None else float(s.budget))
+    if run.budget_per_call:
+        recorded = ~np.isnan(t.max_output)
+        each[recorded] = np.maximum(0, int(s.window * 0.95) - t.max_output[recorded])
+    return _Budgets(each, float(each.min()) if len(each) else math.inf)
+
+
+def _limits(run: DeepAgentsRun) -> tuple[float, float]:
+    """The lowest token and message limits among the trigger clauses' metrics and argument
+    truncation's trigger: below both, neither can act."""
+    tokens, messages = math.inf, math.inf
+    metrics = [m for clause in run.trigger for m in clause]
+    if run.truncate_when is not None:
+        metrics.append(run.truncate_when)
+    for by_messages, limit in metrics:
+        if limit is None:
+            continue
+        if by_messages:
+            messages = min(messages, limit)
+        else:
+            tokens = min(tokens, limit)
+    return tokens, messages
+
+
+def _window(run: DeepAgentsRun) -> tuple[int, int, int]:
+    """(the effective list's first state position, the summary's tokens, the state's tokens
+    from that position), as the run holds them now."""
+    ev = run.event
+    n = len(run.view)
+    if ev is None:
+        return 0, 0, run.etok.total(0, n)
+    return ev.cutoff, ev.tokens, run.etok.total(ev.cutoff, n)
+
+
+def _next_step(
+    run: DeepAgentsRun,
+    k: int,
+    t: _Tables,
+    budgets: _Budgets | None,
+    token_limit: float,
+    message_limit: float,
+) -> int:
+    """The first call from `k` on that needs the real step (see the module docstring)."""
+    at, forced, total = t.at, t.forced, t.total
+    fed = len(run.view)
+    start, summary, window = _window(run)
+    i = bisect_left(forced, k)
+    stop = forced[i] if i < len(forced) else len(at)
+    # the request of a call whose state is n long: base + total[n]
+    base = run.fixed + summary + window - total[fed]
+    if token_limit < math.inf:
+        stop = min(stop, bisect_left(at, bisect_left(total, token_limit - base)))
+    if message_limit < math.inf:
+        # the effective list holds the summary and the state from `start` on
+        need = message_limit - 1 + start if run.event is not None else message_limit
+        stop = min(stop, bisect_left(at, need))
+    stop = max(stop, k)
+    if budgets is not None and stop > k and base + total[at[stop - 1]] > budgets.lowest:
+        over = np.flatnonzero(base + t.sums[t.lengths[k:stop]] > budgets.each[k:stop])
+        if len(over):
+            stop = k + int(over[0])
+    return stop
