@@ -126,7 +126,7 @@ class Requests:
             and self.deep.system is not self.messages[0]
         )
         """deepagents sends its own system prompt instead of the trace's (`system_prompt=`)."""
-        self.base = _deepagents_base(self.messages, self.deep) if self.deep else {}
+        self.base = _deepagents_base(self.messages) if self.deep else {}
         """Deep Agents' edits made as messages join its state (no event): refused parallel
         mutations, human messages a recording already saved to a file."""
 
@@ -292,18 +292,15 @@ def _deepagents_settings(replay: Replay) -> Settings | None:
     return None
 
 
-def _deepagents_base(
-    messages: Sequence[BaseMessage], settings: Settings
-) -> dict[int, tuple[BaseMessage, str]]:
+def _deepagents_base(messages: Sequence[BaseMessage]) -> dict[int, tuple[BaseMessage, str]]:
     """Messages Deep Agents' state holds edited from the moment they join it (no event marks
     them): a tool result of a same-path parallel file mutation is replaced by the refusal
     (`masked`), a human message a recording already saved to a file is sent as its stub
     (`offloaded`)."""
 
     from ctxlab.policies.deepagents.filesystem import rejected_result, truncated_human_message
-    from ctxlab.policies.deepagents.message_edits import NONE_REJECTED, ai_facts
+    from ctxlab.policies.deepagents.message_edits import CALL_FACTS, NONE_REJECTED, call_facts
 
-    key = ("deepagents-ai", settings.max_arg_length, settings.truncation_text)
     calls: dict[Any, dict] = {}
     rejected = NONE_REJECTED
     out: dict[int, tuple[BaseMessage, str]] = {}
@@ -311,7 +308,7 @@ def _deepagents_base(
         if isinstance(message, AIMessage):
             if message.tool_calls:
                 calls, rejected, _ = tk.derived(
-                    message, key, lambda m=message: ai_facts(m, *key[1:])
+                    message, CALL_FACTS, lambda m=message: call_facts(m)
                 )
             else:
                 calls, rejected = {}, NONE_REJECTED

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from ctxlab import metrics, replay
 from ctxlab.policies import DeepAgents
 from ctxlab.policies._engine_facts import facts
-from ctxlab.policies.deepagents.feed import KEPT_FEEDS
+from ctxlab.policies.deepagents.feed import KEPT_FEEDS, feed_of
 from ctxlab.policies.deepagents.state import deterministic_hex
 from ctxlab.replay import Replay
 from ctxlab.summarizers import CachedExtractive, Fixed
@@ -102,6 +102,21 @@ def test_a_result_without_a_call_id_is_named_by_the_runs_counter_in_call_order()
             assert paths == [name]
             assert r.files[name] == "y" * 90_000
             assert any(
-                e.kind == "offload_human_message" and e.file_path in r.files
-                for e in r.event_list
+                e.kind == "offload_human_message" and e.file_path in r.files for e in r.event_list
             )
+
+
+def test_a_feed_made_from_another_equals_one_built_afresh() -> None:
+    """A new limit or argument length is derived from a kept feed (`feed._derived`), in any
+    order of settings, and gives what a pass over the history gives."""
+    trace = make_trace(60, fmt="anthropic", seed=3, model=MODEL, big=0.2)
+    key = ("deepagents-ai", 0, "...(argument truncated)")
+    steps = [(300, 40), (1_200, 40), (1_200, 2_000), (None, 10), (300, 10), (4_800, 2_000)]
+    derived = []
+    for limit, length in steps:  # each from the one before
+        derived.append(feed_of(trace, 0, CPT, limit, (key[0], length, key[2])))
+    assert any(f.tpos for f in derived) and any(f.offloads for f in derived)
+    assert len({len(f.offloads) for f in derived}) > 2 and len({len(f.tpos) for f in derived}) > 1
+    for (limit, length), feed in zip(steps, derived, strict=True):
+        _feeds(trace).clear()  # built from the history alone
+        assert feed_of(trace, 0, CPT, limit, (key[0], length, key[2])) == feed

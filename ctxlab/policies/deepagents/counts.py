@@ -26,7 +26,7 @@ from bisect import bisect_left
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from ctxlab.message_facts import message_text
 from ctxlab.policies._engine_facts import facts
@@ -106,7 +106,7 @@ def _counts(
 ) -> CallCounts:
     """The calls' counts: the stepped calls' as they came, the stretches' from the prefix
     sums, all stretches at once (`_record`'s counts with no truncation)."""
-    n_calls = len(t.lengths)
+    n_calls = len(t.calls.lengths)
     context = np.zeros(n_calls, dtype=np.int64)
     messages = np.zeros(n_calls, dtype=np.int64)
     by_kind = np.zeros((len(ROWS), n_calls), dtype=np.int64)
@@ -119,7 +119,7 @@ def _counts(
         which = np.repeat(np.arange(len(stretches)), size)  # each call's stretch
         # the calls in order: a running index, shifted to each stretch's first call
         calls = np.arange(len(which)) + np.repeat(first - (np.cumsum(size) - size), size)
-        n = t.lengths[calls]
+        n = t.calls.lengths[calls]
         fed_at = fed[which]
         context[calls] = base[which] + t.sums[n] - t.sums[fed_at]
         messages[calls] = np.where(summarized[which], 1 + n - start[which], n)
@@ -130,93 +130,111 @@ def _counts(
     for k, call in stepped:
         context[k], messages[k], events[k] = call.context_tokens, call.messages, call.events
         by_kind[:, k] = [call.by_kind.get(kind, 0) for kind in ROWS]
-    baseline = run.fixed + t.history[t.lengths]
+    baseline = run.fixed + t.calls.history[t.calls.lengths]
     kinds = dict(zip(ROWS, by_kind, strict=True))
     return CallCounts(messages, context, kinds, baseline, events, extra)
 
 
-class _Tables(NamedTuple):
-    """What the form reads of a trace under one feed, made once per feed and human-message
-    limit: the state's length at each call (`lengths`, also as a list, `at`), the calls that
-    need the real step whatever the state (`_forced_calls`), prefix sums over the feed's
-    tokens (`sums`, also as a list, `total`; and `kind_sums`, one row per kind of
-    `STATE_KINDS`), over the recorded history (the baseline), and each call's recorded output
-    limit (NaN where none). The lists are for the binary searches of `_next_step` (`bisect`
-    on a list, where a search costs what NumPy takes to start one)."""
+class _Calls(NamedTuple):
+    """What the form reads of a trace's calls, made once per trace, system-prompt offset and
+    human-message limit: the state's length at each call (`lengths`, also as a list, `at`,
+    for `bisect`: a search on a list costs what NumPy takes to start one), the calls whose
+    state ends with a HumanMessage over the limit (`long_human`), each call's recorded output
+    limit (NaN where none) and the uncompacted history's prefix sums (the baseline)."""
 
     lengths: np.ndarray
     at: list[int]
+    long_human: np.ndarray
+    max_output: np.ndarray
+    history: np.ndarray
+
+
+class _Tables(NamedTuple):
+    """`_Calls`, and what the form reads of one feed: the calls that need the real step
+    whatever the state (`forced`, ascending), prefix sums over the feed's tokens (`sums`,
+    also as a list, `total`) and by kind (`kind_sums`, one row per kind of `STATE_KINDS`)."""
+
+    calls: _Calls
     forced: list[int]
     sums: np.ndarray
     total: list[int]
     kind_sums: np.ndarray
-    history: np.ndarray
-    max_output: np.ndarray
 
 
 KEPT_TABLES = 4
-"""Tables kept per trace and characters-per-token, as many as the feeds (`feed.KEPT_FEEDS`)."""
+"""Feed tables kept per trace and characters-per-token, as many as feeds (`feed.KEPT_FEEDS`)."""
+
+_KIND_ROW = {k: i for i, k in enumerate(STATE_KINDS)}
 
 
 def _tables(run: DeepAgentsRun, trace: Trace) -> _Tables:
+    """The tables of `run`'s trace and feed, kept with the trace's facts (`_engine_facts`)
+    for the next run with the same feed."""
     feed = run.feed or run._open_feed()
     found = facts(trace, run.cpt)
-    kept: dict[tuple[int, int | None], tuple[Feed, _Tables]] = found.built.setdefault(
-        "deepagents-counts", {}
-    )
-    key = (id(feed), run.settings.human_evict_chars)
-    entry = kept.get(key)
-    if entry is not None and entry[0] is feed:
+    built = found.built
+    key = ("deepagents-calls", run.offset, run.settings.human_evict_chars)
+    calls = built.get(key)
+    if calls is None:
+        calls = built[key] = _calls_of(
+            trace, found.messages[run.offset :], history_prefix(found), run.offset, key[2]
+        )
+    kept: dict[int, tuple[Feed, _Tables]] = built.setdefault("deepagents-counts", {})
+    entry = kept.get(id(feed))
+    if entry is not None and entry[0] is feed and entry[1].calls is calls:
         return entry[1]
-    lengths = _state_lengths(trace, run.offset, len(feed.view))
-    kinds = np.asarray(feed.kinds, dtype=object)
     tokens = np.asarray(feed.tokens, dtype=np.int64)
-    history = history_prefix(found)
+    by_kind = np.zeros((len(STATE_KINDS), len(tokens)), dtype=np.int64)
+    rows = np.fromiter((_KIND_ROW[k] for k in feed.kinds), dtype=np.intp, count=len(tokens))
+    by_kind[rows, np.arange(len(tokens))] = tokens
+    kind_sums = np.zeros((len(STATE_KINDS), len(tokens) + 1), dtype=np.int64)
+    np.cumsum(by_kind, axis=1, out=kind_sums[:, 1:])
     sums = cumulative(tokens)
-    tables = _Tables(
-        lengths,
-        lengths.tolist(),
-        _forced_calls(feed, lengths, run.settings.human_evict_chars).tolist(),
-        sums,
-        sums.tolist(),
-        np.stack([cumulative(np.where(kinds == k, tokens, 0)) for k in STATE_KINDS]),
-        history[run.offset :] - history[run.offset],
-        np.array(
-            [math.nan if u.max_output_tokens is None else u.max_output_tokens for u in trace.turns],
-            dtype=float,
-        ),
-    )
+    offloads = np.fromiter((o[0] for o in feed.offloads), dtype=np.int64)
+    forced = _feeds_offload(offloads, calls.lengths) | calls.long_human
+    tables = _Tables(calls, np.flatnonzero(forced).tolist(), sums, sums.tolist(), kind_sums)
     if len(kept) >= KEPT_TABLES:
         del kept[next(iter(kept))]
-    kept[key] = (feed, tables)
+    kept[id(feed)] = (feed, tables)
     return tables
 
 
-def _state_lengths(trace: Trace, offset: int, fed_max: int) -> np.ndarray:
-    """The state's length at each call: the run feeds up to the call's position (after the
-    system prompt), never back."""
+def _calls_of(
+    trace: Trace,
+    source: tuple[BaseMessage, ...],
+    prefix: np.ndarray,
+    offset: int,
+    human_chars: int | None,
+) -> _Calls:
+    """`_Calls` of `trace`, whose history after the system prompt is `source` (the whole
+    history's token prefix sums: `prefix`). The run feeds up to each call's position, never
+    back."""
     at = np.fromiter((t.position - offset for t in trace.turns), dtype=np.int64)
-    if not len(at):
-        return at
-    return np.minimum(np.maximum.accumulate(np.maximum(at, 0)), fed_max)
-
-
-def _forced_calls(feed: Feed, lengths: np.ndarray, human_chars: int | None) -> np.ndarray:
-    """Calls, ascending, whose feed reaches an offloaded result or whose state ends with a
-    HumanMessage over the limit (a tagged one is a short stub, a checked one is skipped by
-    the step itself: looking is only ever extra work)."""
-    offloads = np.fromiter((o[0] for o in feed.offloads), dtype=np.int64)
-    before = np.concatenate(([0], lengths[:-1])) if len(lengths) else lengths
-    # an offload at state position p is fed by the first call whose length passes p
-    reached = np.searchsorted(offloads, lengths, "left") > np.searchsorted(offloads, before, "left")
-    forced = reached
+    lengths = np.minimum(np.maximum.accumulate(np.maximum(at, 0)), len(source)) if len(at) else at
+    # by the state length it ends; an evicted (tagged) message is sent as a short stub, so
+    # marking it too only ever adds a step
+    ends_long = np.zeros(len(source) + 1, dtype=bool)
     if human_chars:
-        long_human = np.zeros(len(feed.view) + 1, dtype=bool)
-        for p, m in enumerate(feed.view):
+        for p, m in enumerate(source):
             if isinstance(m, HumanMessage) and len(message_text(m)) > human_chars:
-                long_human[p + 1] = True  # indexed by the state length it ends
-        forced = forced | long_human[lengths]
-    return np.flatnonzero(forced)
+                ends_long[p + 1] = True
+    max_output = [
+        math.nan if u.max_output_tokens is None else u.max_output_tokens for u in trace.turns
+    ]
+    return _Calls(
+        lengths,
+        lengths.tolist(),
+        ends_long[lengths],
+        np.array(max_output, dtype=float),
+        prefix[offset:] - prefix[offset],
+    )
+
+
+def _feeds_offload(offloads: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Whether each call's feed reaches an offloaded result: an offload at state position p
+    is fed by the first call whose state passes p."""
+    before = np.concatenate(([0], lengths[:-1])) if len(lengths) else lengths
+    return np.searchsorted(offloads, lengths, "left") > np.searchsorted(offloads, before, "left")
 
 
 class _Budgets(NamedTuple):
@@ -232,10 +250,10 @@ def _budgets(run: DeepAgentsRun, t: _Tables) -> _Budgets | None:
     s = run.settings
     if s.budget is None and not run.budget_per_call:
         return None
-    each = np.full(len(t.lengths), math.inf if s.budget is None else float(s.budget))
+    each = np.full(len(t.calls.lengths), math.inf if s.budget is None else float(s.budget))
     if run.budget_per_call:
-        recorded = ~np.isnan(t.max_output)
-        each[recorded] = np.maximum(0, int(s.window * 0.95) - t.max_output[recorded])
+        recorded = ~np.isnan(t.calls.max_output)
+        each[recorded] = np.maximum(0, int(s.window * 0.95) - t.calls.max_output[recorded])
     return _Budgets(each, float(each.min()) if len(each) else math.inf)
 
 
@@ -275,7 +293,7 @@ def _next_step(
     message_limit: float,
 ) -> int:
     """The first call from `k` on that needs the real step (see the module docstring)."""
-    at, forced, total = t.at, t.forced, t.total
+    at, forced, total = t.calls.at, t.forced, t.total
     fed = len(run.view)
     start, summary, window = _window(run)
     i = bisect_left(forced, k)
@@ -290,7 +308,7 @@ def _next_step(
         stop = min(stop, bisect_left(at, need))
     stop = max(stop, k)
     if budgets is not None and stop > k and base + total[at[stop - 1]] > budgets.lowest:
-        over = np.flatnonzero(base + t.sums[t.lengths[k:stop]] > budgets.each[k:stop])
+        over = np.flatnonzero(base + t.sums[t.calls.lengths[k:stop]] > budgets.each[k:stop])
         if len(over):
             stop = k + int(over[0])
     return stop

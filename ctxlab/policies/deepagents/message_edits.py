@@ -28,6 +28,9 @@ BEDROCK_PROVIDERS = frozenset({"bedrock", "bedrock_converse"})
 
 NONE_REJECTED: frozenset[Any] = frozenset()
 
+CALL_FACTS = "deepagents-calls"
+"""The memo key (`tokens.derived`) of an AIMessage's `call_facts`."""
+
 
 def bound_reasoning_types(message: AIMessage) -> frozenset[str]:
     """`_bound_reasoning_types`: block types carrying reasoning bound to earlier history.
@@ -111,33 +114,42 @@ def truncated(message: AIMessage, max_length: int, text: str) -> AIMessage:
     return tk.derived(message, ("deepagents-truncated", max_length, text), make)
 
 
-def ai_facts(
-    message: AIMessage, max_length: int, text: str
-) -> tuple[dict[Any, dict], frozenset[Any], int | None]:
+def call_facts(message: AIMessage) -> tuple[dict[Any, dict], frozenset[Any], tuple[str, ...]]:
     """What the feed needs of an AIMessage with tool calls, in one pass over them (once per
-    message): its calls by id (the first of equal ids, as a search would find it); the ids of
-    those deepagents rejects as same-path parallel mutations; and the characters argument
-    truncation adds to its size (None when truncation leaves it as it is).
-
-    The truncated size is found without building the copy (only a summary or usage scaling
-    needs that): the copy differs in its tool calls alone, whose repr the counter charges only
-    when the content is a string, and there only by the values cut.
-    """
-    counted = not isinstance(message.content, list)
+    message, whatever the truncation settings): its calls by id (the first of equal ids, as a
+    search would find it); the ids of those deepagents rejects as same-path parallel
+    mutations; and the string arguments of its `write_file`/`edit_file` calls, which argument
+    truncation may cut (`truncation_growth`)."""
     by_id: dict[Any, dict] = {}
-    mutations, delta = 0, None
+    mutations = 0
+    cuttable: list[str] = []
     for call in message.tool_calls:
         by_id.setdefault(call.get("id"), call)
         name = call["name"]
         mutations += name in FILE_MUTATION_TOOLS
         if name in TRUNCATE_ARGS_TOOLS:
-            for value in call.get("args", {}).values():
-                if isinstance(value, str) and len(value) > max_length:
-                    short = cut_argument(value, text)
-                    if short != value:
-                        grown = tk.repr_len(short) - tk.repr_len(value) if counted else 0
-                        delta = (delta or 0) + grown
+            cuttable.extend(v for v in call.get("args", {}).values() if isinstance(v, str))
     rejected = NONE_REJECTED
     if mutations > 1:
         rejected = frozenset(i for i, c in by_id.items() if parallel_mutation(message, c))
-    return by_id, rejected, delta
+    return by_id, rejected, tuple(cuttable)
+
+
+def truncation_growth(
+    message: AIMessage, cuttable: tuple[str, ...], max_length: int, text: str
+) -> int | None:
+    """The characters argument truncation adds to `message`'s size (negative: it shrinks),
+    given its cuttable arguments (`call_facts`); None when truncation leaves it as it is.
+
+    Found without building the copy (only a summary or usage scaling needs that): the copy
+    differs in its tool calls alone, whose repr the counter charges only when the content is
+    a string, and there only by the values cut."""
+    counted = not isinstance(message.content, list)
+    delta = None
+    for value in cuttable:
+        if len(value) > max_length:
+            short = cut_argument(value, text)
+            if short != value:
+                grown = tk.repr_len(short) - tk.repr_len(value) if counted else 0
+                delta = (delta or 0) + grown
+    return delta
