@@ -241,9 +241,31 @@ def _line_names(line: str) -> tuple[list[str], list[str]]:
     return _IDENT.findall(line), _NUMBER.findall(line)
 
 
+_TO_LINE_END = re.compile("[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]*")
+"""Up to the first of the characters `str.splitlines` breaks at."""
+
+
 def _first_line(text: str, limit: int) -> str:
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    """The first non-blank line of `text`, stripped and clipped to `limit`: the line
+    `text.splitlines()` gives, found without splitting the rest (every line break is
+    whitespace, so stripping the text's start skips the blank lines)."""
+    found = _TO_LINE_END.match(text.lstrip())
+    line = found.group().rstrip() if found else ""
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+@lru_cache(maxsize=1 << 14)
+def _line_paths(line: str) -> tuple[str, ...]:
+    """`PATH` matches of one line, remembered (no path spans a line break)."""
+    return tuple(PATH.findall(line))
+
+
+def _mentioned(m: BaseMessage, text: str) -> tuple[str, ...]:
+    """The paths in a request's first 4,000 characters. A summary message is new at every
+    replay but repeats earlier summaries' lines, so its lines are matched through a cache."""
+    if not is_summary(m):
+        return tuple(PATH.findall(text[:4000]))
+    return tuple(p for line in text[:4000].split("\n") for p in _line_paths(line))
 
 
 def _clip_words(lines: list[str], budget: int) -> list[str]:
@@ -343,7 +365,7 @@ class _Conversation:
         if isinstance(m, AIMessage):
             return _AI, first, tuple(_called_paths(m)), ()
         if isinstance(m, HumanMessage):
-            return _HUMAN, first, (), tuple(PATH.findall(text[:4000]))
+            return _HUMAN, first, (), _mentioned(m, text)
         return _OTHER, first, (), ()
 
     def text(self, m: BaseMessage) -> str:

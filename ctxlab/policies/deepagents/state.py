@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import overload
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from ctxlab.message_facts import KINDS
 from ctxlab.policies.deepagents.message_edits import dropped, truncated
@@ -108,11 +108,14 @@ class Sent(Sequence[BaseMessage]):
     def _list(self) -> list[BaseMessage]:
         if self._built is None:
             built = [] if self._summary is None else [self._summary]
+            cut, below = self._cut, self._dropped_until
             for p, message in enumerate(self._messages, self._first):
-                if p in self._cut:
+                if p in cut:
                     message = truncated(message, *self._truncation)
-                if p < self._dropped_until:
-                    message = dropped(message)
+                # only an AIMessage with content blocks can hold reasoning (`dropped`)
+                if p < below and isinstance(message, AIMessage):
+                    if isinstance(message.content, list):
+                        message = dropped(message)
                 built.append(message)
             self._built = built
         return self._built
