@@ -285,6 +285,7 @@ _AI, _HUMAN, _TOOL, _OTHER = range(4)
 _Row = tuple[int, str, tuple[tuple[str, str], ...], tuple[str, ...]]
 """`_Conversation._row`: (role, first line or "", (path, tool) of its calls, paths mentioned)."""
 
+
 class Memo:
     """Where a summary's per-message facts come from: computed every time (`Extractive`)."""
 
@@ -338,20 +339,56 @@ def _called_paths(message: AIMessage) -> list[tuple[str, str]]:
 
 class _Conversation:
     """The facts extractors read, each computed at most once per summary and only if a section
-    asks for it (replays summarise often; most prompts need three or four of these)."""
+    asks for it (replays summarise often; most prompts need three or four of these).
+
+    A message's row (`_row`) is read only where a section needs it: the last statements are
+    found walking back from the end, the first artifacts walking forward until there are
+    enough, the requests by type; a section that needs every message (`paths`, `said`) reads
+    all rows at once (`rows`), up front when the prompt has one (`every_row`). Deep Agents'
+    prompt then reads a few dozen rows of a summary of hundreds of messages."""
 
     def __init__(
-        self, messages: Sequence[BaseMessage], line_chars: int, memo: Memo | None = None
+        self,
+        messages: Sequence[BaseMessage],
+        line_chars: int,
+        memo: Memo | None = None,
+        *,
+        every_row: bool = False,
     ) -> None:
-        self.messages = messages
+        # a list: rows are read by index (a policy may hand a lazy sequence, `Sent`)
+        self.messages = messages if isinstance(messages, list) else list(messages)
         self.line_chars = line_chars
         self.memo: Memo = memo or Memo()
-        self.rows = self.memo.each(messages, "row", self._row)
-        humans = [
-            m for m, row in zip(messages, self.rows, strict=True) if row[0] == _HUMAN and row[1]
-        ]
+        self._read: dict[int, _Row] = {}  # rows read one by one, by index (`_row_at`)
+        self._said_tail: list[str] = []  # `_said_last`'s statements so far, newest first
+        self._said_from = len(self.messages) - 1
+        if every_row:  # a section reads them all: one memo pass, and no walks
+            humans = [
+                m
+                for m, row in zip(self.messages, self.rows, strict=True)
+                if row[0] == _HUMAN and row[1]
+            ]
+        else:
+            humans = [
+                m
+                for i, m in enumerate(self.messages)
+                if isinstance(m, HumanMessage) and self._row_at(i)[1]  # `_row`'s _HUMAN
+            ]
         self.prior = [h for h in humans if is_summary(h)]
         self.asks = [h for h in humans if not is_summary(h)]
+
+    @cached_property
+    def rows(self) -> list[_Row]:
+        """Every message's row, in one memo pass."""
+        return self.memo.each(self.messages, "row", self._row)
+
+    def _row_at(self, i: int) -> _Row:
+        """The row of message `i`, read once per summary."""
+        row = self._read.get(i)
+        if row is None:
+            m = self.messages[i]
+            row = self._read[i] = self.memo(m, "row", lambda: self._row(m))
+        return row
 
     def _row(self, m: BaseMessage) -> _Row:
         """What the common sections read of `m`, in one memo entry (one lookup per message
@@ -380,7 +417,24 @@ class _Conversation:
 
     @cached_property
     def said(self) -> list[str]:
+        """The first line of every assistant message that has one, in order."""
         return [row[1] for row in self.rows if row[0] == _AI and row[1]]
+
+    def _said_last(self, limit: int) -> list[str]:
+        """`said[-limit:]` (limit > 0): from `said` when every row is read, else walking back
+        from the end, a later call going on from where the last one stopped (prompts ask for
+        the latest statements in several sections)."""
+        if "rows" in self.__dict__:
+            return self.said[-limit:]
+        found, i = self._said_tail, self._said_from  # newest first; where to look next
+        while len(found) < limit and i >= 0:
+            if isinstance(self.messages[i], AIMessage):  # `_row`'s _AI
+                line = self._row_at(i)[1]
+                if line:
+                    found.append(line)
+            i -= 1
+        self._said_from = i
+        return found[:limit][::-1]
 
     @cached_property
     def calls(self) -> dict[str, dict[str, Any]]:
@@ -404,7 +458,7 @@ class _Conversation:
 
     def statements(self, section: Section, limit: int) -> list[str]:
         """The last assistant statements: the most recent state of the work."""
-        return [f"- {s}" for s in self.said[-limit:]] if limit else []
+        return [f"- {s}" for s in self._said_last(limit)] if limit else []
 
     @cached_property
     def paths(self) -> dict[str, list[str]]:
@@ -420,8 +474,30 @@ class _Conversation:
         return found
 
     def artifacts(self, section: Section, limit: int) -> list[str]:
-        """Paths a tool call read or wrote (with the first tool), then paths seen."""
-        return [f"- {p} ({tools[0]})" for p, tools in list(self.paths.items())[:limit]]
+        """Paths a tool call read or wrote (with the first tool), then paths seen: the first
+        `limit` of `paths`; when not every row is read, walking forward only until there are
+        that many."""
+        if limit <= 0:
+            return []
+        if "rows" in self.__dict__:
+            return [f"- {p} ({tools[0]})" for p, tools in list(self.paths.items())[:limit]]
+        found: dict[str, str] = {}
+        messages = self.messages
+        for i, m in enumerate(messages):
+            if isinstance(m, AIMessage):  # only `_row`'s _AI rows name called paths
+                for path, tool in self._row_at(i)[2]:
+                    if path not in found:
+                        found[path] = tool
+                        if len(found) == limit:
+                            return [f"- {p} ({t})" for p, t in found.items()]
+        for i, m in enumerate(messages):
+            if isinstance(m, ToolMessage | HumanMessage):  # the rows that mention paths
+                for path in self._row_at(i)[3]:
+                    if path not in found:
+                        found[path] = "mentioned"
+                        if len(found) == limit:
+                            return [f"- {p} ({t})" for p, t in found.items()]
+        return [f"- {p} ({t})" for p, t in found.items()]
 
     def changes(self, section: Section, limit: int) -> list[str]:
         """Paths a writing tool touched (with that tool) ahead of the other artifacts, for
@@ -441,8 +517,9 @@ class _Conversation:
     def next(self, section: Section, limit: int) -> list[str]:
         """What was asked last and what the assistant was doing: where to resume."""
         steps = [f"- Last request: {self.first(self.asks[-1])}"] if self.asks else []
-        if self.said:
-            steps.append(f"- Last assistant step: {self.said[-1]}")
+        last = self._said_last(1)
+        if last:
+            steps.append(f"- Last assistant step: {last[0]}")
         return steps[:limit]
 
     def errors(self, section: Section, limit: int) -> list[str]:
@@ -581,7 +658,8 @@ class Extractive:
     def summarize(self, messages: Sequence[BaseMessage], *, prompt: str = DEFAULT_PROMPT) -> str:
         """One block per section of `prompt`; "None" where the conversation gives nothing."""
         asked = outline(prompt, DEFAULT_PROMPT)
-        conversation = _Conversation(messages, self.line_chars, self._memo())
+        every_row = any(section.extractor == "changes" for section in asked.sections)
+        conversation = _Conversation(messages, self.line_chars, self._memo(), every_row=every_row)
         blocks = []
         for i, section in enumerate(asked.sections):
             bullets = asked.share(asked.bullets, i)

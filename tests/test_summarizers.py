@@ -345,3 +345,28 @@ def test_names_and_numbers_match_line_by_line_as_in_the_whole_text() -> None:
         for k, pattern in enumerate((_IDENT, _NUMBER)):
             lines = [w for line in head.split("\n") for w in _line_names(line)[k]]
             assert lines == pattern.findall(head)
+
+
+def test_rows_read_on_demand_give_what_reading_every_row_gives() -> None:
+    """`_Conversation` reads a message's row only where a section needs it (walking back for
+    the latest statements, forward for the first artifacts) unless the prompt reads them all;
+    every section gives the same either way, whatever the order and limits it is asked in."""
+    from ctxlab.message_facts import summary_message
+    from ctxlab.prompt_sections import Section
+    from ctxlab.summarizers import _EXTRACTORS, _Conversation
+
+    section = Section("SESSION INTENT", "## SESSION INTENT", "intent")
+    for seed in range(6):
+        messages = list(make_trace(40 + 13 * seed, seed=seed, big=0.2).messages)
+        messages.insert(seed * 3, summary_message(f"## SESSION INTENT\nfix /src/m{seed}.py\n"))
+        messages = messages[seed : len(messages) - seed]
+        for limits in ([1, 8, 3, 50, 2], [0, 8, 8], [50], [2, 1]):
+            lazy = _Conversation(messages, 200)
+            eager = _Conversation(messages, 200, every_row=True)
+            for name, extract in _EXTRACTORS.items():
+                for limit in limits:
+                    assert extract(lazy, section, limit) == extract(eager, section, limit), (
+                        seed,
+                        name,
+                        limit,
+                    )

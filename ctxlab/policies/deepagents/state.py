@@ -108,15 +108,17 @@ class Sent(Sequence[BaseMessage]):
     def _list(self) -> list[BaseMessage]:
         if self._built is None:
             built = [] if self._summary is None else [self._summary]
-            cut, below = self._cut, self._dropped_until
-            for p, message in enumerate(self._messages, self._first):
-                if p in cut:
-                    message = truncated(message, *self._truncation)
-                # only an AIMessage with content blocks can hold reasoning (`dropped`)
-                if p < below and isinstance(message, AIMessage):
-                    if isinstance(message.content, list):
-                        message = dropped(message)
-                built.append(message)
+            at = len(built) - self._first  # list index of state position p: p + at
+            stop = self._first + len(self._messages)
+            built += self._messages
+            for p in self._cut:
+                if self._first <= p < stop:
+                    built[p + at] = truncated(built[p + at], *self._truncation)
+            # only an AIMessage with content blocks can hold reasoning (`dropped`)
+            for p in range(self._first, min(self._dropped_until, stop)):
+                message = built[p + at]
+                if isinstance(message, AIMessage) and isinstance(message.content, list):
+                    built[p + at] = dropped(message)
             self._built = built
         return self._built
 
