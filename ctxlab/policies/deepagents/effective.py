@@ -31,6 +31,7 @@ class EffectiveList:
     tpos: list[int]
     tsaved: list[int]
     dropped_until: int
+    reasoned: list[int]
     scale: float
 
     def _window_start(self) -> int:
@@ -103,13 +104,17 @@ class EffectiveList:
         last = self._pos(stop - 1) + 1 if start < stop else 0
         cut_below = self._pos(trunc_stop - 1) + 1 if trunc_stop > 0 else 0
         cut = self.tpos[bisect_left(self.tpos, first) : bisect_left(self.tpos, cut_below)]
+        reasoned = self.reasoned
+        dropped = reasoned[
+            bisect_left(reasoned, first) : bisect_left(reasoned, min(last, self.dropped_until))
+        ]
         s = self.settings
         return Sent(
             summary,
             self.view[first:last],
             first,
             frozenset(cut),
-            self.dropped_until,
+            dropped,
             (s.max_arg_length, s.truncation_text),
         )
 

@@ -28,6 +28,9 @@ BEDROCK_PROVIDERS = frozenset({"bedrock", "bedrock_converse"})
 
 NONE_REJECTED: frozenset[Any] = frozenset()
 
+REASONING_SIZE = "deepagents-no-reasoning-size"
+"""The memo key (`tokens.derived`) of an AIMessage's `size_without_reasoning`."""
+
 CALL_FACTS = "deepagents-calls"
 """The memo key (`tokens.derived`) of an AIMessage's `call_facts`."""
 

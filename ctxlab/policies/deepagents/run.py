@@ -24,7 +24,13 @@ from functools import cached_property
 from itertools import accumulate
 from typing import TYPE_CHECKING
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from ctxlab import tokens as tk
 from ctxlab.message_facts import kind_of, message_text
@@ -36,6 +42,7 @@ from ctxlab.policies.deepagents.filesystem import (
     tool_stub,
     truncated_human_message,
 )
+from ctxlab.policies.deepagents.message_edits import REASONING_SIZE, size_without_reasoning
 from ctxlab.policies.deepagents.request import RequestParts
 from ctxlab.policies.deepagents.state import (
     REBUILD,
@@ -122,6 +129,24 @@ class DeepAgentsRun(SummarizationStep, RequestParts):
         sweep's planning calls to validate every cell, measures nothing) from the trace's
         facts, measured once per trace (`_engine_facts`)."""
         return facts(self.trace, self.cpt).counts[self.offset :]
+
+    @cached_property
+    def reasoned(self) -> list[int]:
+        """State positions, ascending, of the AIMessages whose bound reasoning a summary
+        drops once they are kept past it (`message_edits.size_without_reasoning`): found once
+        per trace, so a summary visits these, not every kept message."""
+        found = facts(self.trace, self.cpt)
+        key = ("deepagents-reasoned", self.offset)
+        positions = found.built.get(key)
+        if positions is None:
+            positions = found.built[key] = [
+                p
+                for p, m in enumerate(found.messages[self.offset :])
+                if isinstance(m, AIMessage)
+                and isinstance(m.content, list)
+                and tk.derived(m, REASONING_SIZE, lambda m=m: size_without_reasoning(m)) is not None
+            ]
+        return positions
 
     @cached_property
     def baselines(self) -> list[int]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import overload
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from ctxlab.message_facts import KINDS
 from ctxlab.policies.deepagents.message_edits import dropped, truncated
@@ -84,8 +84,8 @@ class Sent(Sequence[BaseMessage]):
     A summarisation hands what it summarises to the summariser and to the history file.
     Decisions never read it, and neither does a `Fixed` summariser, so the copies with
     truncated arguments and dropped reasoning are only made for whoever looks. Everything is
-    captured when the sequence is taken (state messages, which positions are cut, how far
-    reasoning is dropped), so a late read gives what an immediate one would have.
+    captured when the sequence is taken (state messages, which positions are cut, which lose
+    their bound reasoning), so a late read gives what an immediate one would have.
     """
 
     def __init__(
@@ -94,14 +94,14 @@ class Sent(Sequence[BaseMessage]):
         messages: list[BaseMessage],
         first: int,
         cut: frozenset[int],
-        dropped_until: int,
+        dropped: list[int],
         truncation: tuple[int, str],
     ) -> None:
         self._summary = summary
         self._messages = messages
         self._first = first
         self._cut = cut
-        self._dropped_until = dropped_until
+        self._dropped = dropped
         self._truncation = truncation
         self._built: list[BaseMessage] | None = None
 
@@ -114,11 +114,8 @@ class Sent(Sequence[BaseMessage]):
             for p in self._cut:
                 if self._first <= p < stop:
                     built[p + at] = truncated(built[p + at], *self._truncation)
-            # only an AIMessage with content blocks can hold reasoning (`dropped`)
-            for p in range(self._first, min(self._dropped_until, stop)):
-                message = built[p + at]
-                if isinstance(message, AIMessage) and isinstance(message.content, list):
-                    built[p + at] = dropped(message)
+            for p in self._dropped:
+                built[p + at] = dropped(built[p + at])
             self._built = built
         return self._built
 

@@ -17,7 +17,7 @@ from ctxlab import tokens as tk
 from ctxlab.message_facts import message_text, summary_message
 from ctxlab.policies.base import Call, Event, Files
 from ctxlab.policies.deepagents.effective import EffectiveList
-from ctxlab.policies.deepagents.message_edits import size_without_reasoning
+from ctxlab.policies.deepagents.message_edits import REASONING_SIZE, size_without_reasoning
 from ctxlab.policies.deepagents.state import EPOCH, SummaryEvent, Undo
 from ctxlab.policies.deepagents.texts import history_section, read_file_clip, summary_message_text
 from ctxlab.policies.langchain_rules import DEFAULT_MESSAGES_TO_KEEP, keep_search
@@ -44,6 +44,7 @@ class SummarizationStep(EffectiveList):
     summaries: dict[str, HumanMessage]
     unreasoned: set[int]
     edited_until: int
+    reasoned: list[int]
 
     def _summarization(self, turn: Turn, events: list[Event]) -> Call:
         s = self.settings
@@ -251,16 +252,13 @@ class SummarizationStep(EffectiveList):
 
         Returns what `_undo_drop` needs to restore the previous state.
         """
-        view, cpt = self.view, self.cpt
+        view, cpt, reasoned = self.view, self.cpt, self.reasoned
         changed = []
-        for p in range(max(start, self.dropped_until), min(stop, len(view))):
-            m = view[p]
-            if isinstance(m, AIMessage) and isinstance(m.content, list):
-                size = tk.derived(
-                    m, "deepagents-no-reasoning-size", lambda m=m: size_without_reasoning(m)
-                )
-                if size is not None:
-                    changed.append((p, size.tokens(cpt)))
+        lo = bisect_left(reasoned, max(start, self.dropped_until))
+        for p in reasoned[lo : bisect_left(reasoned, min(stop, len(view)))]:
+            m = view[p]  # an AIMessage as fed: a state never replaces one
+            size = tk.derived(m, REASONING_SIZE, lambda m=m: size_without_reasoning(m))
+            changed.append((p, size.tokens(cpt)))
         undo = (self.dropped_until, [(p, self.etok.values[p]) for p, _ in changed])
         self.dropped_until = max(self.dropped_until, stop)
         if changed:
