@@ -299,6 +299,10 @@ class Memo:
         """The `fact` of every message: `make(message)`."""
         return [make(m) for m in messages]
 
+    def one(self, message: BaseMessage, fact: str, make: Callable[[BaseMessage], Any]) -> Any:
+        """The `fact` of `message`: `make(message)`."""
+        return make(message)
+
 
 class Remembered(Memo):
     """Facts remembered per live message object in `ctxlab.tokens.derived` (`CachedExtractive`),
@@ -306,6 +310,7 @@ class Remembered(Memo):
 
     def __init__(self, line_chars: int) -> None:
         self.line_chars = line_chars
+        self._keys: dict[str, tuple[str, str, int]] = {}
 
     def __call__(self, message: BaseMessage, fact: str, compute: Callable[[], Any]) -> Any:
         """The `fact` of `message`, computed once per message object."""
@@ -317,6 +322,14 @@ class Remembered(Memo):
         """The `fact` of every message, the memo lookup inlined (`tokens.derived_each`): each
         summary reads one row per message it covers."""
         return tk.derived_each(messages, ("extractive", fact, self.line_chars), make)
+
+    def one(self, message: BaseMessage, fact: str, make: Callable[[BaseMessage], Any]) -> Any:
+        """The `fact` of `message`, computed once per message object, the memo lookup
+        inlined (`tokens.derived_by`): a summary walks rows one by one."""
+        key = self._keys.get(fact)
+        if key is None:
+            key = self._keys[fact] = ("extractive", fact, self.line_chars)
+        return tk.derived_by(message, key, make)
 
 
 def _error_lines(text: str) -> list[str]:
@@ -386,8 +399,7 @@ class _Conversation:
         """The row of message `i`, read once per summary."""
         row = self._read.get(i)
         if row is None:
-            m = self.messages[i]
-            row = self._read[i] = self.memo(m, "row", lambda: self._row(m))
+            row = self._read[i] = self.memo.one(self.messages[i], "row", self._row)
         return row
 
     def _row(self, m: BaseMessage) -> _Row:
