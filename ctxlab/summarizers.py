@@ -325,11 +325,11 @@ class Remembered(Memo):
 
     def one(self, message: BaseMessage, fact: str, make: Callable[[BaseMessage], Any]) -> Any:
         """The `fact` of `message`, computed once per message object, the memo lookup
-        inlined (`tokens.derived_by`): a summary walks rows one by one."""
+        inlined (`tokens.derived_each` of one): a summary walks rows one by one."""
         key = self._keys.get(fact)
         if key is None:
             key = self._keys[fact] = ("extractive", fact, self.line_chars)
-        return tk.derived_by(message, key, make)
+        return tk.derived_each((message,), key, make)[0]
 
 
 def _error_lines(text: str) -> list[str]:

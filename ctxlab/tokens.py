@@ -256,21 +256,6 @@ def derived_each(
     return out
 
 
-def derived_by(message: BaseMessage, key: Any, make: Callable[[BaseMessage], Any]) -> Any:
-    """`derived(message, key, lambda: make(message))`, the memo lookup inlined (a summary
-    reads the rows of the messages it walks one by one)."""
-    entry = _MEMO.get(id(message))
-    if entry is None or entry[0]() is not message:
-        entry = _new_entry(message)
-    values = entry[3]
-    if values is None:
-        values = entry[3] = {}
-    elif key in values:
-        return values[key]
-    value = values[key] = make(message)
-    return value
-
-
 def cached_size(message: BaseMessage) -> Size:
     """`message_size`, measured once per message object for as long as the object lives."""
     entry = _entry(message)

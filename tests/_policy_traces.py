@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+import ctxlab
+from ctxlab.trace import Trace
 
 
 def agent(n: int, size: int = 400, *, system: bool = True) -> list:
@@ -14,3 +20,13 @@ def agent(n: int, size: int = 400, *, system: bool = True) -> list:
         msgs.append(ToolMessage("line\n" * (size // 5), tool_call_id=f"c{i}", name="run"))
     msgs.append(AIMessage("done"))
     return msgs
+
+
+def real_traces(shared: Path) -> Iterator[Trace]:
+    """Every trace in ../shared/data/real-traces, each subagent's too (`Trace.walk`)."""
+    for path in sorted((shared / "data" / "real-traces").glob("*/*")):
+        if path.is_dir() or path.name == "SOURCE.txt":
+            continue
+        loaded = ctxlab.load(path)
+        for trace in loaded if isinstance(loaded, list) else [loaded]:
+            yield from trace.walk()

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-import ctxlab
 from ctxlab.policies import (
     ClaudeCode,
     ClearToolUses,
@@ -37,6 +36,7 @@ from ctxlab.policies.masking import LastNStage
 from ctxlab.replay import counted, replay
 from ctxlab.trace import Trace, from_messages
 from ctxlab.widgets import ThresholdExplorer
+from tests._policy_traces import real_traces
 from tests.synthetic import make_trace
 
 SETTINGS = [
@@ -149,15 +149,10 @@ def test_every_real_trace(shared: Path) -> None:
     """Every form on every real trace; the offload form declines the SWE-agent trajectory
     (a call id reused with another tool name, which makes the stage re-decide old results)."""
     seen = declined = 0
-    for path in sorted((shared / "data" / "real-traces").glob("*/*")):
-        if path.is_dir() or path.name == "SOURCE.txt":
-            continue
-        loaded = ctxlab.load(path)
-        for trace in loaded if isinstance(loaded, list) else [loaded]:
-            for sub in trace.walk():
-                for policy in (*SETTINGS[0:3], *SETTINGS[6:9], *SETTINGS[10:13], *SETTINGS[14:]):
-                    declined += not assert_same(sub, policy, may_decline=True)
-                seen += 1
+    for trace in real_traces(shared):
+        for policy in (*SETTINGS[0:3], *SETTINGS[6:9], *SETTINGS[10:13], *SETTINGS[14:]):
+            declined += not assert_same(trace, policy, may_decline=True)
+        seen += 1
     assert seen >= 10
     assert declined == 3  # the offload form's three settings on the SWE-agent trajectory
 
