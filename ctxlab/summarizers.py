@@ -299,10 +299,6 @@ class Memo:
         """The `fact` of every message: `make(message)`."""
         return [make(m) for m in messages]
 
-    def one(self, message: BaseMessage, fact: str, make: Callable[[BaseMessage], Any]) -> Any:
-        """The `fact` of `message`: `make(message)`."""
-        return make(message)
-
 
 class Remembered(Memo):
     """Facts remembered per live message object in `ctxlab.tokens.derived` (`CachedExtractive`),
@@ -310,7 +306,6 @@ class Remembered(Memo):
 
     def __init__(self, line_chars: int) -> None:
         self.line_chars = line_chars
-        self._keys: dict[str, tuple[str, str, int]] = {}
 
     def __call__(self, message: BaseMessage, fact: str, compute: Callable[[], Any]) -> Any:
         """The `fact` of `message`, computed once per message object."""
@@ -322,14 +317,6 @@ class Remembered(Memo):
         """The `fact` of every message, the memo lookup inlined (`tokens.derived_each`): each
         summary reads one row per message it covers."""
         return tk.derived_each(messages, ("extractive", fact, self.line_chars), make)
-
-    def one(self, message: BaseMessage, fact: str, make: Callable[[BaseMessage], Any]) -> Any:
-        """The `fact` of `message`, computed once per message object, the memo lookup
-        inlined (`tokens.derived_each` of one): a summary walks rows one by one."""
-        key = self._keys.get(fact)
-        if key is None:
-            key = self._keys[fact] = ("extractive", fact, self.line_chars)
-        return tk.derived_each((message,), key, make)[0]
 
 
 def _error_lines(text: str) -> list[str]:
@@ -350,6 +337,10 @@ def _called_paths(message: AIMessage) -> list[tuple[str, str]]:
     return out
 
 
+WALK = 16
+"""Messages a walk through a summary's input reads at a time (`_Conversation._rows_of`)."""
+
+
 class _Conversation:
     """The facts extractors read, each computed at most once per summary and only if a section
     asks for it (replays summarise often; most prompts need three or four of these).
@@ -368,11 +359,10 @@ class _Conversation:
         *,
         every_row: bool = False,
     ) -> None:
-        # a list: rows are read by index (a policy may hand a lazy sequence, `Sent`)
+        # a list: walks read it by slices (a policy may hand a lazy sequence, `Sent`)
         self.messages = messages if isinstance(messages, list) else list(messages)
         self.line_chars = line_chars
         self.memo: Memo = memo or Memo()
-        self._read: dict[int, _Row] = {}  # rows read one by one, by index (`_row_at`)
         self._said_tail: list[str] = []  # `_said_last`'s statements so far, newest first
         self._said_from = len(self.messages) - 1
         if every_row:  # a section reads them all: one memo pass, and no walks
@@ -382,11 +372,9 @@ class _Conversation:
                 if row[0] == _HUMAN and row[1]
             ]
         else:
-            humans = [
-                m
-                for i, m in enumerate(self.messages)
-                if isinstance(m, HumanMessage) and self._row_at(i)[1]  # `_row`'s _HUMAN
-            ]
+            asked = [m for m in self.messages if isinstance(m, HumanMessage)]  # `_row`'s _HUMAN
+            rows = self.memo.each(asked, "row", self._row)
+            humans = [m for m, row in zip(asked, rows, strict=True) if row[1]]
         self.prior = [h for h in humans if is_summary(h)]
         self.asks = [h for h in humans if not is_summary(h)]
 
@@ -395,12 +383,11 @@ class _Conversation:
         """Every message's row, in one memo pass."""
         return self.memo.each(self.messages, "row", self._row)
 
-    def _row_at(self, i: int) -> _Row:
-        """The row of message `i`, read once per summary."""
-        row = self._read.get(i)
-        if row is None:
-            row = self._read[i] = self.memo.one(self.messages[i], "row", self._row)
-        return row
+    def _rows_of(self, lo: int, hi: int, kinds: type | tuple[type, ...]) -> list[_Row]:
+        """The rows of the messages [lo, hi) that are of `kinds`, in order: a walk reads
+        rows `WALK` messages at a time, one memo pass each."""
+        chosen = [m for m in self.messages[lo:hi] if isinstance(m, kinds)]
+        return self.memo.each(chosen, "row", self._row)
 
     def _row(self, m: BaseMessage) -> _Row:
         """What the common sections read of `m`, in one memo entry (one lookup per message
@@ -440,11 +427,11 @@ class _Conversation:
             return self.said[-limit:]
         found, i = self._said_tail, self._said_from  # newest first; where to look next
         while len(found) < limit and i >= 0:
-            if isinstance(self.messages[i], AIMessage):  # `_row`'s _AI
-                line = self._row_at(i)[1]
-                if line:
-                    found.append(line)
-            i -= 1
+            lo = max(0, i + 1 - WALK)
+            for row in reversed(self._rows_of(lo, i + 1, AIMessage)):  # `_row`'s _AI
+                if row[1]:
+                    found.append(row[1])
+            i = lo - 1
         self._said_from = i
         return found[:limit][::-1]
 
@@ -494,17 +481,17 @@ class _Conversation:
         if "rows" in self.__dict__:
             return [f"- {p} ({tools[0]})" for p, tools in list(self.paths.items())[:limit]]
         found: dict[str, str] = {}
-        messages = self.messages
-        for i, m in enumerate(messages):
-            if isinstance(m, AIMessage):  # only `_row`'s _AI rows name called paths
-                for path, tool in self._row_at(i)[2]:
+        n = len(self.messages)
+        for lo in range(0, n, WALK):
+            for row in self._rows_of(lo, lo + WALK, AIMessage):  # the rows naming called paths
+                for path, tool in row[2]:
                     if path not in found:
                         found[path] = tool
                         if len(found) == limit:
                             return [f"- {p} ({t})" for p, t in found.items()]
-        for i, m in enumerate(messages):
-            if isinstance(m, ToolMessage | HumanMessage):  # the rows that mention paths
-                for path in self._row_at(i)[3]:
+        for lo in range(0, n, WALK):
+            for row in self._rows_of(lo, lo + WALK, (ToolMessage, HumanMessage)):  # mentions
+                for path in row[3]:
                     if path not in found:
                         found[path] = "mentioned"
                         if len(found) == limit:
