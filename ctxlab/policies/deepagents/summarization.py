@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -216,12 +215,14 @@ class SummarizationStep(EffectiveList):
         self.event = new
         self._recount_window()
         undo = self._drop_reasoning(new.cutoff, new.created_at)
-        index = len(events)
-        events.append(Event("summarize", turn.index, touched, total, None, path, reason, summary))
+        index = len(events)  # the summary's event goes before the budget's (tail clip, overflow)
         committed = self._with_budget(
             turn, events, max(0, truncated_until - new.cutoff + 1), (old, undo, session)
         )
-        events[index] = replace(events[index], tokens_after=committed.context_tokens)
+        after = committed.context_tokens
+        events.insert(
+            index, Event("summarize", turn.index, touched, total, after, path, reason, summary)
+        )
         return committed
 
     def _summary_text(self, messages: Sequence[BaseMessage]) -> str:
