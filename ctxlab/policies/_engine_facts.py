@@ -16,8 +16,9 @@ describe, so an `id` is never reused while they live, and leave with the trace.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable, Hashable
 from functools import cached_property, partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -26,6 +27,8 @@ from ctxlab.message_facts import kind_of
 
 if TYPE_CHECKING:
     from ctxlab.trace import Trace
+
+T = TypeVar("T")
 
 Meta = tuple[BaseMessage, tuple[int, int], "frozenset[str] | None", "str | None"]
 """What a run knows of a message: the message itself (keeping its `id` unique), its
@@ -44,9 +47,16 @@ class TraceFacts:
         self.chars_per_token = chars_per_token
         self.counts: tuple[int, ...] = tuple(tk.tokens_list(messages, chars_per_token))
         """Each message's tokens (`ctxlab.tokens.tokens_list`)."""
-        self.built: dict[str, Any] = {}
+        self.built: dict[Hashable, Any] = {}
         """Tables an engine builds from these facts on first use (the stage engine's history
-        as its `Item`s), kept as long as the facts are."""
+        as its `Item`s), kept as long as the facts are (`kept`)."""
+
+    def kept(self, key: Hashable, make: Callable[[], T]) -> T:
+        """`make()` the first time `key` is asked for, the same table every time after: what
+        an engine derives from the history alone is built once per trace and counter."""
+        if key not in self.built:
+            self.built[key] = make()
+        return self.built[key]
 
     @cached_property
     def kinds(self) -> tuple[str, ...]:

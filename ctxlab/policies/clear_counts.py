@@ -39,9 +39,13 @@ def _clearable(
     assistant message before it makes its call, its tool is not excluded, it is not cleared
     already), their tokens and their cleared copies' tokens (the run's counter)."""
     key = f"clearable {stage.placeholder!r} {sorted(stage.exclude)!r}"
-    found = history.built.get(key)
-    if found is not None:
-        return found
+    return history.kept(key, lambda: _find_clearable(history, stage))
+
+
+def _find_clearable(
+    history: TraceFacts, stage: ClearStage
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`_clearable`, found in one pass over the history."""
     cpt = history.chars_per_token
     pos, ok, toks, stub_toks = [], [], [], []
     last_ai: AIMessage | None = None
@@ -72,23 +76,23 @@ def _clearable(
         ok.append(clears)
         toks.append(count if clears else 0)
         stub_toks.append(stub)
-    found = history.built[key] = (
+    return (
         np.asarray(pos, dtype=np.int64),
         np.asarray(ok, dtype=bool),
         np.asarray(toks, dtype=np.int64),
         np.asarray(stub_toks, dtype=np.int64),
     )
-    return found
 
 
 def _non_system_prefix(own: TraceFacts) -> np.ndarray:
     """Tokens of the history's first k messages but system ones (`[k]`), kept per trace and
     counter."""
-    found = own.built.get("non-system prefix")
-    if found is None:
-        non_system = [0 if k == "system" else c for k, c in zip(own.kinds, own.counts, strict=True)]
-        found = own.built["non-system prefix"] = cumulative(non_system)
-    return found
+    return own.kept(
+        "non-system prefix",
+        lambda: cumulative(
+            [0 if k == "system" else c for k, c in zip(own.kinds, own.counts, strict=True)]
+        ),
+    )
 
 
 def clear_counts(

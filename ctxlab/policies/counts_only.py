@@ -76,23 +76,19 @@ def with_stubs(raw: CallCounts, orig: np.ndarray, stub: np.ndarray) -> CallCount
 def kind_prefix(facts: TraceFacts) -> dict[str, np.ndarray]:
     """Per kind, the tokens of the history's first k messages of that kind-bucket
     (`[k]`, k = 0..n), computed once per trace and counter."""
-    found = facts.built.get("kind_prefix")
-    if found is None:
+
+    def make() -> dict[str, np.ndarray]:
         counts = np.asarray(facts.counts, dtype=np.int64)
         kinds = np.asarray(facts.kinds, dtype=object)
-        found = facts.built["kind_prefix"] = {
-            k: cumulative(np.where(kinds == k, counts, 0)) for k in KINDS
-        }
-    return found
+        return {k: cumulative(np.where(kinds == k, counts, 0)) for k in KINDS}
+
+    return facts.kept("kind_prefix", make)
 
 
 def history_prefix(facts: TraceFacts) -> np.ndarray:
     """The tokens of the history's first k messages (`[k]`, k = 0..n), computed once per
     trace and counter: with the tool schemas, a call's uncompacted count."""
-    found = facts.built.get("history prefix")
-    if found is None:
-        found = facts.built["history prefix"] = cumulative(facts.counts)
-    return found
+    return facts.kept("history prefix", lambda: cumulative(facts.counts))
 
 
 def raw_counts(facts: TraceFacts, fed: np.ndarray, tools_tokens: int) -> CallCounts:

@@ -194,12 +194,9 @@ def resolve_window(window: Any, trace: Trace, model: str | None = None) -> int |
 def history_items(facts: TraceFacts) -> tuple[Item, ...]:
     """The measured history as `Item`s (position, message, bucket), made once per trace and
     counter: a run feeds slices of them (items are immutable, so runs share them)."""
-    found = facts.built.get("items")
-    if found is None:
-        found = facts.built["items"] = tuple(
-            map(Item, range(len(facts.messages)), facts.messages, facts.kinds)
-        )
-    return found
+    return facts.kept(
+        "items", lambda: tuple(map(Item, range(len(facts.messages)), facts.messages, facts.kinds))
+    )
 
 
 @dataclass(slots=True)

@@ -46,8 +46,8 @@ def _results(
     """The history's tool results: positions, tokens, tokens of their masked copies (the
     copies the stage makes, memoised per message: `replaced` with the stage's key) and tags;
     kept per trace, counter and placeholder."""
-    found = facts.built.get(name := f"masked-results {key!r}")
-    if found is None:
+
+    def make() -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[frozenset[str], ...]]:
         cpt = facts.chars_per_token
         pos, toks, stub_toks, tags = [], [], [], []
         for i, (message, count) in enumerate(zip(facts.messages, facts.counts, strict=True)):
@@ -58,13 +58,14 @@ def _results(
             toks.append(count)
             stub_toks.append(tk.message_tokens(stub, cpt))
             tags.append(frozenset(_tags(message)))
-        found = facts.built[name] = (
+        return (
             np.asarray(pos, dtype=np.int64),
             np.asarray(toks, dtype=np.int64),
             np.asarray(stub_toks, dtype=np.int64),
             tuple(tags),
         )
-    return found
+
+    return facts.kept(f"masked-results {key!r}", make)
 
 
 def with_masks(
@@ -129,33 +130,26 @@ def _observations(
     tokens, whether their tags remove them and whether the window may mask them; each array
     has one more entry (index -1) for the first user message, an observation never masked.
     Kept per trace, counter and the stage's tags."""
-    key = f"observations {sorted(stage.remove_tags)!r} {sorted(stage.keep_tags)!r}"
-    found = facts.built.get(key)
-    if found is None:
+
+    def make() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         pos, toks, stub_toks, tags = _results(facts, ("swe-mask",), _swe_placeholder, _masked)
         every = (*tags, frozenset())
         removed = np.fromiter((bool(t & stage.remove_tags) for t in every), bool, len(every))
         kept = np.fromiter((bool(t & stage.keep_tags) for t in every), bool, len(every))
         windowed = ~kept & ~removed
         windowed[-1] = False
-        found = facts.built[key] = (
-            pos,
-            np.append(toks, 0),
-            np.append(stub_toks, 0),
-            removed,
-            windowed,
-        )
-    return found
+        return pos, np.append(toks, 0), np.append(stub_toks, 0), removed, windowed
+
+    key = f"observations {sorted(stage.remove_tags)!r} {sorted(stage.keep_tags)!r}"
+    return facts.kept(key, make)
 
 
 def _humans(facts: TraceFacts) -> np.ndarray:
     """Positions of the history's user messages, kept per trace and counter."""
-    found = facts.built.get("humans")
-    if found is None:
-        found = facts.built["humans"] = np.asarray(
-            [i for i, k in enumerate(facts.kinds) if k == "human"], dtype=np.int64
-        )
-    return found
+    return facts.kept(
+        "humans",
+        lambda: np.asarray([i for i, k in enumerate(facts.kinds) if k == "human"], dtype=np.int64),
+    )
 
 
 def masked_after(

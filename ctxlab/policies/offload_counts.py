@@ -38,9 +38,7 @@ _Offloads = tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]] | None
 def _offloads(history: TraceFacts, stage: OffloadStage) -> _Offloads:
     """`_find_offloads`, kept per trace, counter, limit and exclusions."""
     key = f"offloads {stage.limit} {sorted(stage.excluded)!r}"
-    if key not in history.built:
-        history.built[key] = _find_offloads(history, stage)
-    return history.built[key]
+    return history.kept(key, lambda: _find_offloads(history, stage))
 
 
 def _find_offloads(history: TraceFacts, stage: OffloadStage) -> _Offloads:

@@ -32,15 +32,16 @@ if TYPE_CHECKING:
 def _next_non_tool(history: TraceFacts) -> np.ndarray:
     """`[i]`: the first index at or after i whose message is not a tool result (n past the
     end): where `safe_start` moves a cut at i, before the history's end caps it."""
-    found = history.built.get("next non-tool")
-    if found is None:
+
+    def make() -> np.ndarray:
         n = len(history.messages)
         out = np.empty(n + 1, dtype=np.int64)
         out[n] = n
         for i in range(n - 1, -1, -1):
             out[i] = out[i + 1] if isinstance(history.messages[i], ToolMessage) else i
-        found = history.built["next non-tool"] = out
-    return found
+        return out
+
+    return history.kept("next non-tool", make)
 
 
 def recent_counts(

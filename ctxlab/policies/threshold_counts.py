@@ -43,11 +43,9 @@ if TYPE_CHECKING:
 def _turns_prefix(history: TraceFacts) -> np.ndarray:
     """`[k]`: the AIMessages among the history's first k messages (turn starts), kept per
     trace and counter."""
-    found = history.built.get("turns prefix")
-    if found is None:
-        starts = [isinstance(m, AIMessage) for m in history.messages]
-        found = history.built["turns prefix"] = cumulative(starts)
-    return found
+    return history.kept(
+        "turns prefix", lambda: cumulative([isinstance(m, AIMessage) for m in history.messages])
+    )
 
 
 def _views(

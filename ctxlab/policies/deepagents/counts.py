@@ -172,14 +172,14 @@ def _tables(run: DeepAgentsRun, trace: Trace) -> _Tables:
     for the next run with the same feed."""
     feed = run.feed or run._open_feed()
     found = facts(trace, run.cpt)
-    built = found.built
-    key = ("deepagents-calls", run.offset, run.settings.human_evict_chars)
-    calls = built.get(key)
-    if calls is None:
-        calls = built[key] = _calls_of(
-            trace, found.messages[run.offset :], history_prefix(found), run.offset, key[2]
-        )
-    kept: dict[int, tuple[Feed, _Tables]] = built.setdefault("deepagents-counts", {})
+    human_chars = run.settings.human_evict_chars
+    calls = found.kept(
+        ("deepagents-calls", run.offset, human_chars),
+        lambda: _calls_of(
+            trace, found.messages[run.offset :], history_prefix(found), run.offset, human_chars
+        ),
+    )
+    kept: dict[int, tuple[Feed, _Tables]] = found.built.setdefault("deepagents-counts", {})
     entry = kept.get(id(feed))
     if entry is not None and entry[0] is feed and entry[1].calls is calls:
         return entry[1]

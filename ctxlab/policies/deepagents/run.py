@@ -136,17 +136,16 @@ class DeepAgentsRun(SummarizationStep, RequestParts):
         drops once they are kept past it (`message_edits.size_without_reasoning`): found once
         per trace, so a summary visits these, not every kept message."""
         found = facts(self.trace, self.cpt)
-        key = ("deepagents-reasoned", self.offset)
-        positions = found.built.get(key)
-        if positions is None:
-            positions = found.built[key] = [
+        return found.kept(
+            ("deepagents-reasoned", self.offset),
+            lambda: [
                 p
                 for p, m in enumerate(found.messages[self.offset :])
                 if isinstance(m, AIMessage)
                 and isinstance(m.content, list)
                 and tk.derived(m, REASONING_SIZE, lambda m=m: size_without_reasoning(m)) is not None
-            ]
-        return positions
+            ],
+        )
 
     @cached_property
     def baselines(self) -> list[int]:
