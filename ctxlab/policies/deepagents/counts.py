@@ -16,7 +16,8 @@ happen at it:
 Each of these is found by a binary search or over a slice of arrays, so a 1,000-turn replay
 runs the real step at a few dozen calls (its summaries still run: their sizes are part of the
 counts). Usage scaling re-reads every request, so a policy using it has no form. Checked
-against the full replay, frame for frame and event for event (tests/test_counts_only.py).
+against the full replay, frame for frame and event for event
+(tests/test_counts_only_deepagents.py).
 """
 
 from __future__ import annotations
@@ -62,9 +63,10 @@ def deepagents_counts(settings: Settings, trace: Trace, summarizer: Summarizer) 
     stepped: list[tuple[int, Call]] = []
     k = 0
     while k < n_calls:
-        stop = _next_step(run, k, t, budgets, token_limit, message_limit)
+        window = _window(run)
+        stop = _next_step(run, k, t, window, budgets, token_limit, message_limit)
         if stop > k:  # calls k..stop-1 only grow the state: counts from the prefix sums
-            stretches.append(_stretch(run, k, stop))
+            stretches.append(_stretch(run, k, stop, window))
             k = stop
             if k == n_calls:
                 break
@@ -87,9 +89,10 @@ class _Stretch(NamedTuple):
     held: tuple[int, ...]
 
 
-def _stretch(run: DeepAgentsRun, first: int, stop: int) -> _Stretch:
+def _stretch(run: DeepAgentsRun, first: int, stop: int, held_now: tuple[int, int, int]) -> _Stretch:
+    """Calls `first`..`stop - 1` from the run's state now (`held_now`: its `_window`)."""
     fed = len(run.view)
-    start, summary, window = _window(run)
+    start, summary, window = held_now
     held = [run.window_kinds[k] for k in STATE_KINDS]
     held[SUMMARY] += summary
     held[SYSTEM] += run.system_tokens
@@ -139,13 +142,15 @@ class _Calls(NamedTuple):
     """What the form reads of a trace's calls, made once per trace, system-prompt offset and
     human-message limit: the state's length at each call (`lengths`, also as a list, `at`,
     for `bisect`: a search on a list costs what NumPy takes to start one), the calls whose
-    state ends with a HumanMessage over the limit (`long_human`), each call's recorded output
-    limit (NaN where none) and the uncompacted history's prefix sums (the baseline)."""
+    state ends with a HumanMessage over the limit (`long_human`), the recorded output limits
+    (`outputs`, distinct, None where a call has none) with each call's index into them
+    (`output_of`), and the uncompacted history's prefix sums (the baseline)."""
 
     lengths: np.ndarray
     at: list[int]
     long_human: np.ndarray
-    max_output: np.ndarray
+    outputs: list[int | None]
+    output_of: np.ndarray
     history: np.ndarray
 
 
@@ -218,14 +223,14 @@ def _calls_of(
         for p, m in enumerate(source):
             if isinstance(m, HumanMessage) and len(message_text(m)) > human_chars:
                 ends_long[p + 1] = True
-    max_output = [
-        math.nan if u.max_output_tokens is None else u.max_output_tokens for u in trace.turns
-    ]
+    index: dict[int | None, int] = {}
+    output_of = [index.setdefault(u.max_output_tokens, len(index)) for u in trace.turns]
     return _Calls(
         lengths,
         lengths.tolist(),
         ends_long[lengths],
-        np.array(max_output, dtype=float),
+        list(index),
+        np.array(output_of, dtype=np.intp),
         prefix[offset:] - prefix[offset],
     )
 
@@ -246,15 +251,13 @@ class _Budgets(NamedTuple):
 
 
 def _budgets(run: DeepAgentsRun, t: _Tables) -> _Budgets | None:
-    """The calls' input budgets; None when no call has one."""
-    s = run.settings
-    if s.budget is None and not run.budget_per_call:
+    """The calls' input budgets (`budget_for` of each distinct output limit); None when no
+    call has one."""
+    budgets = [run.budget_for(limit) for limit in t.calls.outputs]
+    if all(b is None for b in budgets):
         return None
-    each = np.full(len(t.calls.lengths), math.inf if s.budget is None else float(s.budget))
-    if run.budget_per_call:
-        recorded = ~np.isnan(t.calls.max_output)
-        each[recorded] = np.maximum(0, int(s.window * 0.95) - t.calls.max_output[recorded])
-    return _Budgets(each, float(each.min()) if len(each) else math.inf)
+    each = np.array([math.inf if b is None else b for b in budgets], dtype=float)
+    return _Budgets(each[t.calls.output_of], float(each.min()))
 
 
 def _limits(run: DeepAgentsRun) -> tuple[float, float]:
@@ -288,14 +291,16 @@ def _next_step(
     run: DeepAgentsRun,
     k: int,
     t: _Tables,
+    held_now: tuple[int, int, int],
     budgets: _Budgets | None,
     token_limit: float,
     message_limit: float,
 ) -> int:
-    """The first call from `k` on that needs the real step (see the module docstring)."""
+    """The first call from `k` on that needs the real step (see the module docstring), from
+    the run's state now (`held_now`: its `_window`)."""
     at, forced, total = t.calls.at, t.forced, t.total
     fed = len(run.view)
-    start, summary, window = _window(run)
+    start, summary, window = held_now
     i = bisect_left(forced, k)
     stop = forced[i] if i < len(forced) else len(at)
     # the request of a call whose state is n long: base + total[n]

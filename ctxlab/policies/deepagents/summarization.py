@@ -47,9 +47,7 @@ class SummarizationStep(EffectiveList):
 
     def _summarization(self, turn: Turn, events: list[Event]) -> Call:
         s = self.settings
-        self.budget = s.budget
-        if self.budget_per_call and turn.max_output_tokens is not None:
-            self.budget = max(0, int(s.window * 0.95) - turn.max_output_tokens)
+        self.budget = self.budget_for(turn.max_output_tokens)
         n_eff = self._eff_len()
         msgs = None
         total = self.fixed + self._suffix(0, 0)
@@ -95,6 +93,14 @@ class SummarizationStep(EffectiveList):
             return self._with_budget(turn, events, trunc_stop)
         reason = "+".join(r for r, on in (("trigger", by_trigger), ("budget", by_budget)) if on)
         return self._summarize(turn, events, cutoff, trunc_stop, total, reason)
+
+    def budget_for(self, max_output: int | None) -> int | None:
+        """The input budget of a call that recorded `max_output` tokens of output: the
+        policy's (`Settings.budget`), or, when the output limit comes from the trace, the
+        window's 95% less the call's own."""
+        if self.budget_per_call and max_output is not None:
+            return max(0, int(self.settings.window * 0.95) - max_output)
+        return self.settings.budget
 
     def _metric(self, kind: str, value: float) -> tuple[bool, float | None]:
         """A trigger clause's metric as (counts messages?, limit); a None limit is never met."""
