@@ -80,6 +80,11 @@ SETTINGS = [
     JetBrainsHybrid(),
     JetBrainsHybrid(n=3, keep_last_m_turns=0, observations_n=2),
     JetBrainsHybrid(n=2, keep_last_m_turns=1, enable_static_checkpointing=False, observations_n=1),
+    InspectEdit(window=200_000),
+    InspectEdit(window=3_000, threshold=0.5),
+    InspectEdit(window=4_000, threshold=0.3, keep_tool_uses=0, keep_thinking_turns=0),
+    InspectEdit(window=5_000, keep_tool_uses=7, keep_thinking_turns="all"),
+    InspectEdit(threshold=1_500, keep_tool_uses=1, keep_thinking_turns=3),
 ]
 """Each count-only form at its defaults and at settings that act often (small windows)."""
 
@@ -159,7 +164,8 @@ def test_every_real_trace(shared: Path) -> None:
 
 def test_settings_without_a_form_get_the_full_engine() -> None:
     trace = make_trace(20, seed=1)
-    assert counted(trace, InspectEdit(window=200_000)) is None  # edits at nearly every call
+    assert counted(trace, InspectEdit(exclude_tools=("run",))) is None  # reaches back
+    assert counted(trace, InspectEdit(keep_tool_inputs=False)) is None  # calls leave too
     assert counted(trace, ClaudeCode(cache_aligned=True)) is None  # a wrapped stage
     assert counted(trace, ClearToolUses(clear_at_least=100)) is None
     assert counted(trace, ClearToolUses(clear_tool_inputs=True)) is None

@@ -42,6 +42,8 @@ from ctxlab.policies.engine import (
 )
 
 if TYPE_CHECKING:
+    from ctxlab.policies.counts_only import CallCounts
+    from ctxlab.summarizers import Summarizer
     from ctxlab.trace import Trace
 
 INSPECT_DEFAULT_WINDOW = 128_000
@@ -489,6 +491,15 @@ class InspectEdit(_Inspect):
                 tuple(self.exclude_tools),
             )
         ]
+
+    def counts_only(self, trace: Trace, summarizer: Summarizer) -> CallCounts | None:
+        """The counts and events without the requests, by formula with `keep_tool_inputs`
+        and no excluded tools (`ctxlab.policies.edit_counts`), for a chart that needs no
+        requests."""
+        from ctxlab.policies.counts_only import single_stage
+        from ctxlab.policies.edit_counts import edit_counts
+
+        return single_stage(self, trace, EditStage, edit_counts)
 
 
 @dataclass(frozen=True)
