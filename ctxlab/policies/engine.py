@@ -518,6 +518,9 @@ class RebuildStage:
         self._view: list[Item] = []
         self._given: list[Item] | Mark | None = None
         self._counted = RunningCount()
+        # the tokens of `_view[:prefix_n]` (tool schemas included) as the last compaction
+        # counted them: a later view's count starts from them (`_total`)
+        self._prefix_tokens: int | None = None
 
     def prefix(self) -> list[Item]:
         """The messages the last compaction built, which every later view starts with (no
@@ -529,7 +532,16 @@ class RebuildStage:
         """`ctx.count(view)`, by what the view gained since the last call (`RunningCount`;
         counted again after every compaction): a stage that checks its threshold at every
         call pays for what is new."""
-        return self._counted(view, ctx.count, ctx.tok)
+        return self._counted(view, lambda v: self._total(v, ctx), ctx.tok)
+
+    def _total(self, view: list[Item], ctx: Context) -> int:
+        """`ctx.count(view)`; for the view this stage built (the last compaction's output,
+        untouched, plus new messages), that output's tokens plus the new messages': a
+        compaction then counts only what it added, not the whole request again."""
+        known = self._prefix_tokens
+        if known is not None and view is self._view:
+            return known + sum(ctx.tok.each(view[self.prefix_n :]))
+        return ctx.count(view)
 
     def view(self, items: list[Item]) -> list[Item]:
         """The current request before this call's decision."""
@@ -582,7 +594,7 @@ class RebuildStage:
         elif appended(self._counted.seen, before) == []:  # `before` is what `count` counted
             total = self._counted.tokens
         else:
-            total = ctx.count(before)
+            total = self._total(before, ctx)
         # a Grown is never edited once handed on; any other list is copied, as a caller may
         self._view = after if isinstance(after, Grown) else list(after)
         self._counted.forget()
@@ -596,8 +608,9 @@ class RebuildStage:
             changed = sum(tok(it.msg) for it in after[same:]) - sum(tok(it.msg) for it in old)
             after_total = total + changed
             ctx.sums.rebase(before if edited is None else edited.seen, self._view, same)
-        else:
-            after_total = ctx.count(after)
+        else:  # the stage's next count starts from this (`_total`), not from the sums
+            after_total = ctx.tools_tokens + sum(ctx.tok.each(after))
+        self._prefix_tokens = after_total
         ctx.events.append(
             Event(
                 kind, ctx.turn.index, tuple(sorted(gone)), total, after_total, path, reason, summary

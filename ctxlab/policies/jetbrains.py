@@ -188,6 +188,7 @@ class EveryNTurnsStage(RebuildStage):
         out = self.commit(ctx, view, sent, "summarize", reason, summary=text)
         self._view = [*head, checkpoint, *kept]  # what later calls build on
         self.prefix_n = len(self._view)
+        self._prefix_tokens = ctx.tools_tokens + sum(ctx.tok.each(self._view))
         return out
 
 
