@@ -181,9 +181,10 @@ def masked_after(
                 idx_l.append(index_of[it.pos])  # type: ignore[index]
         own = len(idx_l)
         where, idx = np.asarray(where_l, dtype=np.int64), np.asarray(idx_l, dtype=np.int64)
-        if cut >= 0:
+        if cut >= 0:  # the history's results the piece's calls hold: from `cut` to the last fed
             k = int(np.searchsorted(pos, cut))
-            tail_at, tail_idx = pos[k:], np.arange(k, len(pos), dtype=np.int64)
+            end = int(np.searchsorted(pos, fed[t1 - 1])) if t1 > t0 else k
+            tail_at, tail_idx = pos[k:end], np.arange(k, end, dtype=np.int64)
             first = int(np.searchsorted(humans, cut))  # the first user message from `cut` on
             if first < len(humans) and -1 not in idx_l:
                 h = int(humans[first])
