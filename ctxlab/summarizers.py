@@ -254,18 +254,11 @@ def _first_line(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-@lru_cache(maxsize=1 << 14)
-def _line_paths(line: str) -> tuple[str, ...]:
-    """`PATH` matches of one line, remembered (no path spans a line break)."""
-    return tuple(PATH.findall(line))
-
-
-def _mentioned(m: BaseMessage, text: str) -> tuple[str, ...]:
-    """The paths in a request's first 4,000 characters. A summary message is new at every
-    replay but repeats earlier summaries' lines, so its lines are matched through a cache."""
-    if not is_summary(m):
-        return tuple(PATH.findall(text[:4000]))
-    return tuple(p for line in text[:4000].split("\n") for p in _line_paths(line))
+def _mentioned(text: str) -> tuple[str, ...]:
+    """The paths in a request's first 4,000 characters (a summary message's too: `PATH` starts
+    at a slash, so matching the whole text costs less than looking each line up in a cache,
+    6 against 14 us on an OpenHands summary)."""
+    return tuple(PATH.findall(text[:4000]))
 
 
 def _clip_words(lines: list[str], budget: int) -> list[str]:
@@ -401,7 +394,7 @@ class _Conversation:
         if isinstance(m, AIMessage):
             return _AI, first, tuple(_called_paths(m)), ()
         if isinstance(m, HumanMessage):
-            return _HUMAN, first, (), _mentioned(m, text)
+            return _HUMAN, first, (), _mentioned(text)
         return _OTHER, first, (), ()
 
     def text(self, m: BaseMessage) -> str:

@@ -241,6 +241,7 @@ def derived_each(
     (a summary reads one fact of every message it covers, at every summary of every replay)."""
     out = []
     memo = _MEMO
+    missing = _MISSING
     for message in messages:
         entry = memo.get(id(message))
         if entry is None or entry[0]() is not message:
@@ -248,12 +249,15 @@ def derived_each(
         values = entry[3]
         if values is None:
             values = entry[3] = {}
-        if key in values:
-            out.append(values[key])
-        else:
+        value = values.get(key, missing)  # one hash of the (tuple) key, not two
+        if value is missing:
             value = values[key] = make(message)
-            out.append(value)
+        out.append(value)
     return out
+
+
+_MISSING = object()
+"""`derived_each`'s marker for a value not derived yet (a derived value may be None)."""
 
 
 def cached_size(message: BaseMessage) -> Size:
