@@ -103,6 +103,20 @@ def test_explorer_zoom_follows_the_slider(trace) -> None:
     assert math.isclose(10 ** ex.figure.layout.yaxis.range[1], peak * 1.3, rel_tol=1e-9)
 
 
+def test_a_move_restores_the_axis_after_the_browser_changed_it(trace) -> None:
+    """A move skips y-axis keys the chart already holds; what it compares with is the chart's
+    layout as it is now, so an axis the browser changed (a relayout from the page) is set back
+    to what the controls say at the next move."""
+    ex = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+    ex.control("trigger").value = 0.1
+    assert ex.figure.layout.yaxis.type == "linear"
+    zoom = ex.figure.layout.yaxis.autorange
+    ex.figure.plotly_relayout({"yaxis.type": "log", "yaxis.autorange": not zoom})
+    ex.control("trigger").value = 0.5
+    assert ex.figure.layout.yaxis.type == "linear"
+    assert ex.figure.layout.yaxis.autorange is zoom
+
+
 def test_in_place_updates_stay_valid_plotly(trace, tmp_path) -> None:
     """Moves send plain arrays without validation; the figure must still be one plotly accepts
     whole (an HTML export validates it) and hold the new replay's numbers."""

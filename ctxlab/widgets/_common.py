@@ -148,7 +148,7 @@ def update_in_place(
     data = trace_dicts(fig)
     sent: list[dict[str, Any]] | None = getattr(widget, "_ctxlab_sent", None)
     widget._ctxlab_sent = data
-    relayout = dict(layout or {})
+    relayout = _unsettled(widget, dict(layout or {}))
     if isinstance(fig, go.Figure):
         relayout["title.text"] = fig.layout.title.text
     if title is not None:
@@ -180,6 +180,24 @@ def update_in_place(
         widget.plotly_update(restyle_data=restyle, relayout_data=relayout, trace_indexes=indexes)
     elif relayout:
         widget.plotly_relayout(relayout)
+
+
+_STEADY_AXIS = ("type", "autorange")
+"""`yaxis.*` relayout keys a move rarely changes (`y_axis_layout`): plotly takes about 90 us to
+process a relayout key, changed or not, and reading the value back takes 28."""
+
+
+def _unsettled(widget: go.FigureWidget, relayout: dict[str, Any]) -> dict[str, Any]:
+    """`relayout` without the steady y-axis keys whose values the widget's layout already
+    holds: what plotly would send anyway, found for less (the layout is read, not a record of
+    what was sent, so the user's own zoom or another relayout is seen)."""
+    steady = [name for name in _STEADY_AXIS if f"yaxis.{name}" in relayout]
+    if steady:
+        yaxis = widget.layout.yaxis
+        for name in steady:
+            if getattr(yaxis, name) == relayout[f"yaxis.{name}"]:
+                del relayout[f"yaxis.{name}"]
+    return relayout
 
 
 def _same(a: Any, b: Any) -> bool:
