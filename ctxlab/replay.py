@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from ctxlab.billing import BillerLike, Billing, bill
 from ctxlab.message_facts import KINDS
+from ctxlab.policies._engine_facts import turn_table
 from ctxlab.policies.base import Call, Event, Files, Policy, PolicyRun
 from ctxlab.schema import EVENTS, TURNS
 from ctxlab.summarizers import Extractive, Summarizer
@@ -155,16 +157,16 @@ def counted(
     found = form(trace, summarizer or Extractive()) if form is not None else None
     if found is None:
         return None
-    turns = trace.turns
+    calls = turn_table(trace)
     columns: dict[str, Any] = {  # arrays as they are: polars takes them without a copy
-        "turn": [t.index for t in turns],
-        "position": [t.position for t in turns],
+        "turn": calls.index,
+        "position": calls.position,
         "context_tokens": found.context_tokens,
         **{f"{k}_tokens": found.by_kind[k] for k in KINDS},
         "messages": found.messages,
-        "recorded_input_tokens": [t.input_tokens for t in turns],
+        "recorded_input_tokens": calls.recorded,
         "baseline_tokens": found.baseline_tokens,
-        "events": [len(e) for e in found.events],
+        "events": np.fromiter(map(len, found.events), dtype=np.int64, count=len(found.events)),
     }
     events = [e for per_call in found.events for e in per_call] + list(found.extra_events)
     return Counted(trace.trace_id, policy.name, _counts_frame(columns), events, trace)

@@ -24,7 +24,7 @@ import numpy as np
 
 from ctxlab import tokens as tk
 from ctxlab.message_facts import KINDS
-from ctxlab.policies._engine_facts import TraceFacts, facts
+from ctxlab.policies._engine_facts import TraceFacts, facts, turn_table
 
 if TYPE_CHECKING:
     from ctxlab.policies.base import Event
@@ -49,14 +49,10 @@ class CallCounts(NamedTuple):
 
 
 def fed_lengths(trace: Trace) -> np.ndarray:
-    """The history length the stage engine holds at each call: it feeds up to the call's
-    position, and past its recorded output once the call is made (`StageRun.call`), never
-    back."""
-    turns = trace.turns
-    at = np.fromiter((t.position for t in turns), dtype=np.int64, count=len(turns))
-    after = at + np.fromiter((t.output is not None for t in turns), dtype=bool, count=len(turns))
-    fed_before = np.maximum.accumulate(np.concatenate(([0], after[:-1]))) if len(at) else at
-    return np.maximum(at, fed_before)
+    """The history length the stage engine holds at each call (read-only): it feeds up to the
+    call's position, and past its recorded output once the call is made (`StageRun.call`),
+    never back; kept per trace (`turn_table`)."""
+    return turn_table(trace).fed
 
 
 def cumulative(values: Sequence[int] | np.ndarray) -> np.ndarray:
