@@ -150,6 +150,30 @@ def test_tags_decide_as_in_the_stage() -> None:
     assert_same(_tagged(), ObservationMasking(n=2))
 
 
+def test_a_step_that_masks_by_tag_and_by_window_lists_them_in_order() -> None:
+    """A step with more results than the window keeps, the first one tagged for removal: at
+    one call the tag removes it and the window passes the one after it; the event lists them
+    in the input's order, as the stage does."""
+    msgs: list = [SystemMessage("sys"), HumanMessage("fix /src/app.py")]
+    tagged = set()
+    for i in range(6):
+        ids = [f"c{i}{k}" for k in "abc"]
+        msgs.append(AIMessage("", tool_calls=[{"name": "run", "args": {}, "id": c} for c in ids]))
+        for k, c in enumerate(ids):
+            tags = {"tags": ["remove_output"]} if k == 0 else {}
+            tagged.update([len(msgs)] if k == 0 else [])
+            text = f"out {c}\n" * (30 + 5 * i)
+            msgs.append(ToolMessage(text, tool_call_id=c, name="run", additional_kwargs=tags))
+    msgs.append(AIMessage("done"))
+    trace = from_messages(msgs, trace_id="mixed step")
+    hybrid = JetBrainsHybrid(n=2, keep_last_m_turns=1, observations_n=1)
+    for policy in (ObservationMasking(n=1), hybrid):
+        assert_same(trace, policy)
+        events = replay(trace, policy).event_list
+        # the case itself: a tagged result listed before another result of its call
+        assert any(p in tagged for e in events for p in e.messages[:-1])
+
+
 def test_every_real_trace(shared: Path) -> None:
     """Every form on every real trace; the offload form declines the SWE-agent trajectory
     (a call id reused with another tool name, which makes the stage re-decide old results)."""

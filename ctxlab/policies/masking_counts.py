@@ -203,29 +203,35 @@ def masked_after(
         last = np.maximum(0, (m // stage.polling) * stage.polling - stage.n)
         orig[span] = cumulative(windowed * o)[last] + cumulative(removed * o)[m]
         stub[span] = cumulative(windowed * s_)[last] + cumulative(removed * s_)[m]
-        at, win, rem = where.tolist(), windowed.tolist(), removed.tolist()
-        # within a piece both counts only grow: a call where neither moved masks nothing new
-        moved = np.flatnonzero((np.diff(last, prepend=-1) != 0) | (np.diff(m, prepend=-1) != 0))
-        lo = m_lo = 0
-        for j, t, hi, m_hi in zip(
-            moved.tolist(),
-            span[moved].tolist(),
-            last[moved].tolist(),
-            m[moved].tolist(),
-            strict=True,
-        ):
-            if j == 0:  # a new input: what it masks, against the call before
-                new = [at[i] for i in range(m_hi) if ((win[i] and i < hi) or rem[i])]
-                new = [p for p in new if p not in before]
-            else:  # the same input grown: what the window passed, and tagged arrivals
-                picked = [i for i in range(lo, hi) if win[i]]
-                arrived = [i for i in range(m_lo, m_hi) if rem[i]]
-                new = [at[i] for i in (sorted(picked + arrived) if arrived else picked)]
-            lo, m_lo = hi, m_hi
-            if new:
-                fresh.append((t, tuple(new)))
+        if t1 == t0:  # no call reads this input (a trace without calls)
+            continue
+        index = np.arange(len(where))
+        # the piece's first call: what it masks, against the call before (a new input)
+        masked = ((windowed & (index < last[0])) | removed)[: m[0]]
+        first = [p for p in where[: m[0]][masked].tolist() if p not in before]
+        if first:
+            fresh.append((t0, tuple(first)))
+        # its later calls (the same input grown): each masks what the window passed since the
+        # call before and the tagged arrivals; both counts only grow, so an observation is
+        # masked at the first call whose count passes it
+        passed = np.flatnonzero(windowed[last[0] : last[-1]]) + last[0]
+        arrived = np.flatnonzero(removed[m[0] : m[-1]]) + m[0]
+        if len(passed) or len(arrived):
+            calls = np.concatenate(
+                (np.searchsorted(last, passed, "right"), np.searchsorted(m, arrived, "right"))
+            )
+            found = np.concatenate((passed, arrived))
+            order = np.lexsort((found, calls))
+            calls, positions = calls[order], where[found[order]].tolist()
+            bounds = (np.flatnonzero(np.diff(calls)) + 1).tolist()
+            starts, ends = [0, *bounds], [*bounds, len(positions)]
+            fresh.extend(
+                (t, tuple(positions[a:b]))
+                for t, a, b in zip((t0 + calls[starts]).tolist(), starts, ends, strict=True)
+            )
         # what the piece's last call masks, for the next piece to compare with
-        before = {at[i] for i in range(m_lo) if (win[i] and i < lo) or rem[i]}
+        masked = ((windowed & (index < last[-1])) | removed)[: m[-1]]
+        before = set(where[: m[-1]][masked].tolist())
     return orig, stub, fresh
 
 
