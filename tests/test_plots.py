@@ -200,7 +200,9 @@ def test_export_restarts_kaleido_when_its_tab_lost_its_page(tmp_path, stressed, 
     monkeypatch.setattr(exporter.KALEIDO, "stop", stop)
     png = plots.export(fig, tmp_path / "retried.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert stops == [True]
+    # one restart for the failure above; under load the real browser may meet it too, and
+    # `export` restarts again for that (up to START_ATTEMPTS opens in all)
+    assert 1 <= len(stops) < exporter.START_ATTEMPTS
     failures = iter([RuntimeError("something else broke")])
     with pytest.raises(RuntimeError, match="something else"):
         plots.export(fig, tmp_path / "other.png")
