@@ -25,11 +25,11 @@ from ctxlab.policies.base import Event
 from ctxlab.policies.counts_only import CallCounts, cumulative, fed_lengths, raw_counts
 from ctxlab.policies.engine import replaced
 from ctxlab.policies.inspect import (
-    _THINKING,
     TOOL_RESULT_PLACEHOLDER,
     EditStage,
     _cleared,
     _no_thinking,
+    has_thinking,
 )
 
 if TYPE_CHECKING:
@@ -48,12 +48,6 @@ class _Editable(NamedTuple):
     """Per token bucket, `[k]`: the tokens the first k of them take out of it when edited."""
     gained: np.ndarray
     """`[k]`: the tokens their first k edited copies add to the copies' bucket."""
-
-
-def _has_thinking(message: AIMessage) -> bool:
-    return isinstance(message.content, list) and any(
-        isinstance(b, dict) and b.get("type") in _THINKING for b in message.content
-    )
 
 
 def _editable(history: TraceFacts, results: bool) -> _Editable:
@@ -82,7 +76,7 @@ def _find_editable(history: TraceFacts, *, results: bool) -> _Editable:
         elif isinstance(message, AIMessage):
             edit = (
                 replaced(message, ("no-thinking",), lambda m=message: _no_thinking(m))
-                if _has_thinking(message)
+                if has_thinking(message)
                 else None
             )
         else:

@@ -259,6 +259,13 @@ class InspectStage(RebuildStage):
         raise NotImplementedError
 
 
+def has_thinking(message: AIMessage) -> bool:
+    """Whether `message` holds a thinking block `CompactionEdit` strips."""
+    return isinstance(message.content, list) and any(
+        isinstance(b, dict) and b.get("type") in _THINKING for b in message.content
+    )
+
+
 def _no_thinking(message: AIMessage) -> AIMessage:
     content = [
         b for b in message.content if not (isinstance(b, dict) and b.get("type") in _THINKING)
@@ -360,9 +367,7 @@ class EditStage(InspectStage):
             keep = int(self.keep_thinking)
             for i in ais[: max(0, len(ais) - keep)]:
                 m = out[i].msg
-                if isinstance(m.content, list) and any(
-                    isinstance(b, dict) and b.get("type") in _THINKING for b in m.content
-                ):
+                if has_thinking(m):
                     out[i] = Item(
                         out[i].pos, replaced(m, ("no-thinking",), lambda m=m: _no_thinking(m)), "ai"
                     )
