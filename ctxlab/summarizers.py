@@ -24,7 +24,7 @@ import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -254,13 +254,6 @@ def _first_line(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def _mentioned(text: str) -> tuple[str, ...]:
-    """The paths in a request's first 4,000 characters (a summary message's too: `PATH` starts
-    at a slash, so matching the whole text costs less than looking each line up in a cache,
-    6 against 14 us on an OpenHands summary)."""
-    return tuple(PATH.findall(text[:4000]))
-
-
 def _clip_words(lines: list[str], budget: int) -> list[str]:
     """`lines` cut to `budget` words in total; a leading "- " bullet marker is not a word."""
     out = []
@@ -394,7 +387,7 @@ class _Conversation:
         if isinstance(m, AIMessage):
             return _AI, first, tuple(_called_paths(m)), ()
         if isinstance(m, HumanMessage):
-            return _HUMAN, first, (), _mentioned(text)
+            return _HUMAN, first, (), tuple(PATH.findall(text[:4000]))
         return _OTHER, first, (), ()
 
     def text(self, m: BaseMessage) -> str:
@@ -474,22 +467,24 @@ class _Conversation:
         if "rows" in self.__dict__:
             return [f"- {p} ({tools[0]})" for p, tools in list(self.paths.items())[:limit]]
         found: dict[str, str] = {}
+        for path, tool in self._walked_paths():
+            if path not in found:
+                found[path] = tool
+                if len(found) == limit:
+                    break
+        return [f"- {p} ({t})" for p, t in found.items()]
+
+    def _walked_paths(self) -> Iterator[tuple[str, str]]:
+        """(path, tool) in `paths`' order, called paths then paths seen ("mentioned"), rows
+        read `WALK` messages at a time and only as far as the caller goes on."""
         n = len(self.messages)
         for lo in range(0, n, WALK):
             for row in self._rows_of(lo, lo + WALK, AIMessage):  # the rows naming called paths
-                for path, tool in row[2]:
-                    if path not in found:
-                        found[path] = tool
-                        if len(found) == limit:
-                            return [f"- {p} ({t})" for p, t in found.items()]
+                yield from row[2]
         for lo in range(0, n, WALK):
             for row in self._rows_of(lo, lo + WALK, (ToolMessage, HumanMessage)):  # mentions
                 for path in row[3]:
-                    if path not in found:
-                        found[path] = "mentioned"
-                        if len(found) == limit:
-                            return [f"- {p} ({t})" for p, t in found.items()]
-        return [f"- {p} ({t})" for p, t in found.items()]
+                    yield path, "mentioned"
 
     def changes(self, section: Section, limit: int) -> list[str]:
         """Paths a writing tool touched (with that tool) ahead of the other artifacts, for

@@ -91,7 +91,8 @@ _FACTS: dict[int, tuple[weakref.ref, dict[float, TraceFacts]]] = {}
 
 
 def _forget(key: int, ref: weakref.ref, memo: dict = _FACTS) -> None:
-    """Weakref callback (reads no module globals: it may run at interpreter shutdown)."""
+    """Weakref callback of a per-trace table (`_FACTS`, or the `memo` bound with it): reads no
+    module globals, as it may run at interpreter shutdown."""
     entry = memo.get(key)
     if entry is not None and entry[0] is ref:
         del memo[key]
@@ -166,12 +167,5 @@ def turn_table(trace: Trace) -> TurnTable:
     for column in (at, index, fed):
         column.flags.writeable = False
     table = TurnTable(turns, index, at, fed, [t.input_tokens for t in turns])
-    _TURNS[key] = (weakref.ref(trace, partial(_forget_turns, key)), table)
+    _TURNS[key] = (weakref.ref(trace, partial(_forget, key, memo=_TURNS)), table)
     return table
-
-
-def _forget_turns(key: int, ref: weakref.ref, memo: dict = _TURNS) -> None:
-    """Weakref callback of `_TURNS` (as `_forget`)."""
-    entry = memo.get(key)
-    if entry is not None and entry[0] is ref:
-        del memo[key]
