@@ -208,26 +208,26 @@ def masked_after(
         index = np.arange(len(where))
         # the piece's first call: what it masks, against the call before (a new input)
         masked = ((windowed & (index < last[0])) | removed)[: m[0]]
-        first = [p for p in where[: m[0]][masked].tolist() if p not in before]
-        if first:
-            fresh.append((t0, tuple(first)))
+        new = [p for p in where[: m[0]][masked].tolist() if p not in before]
+        if new:
+            fresh.append((t0, tuple(new)))
         # its later calls (the same input grown): each masks what the window passed since the
         # call before and the tagged arrivals; both counts only grow, so an observation is
         # masked at the first call whose count passes it
         passed = np.flatnonzero(windowed[last[0] : last[-1]]) + last[0]
         arrived = np.flatnonzero(removed[m[0] : m[-1]]) + m[0]
         if len(passed) or len(arrived):
-            calls = np.concatenate(
+            at_call = np.concatenate(
                 (np.searchsorted(last, passed, "right"), np.searchsorted(m, arrived, "right"))
             )
             found = np.concatenate((passed, arrived))
-            order = np.lexsort((found, calls))
-            calls, positions = calls[order], where[found[order]].tolist()
-            bounds = (np.flatnonzero(np.diff(calls)) + 1).tolist()
+            order = np.lexsort((found, at_call))
+            at_call, positions = at_call[order], where[found[order]].tolist()
+            bounds = (np.flatnonzero(np.diff(at_call)) + 1).tolist()
             starts, ends = [0, *bounds], [*bounds, len(positions)]
             fresh.extend(
                 (t, tuple(positions[a:b]))
-                for t, a, b in zip((t0 + calls[starts]).tolist(), starts, ends, strict=True)
+                for t, a, b in zip((t0 + at_call[starts]).tolist(), starts, ends, strict=True)
             )
         # what the piece's last call masks, for the next piece to compare with
         masked = ((windowed & (index < last[-1])) | removed)[: m[-1]]

@@ -298,11 +298,11 @@ class ThresholdExplorer(W.VBox):
     `debounce` (seconds) coalesces changes inside a running kernel; outside one (tests, the
     benchmark) updates are synchronous. `replay`/`policy` always hold the current state.
 
-    A move of a policy with a count-only form (`StagePolicy.counts_only`: the masking,
-    clearing, offload and recency presets by formula, the presets that compact at a
-    threshold, and jetbrains-hybrid, by running their stage only where it may act) draws the
-    chart from its counts and events (`ctxlab.replay.counted`, equal to the replay's); the
-    full replay follows once the chart is sent, for the cost readout, or when `replay` is
+    A move of a policy with a count-only form (`counts_only`: the masking, clearing, offload
+    and recency presets and Inspect's edit by formula; Deep Agents, the presets that compact
+    at a threshold, and jetbrains-hybrid, by running their step only where it may act) draws
+    the chart from its counts and events (`ctxlab.replay.counted`, equal to the replay's);
+    the full replay follows once the chart is sent, for the cost readout, or when `replay` is
     read first.
 
     `freeze_gc` (default True) calls `gc.freeze()` once the trace is measured and replayed:
