@@ -32,8 +32,12 @@ from ctxlab.policies import (
     SWEAgentMasking,
     ToolResultOffload,
 )
+from ctxlab.policies.counts_only import fed_lengths
+from ctxlab.policies.engine import Context, StageRun
 from ctxlab.policies.masking import LastNStage
+from ctxlab.policies.masking_counts import masked_after
 from ctxlab.replay import counted, replay
+from ctxlab.summarizers import CachedExtractive
 from ctxlab.trace import Trace, from_messages
 from ctxlab.widgets import ThresholdExplorer
 from tests._policy_traces import real_traces
@@ -127,6 +131,56 @@ def _tagged() -> Trace:
     msgs.append(ToolMessage("[cleared]", tool_call_id="old", name="run", response_metadata=cleared))
     msgs.append(AIMessage("done"))
     return from_messages(msgs, trace_id="tagged")
+
+
+def _stage_over(trace: Trace, stage: LastNStage, pieces: list) -> tuple[list, list, list]:
+    """What `stage` does call by call over the pieces' inputs (the reference of
+    `masked_after`): tokens of the results it masks and of their stubs, and its events."""
+    run = StageRun(trace, CachedExtractive(), [], window=None)
+    history = run.items
+    fed = fed_lengths(trace)
+    orig, stub, events = [0] * len(fed), [0] * len(fed), []
+    for t0, t1, items, cut in pieces:
+        for t in range(t0, t1):
+            given = [*items, *(it for it in history[cut : fed[t]])] if cut >= 0 else items
+            ctx = Context(
+                trace.turns[t], trace, run.summarizer, run.files, [], run.cpt,
+                run.tools_tokens, None, run.tok, run.sums,
+            )  # fmt: skip
+            out = stage.apply(list(given), ctx)
+            for a, b in zip(given, out, strict=True):
+                if a.msg is not b.msg:
+                    orig[t] += run.tok(a.msg)
+                    stub[t] += run.tok(b.msg)
+            events += [(t, e.messages) for e in ctx.events]
+    return orig, stub, events
+
+
+def test_masking_after_an_input_that_shrinks_then_grows() -> None:
+    """A result masked at one call, kept at the next (a shorter input) and masked again later
+    is listed again there, as the stage lists it; the counts follow the stage call by call."""
+    trace = make_trace(60, fmt="anthropic", seed=7, model="claude-sonnet-4-5")
+    fed = fed_lengths(trace)
+    history = StageRun(trace, CachedExtractive(), [], window=None).items
+    results = [it for it in history if it.kind == "tool_results"]
+    head = [it for it in history[: fed[0]] if it.kind in ("system", "human")]
+    a, b = 20, 21
+    kept = [it for it in results if it.pos < fed[a]][-8:-4]  # newer ones left out at b
+    pieces = [
+        (0, a, [], 0),
+        (a, b, list(history[: fed[a]]), -1),  # everything: the window masks most
+        (b, len(fed), [*head, *kept], int(fed[a])),  # a short input that grows again
+    ]
+    stage = LastNStage(n=4, polling=1, remove_tags=frozenset(), keep_tags=frozenset())
+    orig, stub, events = _stage_over(trace, stage, pieces)
+    facts = StageRun(trace, CachedExtractive(), [], window=None).facts
+    got_orig, got_stub, got_events = masked_after(facts, stage, pieces, fed)
+    assert got_orig.tolist() == orig
+    assert got_stub.tolist() == stub
+    assert got_events == events
+    later = {p for t, ps in events if t > b for p in ps}
+    again = later & {p for t, ps in events if t <= a for p in ps}
+    assert again & {it.pos for it in kept}  # the case itself: masked, kept, masked again
 
 
 @pytest.mark.parametrize("policy", SETTINGS, ids=lambda p: f"{p.name}:{p.params()}")

@@ -158,80 +158,110 @@ def masked_after(
     """`LastNStage` over inputs that are another stage's output, given call by call as
     `pieces` (in call order): per call, the tokens of the results it masks and of their
     stubs, and the calls that mask results not masked at the call before (those positions,
-    in input order)."""
+    in input order).
+
+    The pieces' observations are laid end to end in one array, so the counts and the call
+    that masks each observation are a few array operations over the whole replay, not forty
+    per piece (a summary preset's replay has dozens of pieces of a few dozen observations)."""
     pos, toks, stub_toks, removed_all, windowed_all = _observations(facts, stage)
-    index_of = {p: i for i, p in enumerate(pos.tolist())} if any(p[2] for p in pieces) else {}
-    humans = _humans(facts)
     calls = len(fed)
     orig, stub = np.zeros(calls, dtype=np.int64), np.zeros(calls, dtype=np.int64)
-    fresh: list[tuple[int, tuple[int, ...]]] = []
-    before: set[int] = set()  # positions masked at the previous call
-    for t0, t1, items, cut in pieces:
-        # the input's observations in order, by position and index (-1: the first user
-        # message): the items', then the history's from `cut` on (the first user message
-        # among them if the items had none)
+    live = [p for p in pieces if p[1] > p[0]]  # a piece no call reads masks nothing
+    if not live:
+        return orig, stub, []
+    humans = _humans(facts)
+    # each piece's input, its observations in order by position: the items', then the
+    # history's from `cut` to the piece's last fed (the first user message from `cut` on
+    # among them if the items had none)
+    wheres: list[Any] = []
+    own, tail_from, user, length = [], [], [], []  # per piece
+    for _t0, t1, items, cut in live:
         where_l: list[int] = []
-        idx_l: list[int] = []
+        has_user = False
         for it in items:
-            if it.kind == "human" and -1 not in idx_l:
+            kind = it.kind
+            if kind == "tool_results":
+                if isinstance(it.msg, ToolMessage):
+                    where_l.append(it.pos)  # type: ignore[arg-type]
+            elif kind == "human" and not has_user:
                 where_l.append(it.pos)  # type: ignore[arg-type]
-                idx_l.append(-1)
-            elif isinstance(it.msg, ToolMessage) and it.kind == "tool_results":
-                where_l.append(it.pos)  # type: ignore[arg-type]
-                idx_l.append(index_of[it.pos])  # type: ignore[index]
-        own = len(idx_l)
-        where, idx = np.asarray(where_l, dtype=np.int64), np.asarray(idx_l, dtype=np.int64)
-        if cut >= 0:  # the history's results the piece's calls hold: from `cut` to the last fed
+                has_user = True
+        wheres.append(where_l)
+        own.append(len(where_l))
+        k = h = -1  # no tail; no user message added to it
+        size = len(where_l)
+        if cut >= 0:
             k = int(np.searchsorted(pos, cut))
-            end = int(np.searchsorted(pos, fed[t1 - 1])) if t1 > t0 else k
-            tail_at, tail_idx = pos[k:end], np.arange(k, end, dtype=np.int64)
-            first = int(np.searchsorted(humans, cut))  # the first user message from `cut` on
-            if first < len(humans) and -1 not in idx_l:
+            tail = pos[k : int(np.searchsorted(pos, fed[t1 - 1]))]
+            first = int(np.searchsorted(humans, cut))
+            if first < len(humans) and not has_user:
                 h = int(humans[first])
-                at_h = int(np.searchsorted(tail_at, h))
-                tail_at, tail_idx = np.insert(tail_at, at_h, h), np.insert(tail_idx, at_h, -1)
-            where, idx = np.concatenate((where, tail_at)), np.concatenate((idx, tail_idx))
-        o, s_, removed = toks[idx], stub_toks[idx], removed_all[idx]
-        windowed = windowed_all[idx]
-        if len(windowed):
-            windowed[0] = False  # the first observation is never elided
-        span = np.arange(t0, t1)
-        if cut >= 0:  # observations in the input at each call
-            m = own + np.searchsorted(where[own:], fed[span])
-        else:
-            m = np.full(len(span), len(where), dtype=np.int64)
-        last = np.maximum(0, (m // stage.polling) * stage.polling - stage.n)
-        orig[span] = cumulative(windowed * o)[last] + cumulative(removed * o)[m]
-        stub[span] = cumulative(windowed * s_)[last] + cumulative(removed * s_)[m]
-        if t1 == t0:  # no call reads this input (a trace without calls)
-            continue
-        index = np.arange(len(where))
-        # the piece's first call: what it masks, against the call before (a new input)
-        masked = ((windowed & (index < last[0])) | removed)[: m[0]]
-        new = [p for p in where[: m[0]][masked].tolist() if p not in before]
-        if new:
-            fresh.append((t0, tuple(new)))
-        # its later calls (the same input grown): each masks what the window passed since the
-        # call before and the tagged arrivals; both counts only grow, so an observation is
-        # masked at the first call whose count passes it
-        passed = np.flatnonzero(windowed[last[0] : last[-1]]) + last[0]
-        arrived = np.flatnonzero(removed[m[0] : m[-1]]) + m[0]
-        if len(passed) or len(arrived):
-            at_call = np.concatenate(
-                (np.searchsorted(last, passed, "right"), np.searchsorted(m, arrived, "right"))
-            )
-            found = np.concatenate((passed, arrived))
-            order = np.lexsort((found, at_call))
-            at_call, positions = at_call[order], where[found[order]].tolist()
-            bounds = (np.flatnonzero(np.diff(at_call)) + 1).tolist()
-            starts, ends = [0, *bounds], [*bounds, len(positions)]
-            fresh.extend(
-                (t, tuple(positions[a:b]))
-                for t, a, b in zip((t0 + at_call[starts]).tolist(), starts, ends, strict=True)
-            )
-        # what the piece's last call masks, for the next piece to compare with
-        masked = ((windowed & (index < last[-1])) | removed)[: m[-1]]
-        before = set(where[: m[-1]][masked].tolist())
+                tail = np.insert(tail, int(np.searchsorted(tail, h)), h)
+            wheres.append(tail)
+            size += len(tail)
+        tail_from.append(k)
+        user.append(h)
+        length.append(size)
+    where = np.concatenate([np.asarray(w, dtype=np.int64) for w in wheres])
+    # each observation's index in the history's results; -1: the first user message
+    idx = np.searchsorted(pos, where)
+    result = idx < len(pos)
+    result[result] = pos[idx[result]] == where[result]
+    idx[~result] = -1
+    starts = cumulative(length)  # piece p's observations: where[starts[p]:starts[p + 1]]
+    o, s_, removed, windowed = toks[idx], stub_toks[idx], removed_all[idx], windowed_all[idx]
+    windowed[starts[:-1][np.asarray(length) > 0]] = False  # an input's first is never elided
+    # every call a piece covers, with its piece's facts
+    span = np.asarray([p[1] - p[0] for p in live], dtype=np.int64)
+    call = np.concatenate([np.arange(p[0], p[1], dtype=np.int64) for p in live])
+    of = np.repeat(np.arange(len(live)), span)
+    base = starts[:-1][of]
+    k_c, h_c = np.asarray(tail_from)[of], np.asarray(user)[of]
+    at = fed[call]
+    # observations in the input at each call: the items', then the tail's fed so far
+    m = np.asarray(own, dtype=np.int64)[of] + np.where(
+        k_c >= 0, np.searchsorted(pos, at) - k_c + ((h_c >= 0) & (h_c < at)), 0
+    )
+    last = np.maximum(0, (m // stage.polling) * stage.polling - stage.n)
+    for out, value in ((orig, o), (stub, s_)):
+        by_window, by_tag = cumulative(windowed * value), cumulative(removed * value)
+        out[call] = (by_window[base + last] - by_window[base]) + (by_tag[base + m] - by_tag[base])
+    # the first call of its piece that masks each observation: the window passed it (`last`
+    # beyond it) or it arrived tagged (`m` beyond it); both only grow within a piece, and
+    # `base + last`, `base + m` over the whole replay. A search past the piece's calls finds
+    # none that masks it: the window may leave an observation unmasked to the end, but every
+    # tagged one is in by the last call (the tail stops at the last fed; a user message
+    # beyond it is never tagged)
+    everywhere = np.arange(len(where))
+    never = len(call)
+    piece_of = np.repeat(np.arange(len(live)), length)
+    ends = np.cumsum(span)[piece_of]  # past each observation's piece's last call
+    by_last = np.searchsorted(base + last, everywhere, "right")
+    by_m = np.searchsorted(base + m, everywhere, "right")
+    at_call = np.minimum(
+        np.where(windowed & (by_last < ends), by_last, never),
+        np.where(removed, by_m, never),
+    )
+    masked = np.flatnonzero(at_call < never)
+    # a piece's first call lists only what the previous piece's last call did not mask
+    # (keys: piece and position; a key one piece on is the same result masked the piece before)
+    step = int(where.max()) + 1
+    keys = piece_of[masked] * step + where[masked]
+    passed_on = np.sort(keys + step)
+    found = np.searchsorted(passed_on, keys)
+    again = passed_on[np.minimum(found, len(passed_on) - 1)] == keys
+    at_first = at_call[masked] == (ends - span[piece_of])[masked]
+    masked = masked[~(at_first & again)]
+    masked = masked[np.lexsort((masked, at_call[masked]))]  # by call, then in input order
+    if not len(masked):
+        return orig, stub, []
+    when = at_call[masked]
+    positions = where[masked].tolist()
+    bounds = (np.flatnonzero(np.diff(when)) + 1).tolist()
+    lo, hi = [0, *bounds], [*bounds, len(positions)]
+    fresh = [
+        (t, tuple(positions[a:b])) for t, a, b in zip(call[when[lo]].tolist(), lo, hi, strict=True)
+    ]
     return orig, stub, fresh
 
 
