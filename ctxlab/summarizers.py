@@ -268,8 +268,9 @@ def _clip_words(lines: list[str], budget: int) -> list[str]:
 
 
 _AI, _HUMAN, _TOOL, _OTHER = range(4)
-_Row = tuple[int, str, tuple[tuple[str, str], ...], tuple[str, ...]]
-"""`_Conversation._row`: (role, first line or "", (path, tool) of its calls, paths mentioned)."""
+_Row = tuple[int, str, tuple[tuple[str, str], ...], tuple[str, ...], str | None]
+"""`_Conversation._row`: (role, first line or "", (path, tool) of its calls, paths mentioned,
+what a tool result's error entry says or None)."""
 
 
 class Memo:
@@ -350,6 +351,7 @@ class _Conversation:
         self.line_chars = line_chars
         self.memo: Memo = memo or Memo()
         self._said_tail: list[str] = []  # `_said_last`'s statements so far, newest first
+        self._statements: dict[int, list[str]] = {}  # `statements` by limit
         self._said_from = len(self.messages) - 1
         if every_row:  # a section reads them all: one memo pass, and no walks
             humans = [
@@ -378,17 +380,19 @@ class _Conversation:
     def _row(self, m: BaseMessage) -> _Row:
         """What the common sections read of `m`, in one memo entry (one lookup per message
         and summary instead of one per fact): role, first line if it has text, the paths its
-        tool calls name, the paths its text mentions (a tool result's first line is left
-        out: no section reads it, and it would split a long result into lines)."""
+        tool calls name, the paths its text mentions, and a tool result's error (`_error_of`;
+        a tool result's first line is left out: no section reads it, and it would split a long
+        result into lines). The error is read from the rows every section reads anyway: a
+        summary of 116 messages then makes one memo pass, not a second one over its results."""
         text = self.text(m)
         if isinstance(m, ToolMessage):  # no section reads a result's first line
-            return _TOOL, "", (), tuple(PATH.findall(text[:4000]))
+            return _TOOL, "", (), tuple(PATH.findall(text[:4000])), self._error_of(m)
         first = self.line(text) if text.strip() else ""
         if isinstance(m, AIMessage):
-            return _AI, first, tuple(_called_paths(m)), ()
+            return _AI, first, tuple(_called_paths(m)), (), None
         if isinstance(m, HumanMessage):
-            return _HUMAN, first, (), tuple(PATH.findall(text[:4000]))
-        return _OTHER, first, (), ()
+            return _HUMAN, first, (), tuple(PATH.findall(text[:4000])), None
+        return _OTHER, first, (), (), None
 
     def text(self, m: BaseMessage) -> str:
         return self.memo(m, "text", lambda: message_text(m))
@@ -442,20 +446,27 @@ class _Conversation:
         return [intent][:limit]
 
     def statements(self, section: Section, limit: int) -> list[str]:
-        """The last assistant statements: the most recent state of the work."""
-        return [f"- {s}" for s in self._said_last(limit)] if limit else []
+        """The last assistant statements: the most recent state of the work (worked out once
+        per limit: prompts such as JetBrains' fill four sections with them)."""
+        if not limit:
+            return []
+        done = self._statements.get(limit)
+        if done is None:
+            done = self._statements[limit] = [f"- {s}" for s in self._said_last(limit)]
+        return done
 
     @cached_property
     def paths(self) -> dict[str, list[str]]:
         """Path -> the tools whose call named it (`file_path` or `path`), in call order, then
         paths only seen in tool results and requests (-> `["mentioned"]`)."""
         found: dict[str, list[str]] = {}
-        for _, _, called, _ in self.rows:
+        seen: list[str] = []  # mentioned paths, in order, joined after every called one
+        for _, _, called, mentioned, _ in self.rows:
             for path, tool in called:
                 found.setdefault(path, []).append(tool)
-        for _, _, _, mentioned in self.rows:
-            for path in mentioned:
-                found.setdefault(path, ["mentioned"])
+            seen += mentioned
+        for path in seen:
+            found.setdefault(path, ["mentioned"])
         return found
 
     def artifacts(self, section: Section, limit: int) -> list[str]:
@@ -518,8 +529,13 @@ class _Conversation:
         """Every error entry, latest last (a repeated one at its latest place), worked out
         once per summary: prompts often have two sections that list errors."""
         found: dict[str, None] = {}
-        results = [m for m in self.messages if isinstance(m, ToolMessage)]
-        for m, said in zip(results, self.memo.each(results, "error", self._error_of), strict=True):
+        if "rows" in self.__dict__:  # read already: no second memo pass
+            messages, rows = self.messages, self.rows
+        else:
+            messages = [m for m in self.messages if isinstance(m, ToolMessage)]  # `_row`'s _TOOL
+            rows = self.memo.each(messages, "row", self._row)
+        for m, row in zip(messages, rows, strict=True):
+            said = row[4]
             if said is None:
                 continue
             tool = m.name or self.calls.get(m.tool_call_id, {}).get("name", "tool")
@@ -529,7 +545,7 @@ class _Conversation:
 
     def _error_of(self, m: ToolMessage) -> str | None:
         """What a result's error entry says after its tool (the error line, clipped, and how
-        many more), or None: a fact of the message alone, remembered with the others."""
+        many more), or None: a fact of the message alone, kept in its row (`_row`)."""
         lines = _error_lines(self.text(m))
         if not lines and m.status != "error":
             return None
@@ -644,18 +660,31 @@ class Extractive:
 
     def summarize(self, messages: Sequence[BaseMessage], *, prompt: str = DEFAULT_PROMPT) -> str:
         """One block per section of `prompt`; "None" where the conversation gives nothing."""
-        asked = outline(prompt, DEFAULT_PROMPT)
-        every_row = any(section.extractor == "changes" for section in asked.sections)
+        every_row, plan = _plan(prompt, self.max_items)
         conversation = _Conversation(messages, self.line_chars, self._memo(), every_row=every_row)
         blocks = []
-        for i, section in enumerate(asked.sections):
-            bullets = asked.share(asked.bullets, i)
-            limit = self.max_items if bullets is None else min(self.max_items, bullets)
-            lines = _EXTRACTORS[section.extractor](conversation, section, limit)
-            words = asked.share(asked.words, i)
+        for extract, section, limit, words in plan:
+            lines = extract(conversation, section, limit)
             body = "\n".join(lines if words is None else _clip_words(lines, words)) or "None"
             blocks.append("\n".join(filter(None, [section.header, body, section.footer])))
         return "\n\n".join(blocks)
+
+
+_Step = tuple[Callable[["_Conversation", Section, int], list[str]], Section, int, "int | None"]
+
+
+@lru_cache(maxsize=256)
+def _plan(prompt: str, max_items: int) -> tuple[bool, tuple[_Step, ...]]:
+    """What `Extractive.summarize` does for `prompt`: whether a section reads every message
+    (`every_row`), and each section's extractor, item limit and word limit, worked out once
+    per prompt (a replay summarises with the same prompt dozens of times)."""
+    asked = outline(prompt, DEFAULT_PROMPT)
+    steps = []
+    for i, section in enumerate(asked.sections):
+        bullets = asked.share(asked.bullets, i)
+        limit = max_items if bullets is None else min(max_items, bullets)
+        steps.append((_EXTRACTORS[section.extractor], section, limit, asked.share(asked.words, i)))
+    return any(s.extractor == "changes" for s in asked.sections), tuple(steps)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import multiprocessing.util
 import os
 import shutil
 import signal
@@ -287,9 +288,13 @@ def private_tmp(monkeypatch: pytest.MonkeyPatch) -> Path:
     A short path of its own, not under `tmp_path`: multiprocessing's fork server listens on a
     Unix socket inside it, and a socket path may not exceed 107 bytes, which pytest-xdist's
     longer `tmp_path` (`.../popen-gw0/test_...`) plus `pymp-*/listener-*` does. Removed at
-    the end of the session, after multiprocessing's exit handlers emptied their `pymp-*`."""
+    exit by a multiprocessing finalizer ranked after the one that removes its `pymp-*` folder
+    (exit priority -100): an `atexit` handler ran first, and that finalizer then printed a
+    `FileNotFoundError` traceback after the suite passed."""
     folder = Path(tempfile.mkdtemp(prefix="ctxlab-test-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    multiprocessing.util.Finalize(
+        None, shutil.rmtree, args=(folder,), kwargs={"ignore_errors": True}, exitpriority=-101
+    )
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     return folder
 

@@ -248,12 +248,14 @@ def _hover_of(fields: tuple[Any, ...]) -> str:
     hashes and compares in C, where the `Event` dataclass's own hash and equality run Python
     (about 1 us an event; a masking preset draws one a call). A new label is one string
     format: its escaped text fields repeat from event to event (`_escaped`), and a move that
-    masks at every call makes about 1,000 new labels (2.8 -> 0.9 us each)."""
+    masks at every call makes about 1,000 new labels (2.8 -> 1.2 us each)."""
     kind, turn, before, after, messages, file_path, reason = fields
     label = f"<b>{_escaped(kind, None)}</b> at turn {turn}"
     if before is not None and after is not None:
         label += f"<br>{before:,} → {after:,} tokens"
-    if messages:
+    if len(messages) == 1:  # most events (a mask or a clear at each call)
+        label += f"<br>messages {messages[0]}"
+    elif messages:
         more = " …" if len(messages) > 8 else ""
         label += f"<br>messages {', '.join(map(str, messages[:8]))}{more}"
     if file_path:
