@@ -465,7 +465,8 @@ class ThresholdExplorer(W.VBox):
                 f"refuses these settings: {esc(exc, 300)}</span>"
             )
             return
-        release_after_redraw(self._replay, run)  # freed once the chart is sent
+        # the replay and counts this move replaces are freed once the chart is sent
+        release_after_redraw(self._replay, self._drawn, run)
         self.policy, self._drawn = policy, drawn
         if isinstance(drawn, Replay):
             self._replay, self._unreplayed = drawn, None
