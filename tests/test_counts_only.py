@@ -9,7 +9,7 @@ user message and parallel calls, and every real trace in the shared data.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -32,6 +32,7 @@ from ctxlab.policies import (
     SWEAgentMasking,
     ToolResultOffload,
 )
+from ctxlab.policies.base import Event, make_event
 from ctxlab.policies.counts_only import fed_lengths
 from ctxlab.policies.engine import Context, StageRun
 from ctxlab.policies.masking import LastNStage
@@ -321,3 +322,15 @@ def test_in_a_kernel_the_full_replay_waits_until_the_chart_is_sent() -> None:
     assert ex.replay is not None and ex.replay.params["n"] == 4
     expected = replay(trace, ObservationMasking(n=4), ex.summarizer).counts
     assert ex.figure.data[4].y.tolist() == expected["tool_results_tokens"].to_list()
+
+
+def test_a_count_only_event_is_the_constructors() -> None:
+    """`make_event` sets the slots itself (count-only forms make one an event at nearly every
+    call): field for field the event `Event(...)` makes, in the dataclass's field order, as long
+    as the class validates nothing."""
+    values = ("mask_observations", 7, (3, 5), 1_200, 900, "/x.txt", "why", "text")
+    made, built = make_event(*values), Event(*values)
+    assert made == built and hash(made) == hash(built) and repr(made) == repr(built)
+    assert make_event(*values[:-1]) == Event(*values[:-1])  # `summary` defaults to None
+    assert [getattr(made, f.name) for f in fields(Event)] == list(values)
+    assert not hasattr(Event, "__post_init__")

@@ -205,12 +205,16 @@ def event_marker_dicts(
     for kind in sorted(by_kind):
         rows = by_kind[kind]
         symbol, color = EVENT_STYLE.get(kind, DEFAULT_EVENT_STYLE)
-        ys = [level.get(e.turn) if e.turn is not None else None for e in rows]
-        ys = [v if v is not None else e.tokens_before for v, e in zip(ys, rows, strict=True)]
+        at = [e.turn for e in rows]
+        # the turn's count, else (no model call saw it) the event's own count
+        ys = [
+            v if (v := level.get(t)) is not None else e.tokens_before
+            for t, e in zip(at, rows, strict=True)
+        ]
         traces.append(
             {
                 "type": "scatter",
-                "x": _numbers_or_list([e.turn for e in rows]),
+                "x": _numbers_or_list(at),
                 "y": _numbers_or_list(ys),
                 "mode": "markers",
                 "name": f"event: {kind}",

@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 
 from ctxlab import tokens as tk
 from ctxlab.policies._engine_facts import TraceFacts, facts
-from ctxlab.policies.base import Event
+from ctxlab.policies.base import make_event
 from ctxlab.policies.counts_only import (
     CallCounts,
     cumulative,
@@ -127,7 +127,7 @@ def clear_counts(
         if new:
             reason = f"{own_count[t]} > {stage.trigger} tokens"
             events[t].append(
-                Event(stage.kind, turns[t].index, new, before[t], after[t], None, reason)
+                make_event(stage.kind, turns[t].index, new, before[t], after[t], None, reason)
             )
     return edited
 

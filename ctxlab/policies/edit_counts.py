@@ -21,7 +21,7 @@ import numpy as np
 from langchain_core.messages import AIMessage, ToolMessage
 
 from ctxlab import tokens as tk
-from ctxlab.policies.base import Event
+from ctxlab.policies.base import make_event
 from ctxlab.policies.counts_only import CallCounts, cumulative, fed_lengths, raw_counts
 from ctxlab.policies.engine import replaced
 from ctxlab.policies.inspect import (
@@ -138,7 +138,7 @@ def edit_counts(
                 if a_saved is not None:
                     after -= a_saved[new_v] - a_saved[v]
                 events[t].append(
-                    Event(
+                    make_event(
                         "clear_tool_uses",
                         turns[t].index,
                         tuple(sorted(gone)),

@@ -19,7 +19,7 @@ from langchain_core.messages import ToolMessage
 
 from ctxlab import tokens as tk
 from ctxlab.policies._engine_facts import TraceFacts
-from ctxlab.policies.base import Event
+from ctxlab.policies.base import make_event
 from ctxlab.policies.counts_only import (
     CallCounts,
     cumulative,
@@ -83,7 +83,9 @@ def with_masks(
     before, after = raw.context_tokens.tolist(), masked.context_tokens.tolist()
     for t, positions in fresh:
         masked.events[t].append(
-            Event("mask_observations", turns[t].index, positions, before[t], after[t], None, reason)
+            make_event(
+                "mask_observations", turns[t].index, positions, before[t], after[t], None, reason
+            )
         )
     return masked
 

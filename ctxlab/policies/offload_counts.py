@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from ctxlab import tokens as tk
 from ctxlab.message_facts import message_text
 from ctxlab.policies._engine_facts import TraceFacts
-from ctxlab.policies.base import Event
+from ctxlab.policies.base import make_event
 from ctxlab.policies.counts_only import (
     CallCounts,
     cumulative,
@@ -106,7 +106,7 @@ def offload_counts(
     for t, upto in enumerate(seen.tolist()):
         for j in range(previous, upto):
             events[t].append(
-                Event(
+                make_event(
                     "offload_tool_result",
                     turns[t].index,
                     (at[j],),

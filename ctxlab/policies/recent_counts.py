@@ -16,7 +16,7 @@ from langchain_core.messages import ToolMessage
 
 from ctxlab.message_facts import KINDS
 from ctxlab.policies._engine_facts import TraceFacts
-from ctxlab.policies.base import Event
+from ctxlab.policies.base import Event, make_event
 from ctxlab.policies.counts_only import (
     CallCounts,
     fed_lengths,
@@ -71,7 +71,7 @@ def recent_counts(
         previous = hi
         if hi > lo:
             events[t].append(
-                Event(
+                make_event(
                     "forget",
                     turns[t].index,
                     tuple(range(lo, hi)),
