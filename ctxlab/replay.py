@@ -8,6 +8,7 @@ filesystem the policy wrote (offloaded results, history files), byte-exact.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -168,7 +169,7 @@ def counted(
         "baseline_tokens": found.baseline_tokens,
         "events": np.fromiter(map(len, found.events), dtype=np.int64, count=len(found.events)),
     }
-    events = [e for per_call in found.events for e in per_call] + list(found.extra_events)
+    events = [*itertools.chain.from_iterable(found.events), *found.extra_events]
     return Counted(trace.trace_id, policy.name, _counts_frame(columns), events, trace)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from langchain_core.messages import ToolMessage
 
 from ctxlab import tokens as tk
-from ctxlab.policies._engine_facts import TraceFacts
+from ctxlab.policies._engine_facts import TraceFacts, turn_table
 from ctxlab.policies.base import make_event
 from ctxlab.policies.counts_only import (
     CallCounts,
@@ -79,13 +79,12 @@ def with_masks(
     """`raw` with the masked results' tokens (`orig`, per call) moved to stubs (`stub`), and
     a `mask_observations` event at each call of `fresh` (call index, positions)."""
     masked = with_stubs(raw, orig, stub)
-    turns = trace.turns
+    index = turn_table(trace).index.tolist()
     before, after = raw.context_tokens.tolist(), masked.context_tokens.tolist()
+    events = masked.events
     for t, positions in fresh:
-        masked.events[t].append(
-            make_event(
-                "mask_observations", turns[t].index, positions, before[t], after[t], None, reason
-            )
+        events[t].append(
+            make_event("mask_observations", index[t], positions, before[t], after[t], None, reason)
         )
     return masked
 

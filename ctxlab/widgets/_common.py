@@ -309,16 +309,16 @@ def token_metrics(replay: Replay | Counted) -> dict[str, Any]:
     policy's own counts (`counts`, which the chart reads too) and events: no bill, so a
     slider's chart and title need only those, a full replay or a count-only one
     (`ctxlab.replay.counted`)."""
-    counted = replay.counts["context_tokens"].to_list()
-    baseline = [b or 0 for b in replay.counts["baseline_tokens"].to_list()]
-    cumulative, base_cum = sum(counted), sum(baseline)
+    # summed in polars (missing baselines count as 0), not walked as Python lists
+    counted, baseline = replay.counts["context_tokens"], replay.counts["baseline_tokens"]
+    cumulative, base_cum = int(counted.sum()), int(baseline.sum())
     kinds: dict[str, int] = {}
     for e in replay.event_list:
         kinds[e.kind] = kinds.get(e.kind, 0) + 1
     return {
-        "peak": max(counted, default=0),
+        "peak": int(counted.max() or 0),
         "cumulative": cumulative,
-        "baseline_peak": max(baseline, default=0),
+        "baseline_peak": int(baseline.max() or 0),  # None: every baseline missing
         "baseline_cumulative": base_cum,
         "saved": 1 - cumulative / base_cum if base_cum else 0.0,
         "events": sum(kinds.values()),
