@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
+from ctxlab.message_facts import summary_message
 from ctxlab.policies import (
     ClaudeCode,
     ClearToolUses,
@@ -184,12 +185,28 @@ def test_masking_after_an_input_that_shrinks_then_grows() -> None:
     assert again & {it.pos for it in kept}  # the case itself: masked, kept, masked again
 
 
+def _resumed() -> Trace:
+    """A run resumed from a compaction: the earlier summary (a marked user message) leads the
+    history, right after the system prompt, ahead of the next request."""
+    msgs: list = [
+        SystemMessage("sys"),
+        summary_message("## Intent\nfix /src/app.py\n\n## Progress\n- read /src/app.py"),
+        HumanMessage("go on with /src/app.py"),
+    ]
+    for i in range(14):
+        msgs.append(AIMessage("", tool_calls=[{"name": "run", "args": {}, "id": f"r{i}"}]))
+        msgs.append(ToolMessage(f"out {i}\n" * (25 + 9 * i), tool_call_id=f"r{i}", name="run"))
+    msgs.append(AIMessage("done"))
+    return from_messages(msgs, trace_id="resumed")
+
+
 @pytest.mark.parametrize("policy", SETTINGS, ids=lambda p: f"{p.name}:{p.params()}")
 def test_synthetic_and_hand_built_traces(policy: object) -> None:
     for trace in (
         make_trace(120, fmt="anthropic", seed=4, model="claude-sonnet-4-5", big=0.1),
         make_trace(80, fmt="openai", seed=5, model="gpt-4o"),
         _tagged(),
+        _resumed(),
         from_messages([HumanMessage("hi")], trace_id="no calls"),
     ):
         assert_same(trace, policy)

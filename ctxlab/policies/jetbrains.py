@@ -30,6 +30,8 @@ from ctxlab.policies.engine import (
 from ctxlab.policies.masking import LastNStage
 
 if TYPE_CHECKING:
+    from ctxlab.policies.counts_only import CallCounts
+    from ctxlab.summarizers import Summarizer
     from ctxlab.trace import Trace
 
 JETBRAINS_UPSTREAM_PROMPT = """You are maintaining a context-aware state summary for an interactive agent. You will be given a list of events corresponding to actions taken by the agent, and the most recent previous summary if one exists. Track:
@@ -225,6 +227,13 @@ class JetBrainsLLMSummary(StagePolicy):
         )
         return aligned([stage], self, trace, window)
 
+    def counts_only(self, trace: Trace, summarizer: Summarizer) -> CallCounts | None:
+        """The counts and events without the requests, the summaries made where the turns
+        say (`ctxlab.policies.jetbrains_counts`); cache-aligned, the generic form."""
+        from ctxlab.policies.jetbrains_counts import jetbrains_counts
+
+        return jetbrains_counts(self, trace, summarizer) or super().counts_only(trace, summarizer)
+
 
 @dataclass(frozen=True)
 class JetBrainsHybrid(StagePolicy):
@@ -265,6 +274,13 @@ class JetBrainsHybrid(StagePolicy):
             frozenset({"keep_output"}),
         )
         return [*aligned([summary], self, trace, window), masking]
+
+    def counts_only(self, trace: Trace, summarizer: Summarizer) -> CallCounts | None:
+        """The counts and events without the requests, the summaries made where the turns
+        say (`ctxlab.policies.jetbrains_counts`); cache-aligned, the generic form."""
+        from ctxlab.policies.jetbrains_counts import jetbrains_counts
+
+        return jetbrains_counts(self, trace, summarizer) or super().counts_only(trace, summarizer)
 
 
 __all__ = ["EveryNTurnsStage", "checkpoint_item", "JetBrainsHybrid", "JetBrainsLLMSummary"]

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ctxlab.trace import Trace
 
 
-def _turns_prefix(history: TraceFacts) -> np.ndarray:
+def turns_prefix(history: TraceFacts) -> np.ndarray:
     """`[k]`: the AIMessages among the history's first k messages (turn starts), kept per
     trace and counter."""
     return history.kept(
@@ -48,7 +48,7 @@ def _turns_prefix(history: TraceFacts) -> np.ndarray:
     )
 
 
-def _views(
+def run_views(
     runs: list[tuple[int, dict[str, int], int, int]],
     fed: np.ndarray,
     by_kind_of: dict[str, np.ndarray],
@@ -95,7 +95,7 @@ def threshold_counts(
     threshold = int(getattr(stage, mode))
     history, tools, tok = run.facts, run.tools_tokens, run.tok
     fed = fed_lengths(trace)
-    turns_before = _turns_prefix(history) if mode == "trigger_turns" else None
+    turns_before = turns_prefix(history) if mode == "trigger_turns" else None
     calls = len(fed)
     every = history_prefix(history)
     by_kind_of = kind_prefix(history)
@@ -146,7 +146,7 @@ def threshold_counts(
             if not runs or runs[-1][1] is not prefix or runs[-1][3] != cut:
                 runs.append((t_act, prefix, prefix_len, cut))
         t = t_act + 1
-    messages, by_kind = _views(runs, fed, by_kind_of)
+    messages, by_kind = run_views(runs, fed, by_kind_of)
     for t_act, sent, length in compacted:
         for k, v in sent.items():
             by_kind[k][t_act] = v
@@ -160,4 +160,4 @@ def threshold_counts(
     return with_masks(trace, counts, orig, stub, fresh, f"last_n_observations n={masking.n}")
 
 
-__all__ = ["threshold_counts"]
+__all__ = ["run_views", "threshold_counts", "turns_prefix"]
