@@ -327,6 +327,11 @@ def _called_paths(message: AIMessage) -> list[tuple[str, str]]:
 WALK = 16
 """Messages a walk through a summary's input reads at a time (`_Conversation._rows_of`)."""
 
+READ_ALL = 4 * WALK
+"""A summary of at most this many messages reads every row up front: the walks would read
+most of them anyway, a block at a time (Deep Agents' summaries of 35 messages: 32 -> 28 us;
+of 115, walking stays ahead: 41 against 58 us)."""
+
 
 class _Conversation:
     """The facts extractors read, each computed at most once per summary and only if a section
@@ -661,6 +666,7 @@ class Extractive:
     def summarize(self, messages: Sequence[BaseMessage], *, prompt: str = DEFAULT_PROMPT) -> str:
         """One block per section of `prompt`; "None" where the conversation gives nothing."""
         every_row, plan = _plan(prompt, self.max_items)
+        every_row = every_row or len(messages) <= READ_ALL
         conversation = _Conversation(messages, self.line_chars, self._memo(), every_row=every_row)
         blocks = []
         for extract, section, limit, words in plan:
