@@ -297,6 +297,24 @@ def test_cached_extractive_keeps_facts_per_line_length() -> None:
         ).summarize(long)
 
 
+def test_cached_extractive_gives_every_prompt_the_plain_text() -> None:
+    """Remembered rows carry each tool result's error, plain ones do not: the same text either
+    way, whichever prompt read a message's row first (a walk of Deep Agents' prompt, then a
+    prompt that reads every row and lists errors, short and long inputs)."""
+    from ctxlab.policies.jetbrains import JETBRAINS_SUMMARY_PROMPT
+
+    long = [*SESSION, *make_trace(60, seed=3, big=0.2).messages]
+    prompts = (DEFAULT_PROMPT, GOAL_PROMPT, JETBRAINS_SUMMARY_PROMPT, DEFAULT_PROMPT)
+    listed = []
+    for messages in (list(SESSION), long):
+        cached = CachedExtractive()
+        for prompt in prompts:
+            text = cached.summarize(messages, prompt=prompt)
+            assert text == Extractive().summarize(messages, prompt=prompt)
+            listed.append("- edit_file: Error: String not found in file" in text)
+    assert listed[:4] == [False, True, True, False]  # both errors sections list the failure
+
+
 def test_outline_falls_back_only_when_asked() -> None:
     assert outline("Summarise this.\n{messages}").sections == ()
     fallback = outline("Summarise this in at most 3 bullets.\n{messages}", DEFAULT_PROMPT)
