@@ -30,6 +30,8 @@ from ctxlab.policies.engine import (
 from ctxlab.policies.masking import LastNStage
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ctxlab.policies.counts_only import CallCounts
     from ctxlab.summarizers import Summarizer
     from ctxlab.trace import Trace
@@ -96,7 +98,17 @@ def checkpoint_item(turns: int, summary: str) -> Item:
     )
 
 
-def _head_end(view: list[Item]) -> int:
+def summary_context(head: Sequence[Item]) -> str:
+    """What goes to the summariser ahead of the turns: the latest checkpoint in `head` as
+    `<PREVIOUS_CHECKPOINT>`, else the task (its first user message) as `<PROBLEM_STATEMENT>`."""
+    checkpoints = [it for it in head if it.kind == "summary"]
+    if checkpoints:
+        return f"<PREVIOUS_CHECKPOINT>\n{checkpoints[-1].msg.text}\n</PREVIOUS_CHECKPOINT>\n"
+    task = next((it.msg.text for it in head if it.kind == "human"), "")
+    return f"<PROBLEM_STATEMENT>\n{task}\n</PROBLEM_STATEMENT>\n"
+
+
+def head_length(view: Sequence[Item]) -> int:
     """The protected head of `view`: system messages and the first user message, then earlier
     summaries (never summarised)."""
     head_end = 0
@@ -160,24 +172,18 @@ class EveryNTurnsStage(RebuildStage):
     def turns_in(self, view: list[Item]) -> int:
         """The turns (AIMessages) after the head of `view`: what `trigger_turns` is compared
         with (the count-only form counts a prefix with it, `threshold_counts`)."""
-        return sum(isinstance(it.msg, AIMessage) for it in view[_head_end(view) :])
+        return sum(isinstance(it.msg, AIMessage) for it in view[head_length(view) :])
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         view = self.view(items)
-        head_end = _head_end(view)
+        head_end = head_length(view)
         starts = self._turn_starts(view, head_end)
         if len(starts) < self.n + self.m:
             return view
         # first message of the first kept turn (none kept when m = 0 and exactly n are there)
         end = starts[self.n] if self.n < len(starts) else len(view)
         head = view[:head_end]
-        checkpoints = [it for it in head if it.kind == "summary"]
-        if checkpoints:
-            context = f"<PREVIOUS_CHECKPOINT>\n{checkpoints[-1].msg.text}\n</PREVIOUS_CHECKPOINT>\n"
-        else:
-            task = next((it.msg.text for it in head if it.kind == "human"), "")
-            context = f"<PROBLEM_STATEMENT>\n{task}\n</PROBLEM_STATEMENT>\n"
-        chunk = [HumanMessage(context), *(it.msg for it in view[head_end:end])]
+        chunk = [HumanMessage(summary_context(head)), *(it.msg for it in view[head_end:end])]
         text = ctx.summarizer.summarize(chunk, prompt=JETBRAINS_SUMMARY_PROMPT)
         checkpoint = checkpoint_item(self.n, text)
         kept = view[end:]
@@ -283,4 +289,11 @@ class JetBrainsHybrid(StagePolicy):
         return jetbrains_counts(self, trace, summarizer) or super().counts_only(trace, summarizer)
 
 
-__all__ = ["EveryNTurnsStage", "checkpoint_item", "JetBrainsHybrid", "JetBrainsLLMSummary"]
+__all__ = [
+    "EveryNTurnsStage",
+    "JetBrainsHybrid",
+    "JetBrainsLLMSummary",
+    "checkpoint_item",
+    "head_length",
+    "summary_context",
+]

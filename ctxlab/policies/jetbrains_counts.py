@@ -18,39 +18,32 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import HumanMessage
 
 from ctxlab.message_facts import KINDS
 from ctxlab.policies.base import make_event
 from ctxlab.policies.counts_only import CallCounts, fed_lengths, history_prefix, kind_prefix
-from ctxlab.policies.engine import StagePolicy, StageRun
+from ctxlab.policies.engine import StageRun
 from ctxlab.policies.jetbrains import (
     JETBRAINS_SUMMARY_PROMPT,
     EveryNTurnsStage,
-    _head_end,
     checkpoint_item,
+    head_length,
+    summary_context,
 )
-from ctxlab.policies.masking import LastNStage
-from ctxlab.policies.masking_counts import Piece, masked_after, with_masks
-from ctxlab.policies.threshold_counts import run_views, turns_prefix
+from ctxlab.policies.masking_counts import Piece
+from ctxlab.policies.threshold_counts import (
+    Run,
+    counts_of_runs,
+    stage_then_masking,
+    turns_prefix,
+)
 
 if TYPE_CHECKING:
     from ctxlab.policies.base import Event
-    from ctxlab.policies.engine import Item
+    from ctxlab.policies.engine import Item, StagePolicy
     from ctxlab.summarizers import Summarizer
     from ctxlab.trace import Trace
-
-
-def _assistants(history: StageRun) -> np.ndarray:
-    """Positions of the history's assistant messages (the stage's turn starts), kept per
-    trace and counter."""
-    facts = history.facts
-    return facts.kept(
-        "assistant positions",
-        lambda: np.asarray(
-            [i for i, m in enumerate(facts.messages) if isinstance(m, AIMessage)], dtype=np.int64
-        ),
-    )
 
 
 def jetbrains_counts(
@@ -58,15 +51,10 @@ def jetbrains_counts(
 ) -> CallCounts | None:
     """`policy`'s counts and events on `trace` when it runs one `EveryNTurnsStage`, alone or
     followed by `LastNStage` (by formula on its output), else None."""
-    if type(policy).start is not StagePolicy.start:
-        return None  # a run of its own making: its calls are not the stage engine's
-    stages = policy.stages(trace, policy.window_for(trace))
-    if not stages or type(stages[0]) is not EveryNTurnsStage:
+    chosen = stage_then_masking(policy, trace, lambda s: type(s) is EveryNTurnsStage)
+    if chosen is None:
         return None
-    masking = stages[1] if len(stages) == 2 and type(stages[1]) is LastNStage else None
-    if len(stages) != 1 + (masking is not None):
-        return None
-    stage: EveryNTurnsStage = stages[0]  # type: ignore[assignment]
+    stage, masking, _ = chosen
     n, m, static = stage.n, stage.m, stage.static
     run = StageRun(
         trace, summarizer, [], window=None, chars_per_token=policy.counter_chars_per_token(trace)
@@ -77,15 +65,15 @@ def jetbrains_counts(
     every = history_prefix(history)
     by_kind_of = kind_prefix(history)
     turns_before = turns_prefix(history)
-    assistants = _assistants(run)
-    first_head = _head_end(items)  # type: ignore[arg-type]  # the head the first summary finds
+    assistants = np.flatnonzero(np.diff(turns_before))  # the turn starts' positions
+    first_head = head_length(items)  # the head the first summary finds
     events: list[list[Event]] = [[] for _ in range(calls)]
     # the request now: `head` (its tokens by kind), then the history from `p` on (before the
     # first summary: the history itself)
     head: list[Item] = []
     head_kinds: dict[str, int] = dict.fromkeys(KINDS, 0)
     p = 0
-    runs: list[tuple[int, dict[str, int], int, int]] = []  # (first call, head, its length, p)
+    runs: list[Run] = []  # (first call, head by kind, its length, p)
     pieces: list[Piece] = []  # each call's input, for the masking after the stage
     compacted: list[tuple[int, dict[str, int], int]] = []  # (call, what it sent by kind, length)
     t = 0
@@ -107,12 +95,7 @@ def jetbrains_counts(
         found = int(turns_before[at]) - int(turns_before[p])
         q = int(assistants[first + n]) if n < found else at
         checkpoints = [it for it in head if it.kind == "summary"]
-        if checkpoints:
-            context = f"<PREVIOUS_CHECKPOINT>\n{checkpoints[-1].msg.text}\n</PREVIOUS_CHECKPOINT>\n"
-        else:
-            task = next((it.msg.text for it in head if it.kind == "human"), "")
-            context = f"<PROBLEM_STATEMENT>\n{task}\n</PROBLEM_STATEMENT>\n"
-        chunk = [HumanMessage(context), *history.messages[p:q]]
+        chunk = [HumanMessage(summary_context(head)), *history.messages[p:q]]
         text = summarizer.summarize(chunk, prompt=JETBRAINS_SUMMARY_PROMPT)
         checkpoint = checkpoint_item(n, text)
         written = tok(checkpoint.msg)
@@ -140,18 +123,7 @@ def jetbrains_counts(
         head_kinds["summary"] += written
         p = q
         t = t_act + 1
-    messages, by_kind = run_views(runs, fed, by_kind_of)
-    for t_act, sent_kinds, length in compacted:
-        for k, v in sent_kinds.items():
-            by_kind[k][t_act] = v
-        messages[t_act] = length
-    by_kind["tools"] += tools
-    context_tokens = np.add.reduce([by_kind[k] for k in KINDS])
-    counts = CallCounts(messages, context_tokens, by_kind, tools + every[fed], events)
-    if masking is None:
-        return counts
-    orig, stub, fresh = masked_after(history, masking, pieces, fed)
-    return with_masks(trace, counts, orig, stub, fresh, f"last_n_observations n={masking.n}")
+    return counts_of_runs(trace, history, tools, runs, compacted, events, masking, pieces)
 
 
 __all__ = ["jetbrains_counts"]

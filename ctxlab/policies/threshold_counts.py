@@ -15,7 +15,8 @@ slice. `ctxlab.policies.engine.StageRun` remains the reference (tests/test_count
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from langchain_core.messages import AIMessage
@@ -49,7 +50,7 @@ def turns_prefix(history: TraceFacts) -> np.ndarray:
 
 
 def run_views(
-    runs: list[tuple[int, dict[str, int], int, int]],
+    runs: list[Run],
     fed: np.ndarray,
     by_kind_of: dict[str, np.ndarray],
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -72,23 +73,35 @@ def run_views(
     return length + fed - cut, by_kind
 
 
+def stage_then_masking(
+    policy: StagePolicy, trace: Trace, first: Callable[[Any], bool]
+) -> tuple[Any, LastNStage | None, int | None] | None:
+    """(stage, the `LastNStage` after it or None, the window) when `policy` runs, on
+    `trace`, one stage that `first` accepts, alone or followed by observation masking (made
+    as a replay makes them, so a refused setting raises as it would there); else None."""
+    if type(policy).start is not StagePolicy.start:
+        return None  # a run of its own making: its calls are not the stage engine's
+    window = policy.window_for(trace)
+    stages = policy.stages(trace, window)
+    if not stages or not first(stages[0]):
+        return None
+    masking = stages[1] if len(stages) == 2 and type(stages[1]) is LastNStage else None
+    if len(stages) != 1 + (masking is not None):
+        return None
+    return stages[0], masking, window
+
+
 def threshold_counts(
     policy: StagePolicy, trace: Trace, summarizer: Summarizer
 ) -> CallCounts | None:
     """`policy`'s counts and events on `trace` when it runs one stage that `jumps`, alone or
     followed by observation masking (`LastNStage`, by formula on its output), else None."""
-    if type(policy).start is not StagePolicy.start:
-        return None  # a run of its own making: its calls are not the stage engine's
-    window = policy.window_for(trace)
-    stages = policy.stages(trace, window)
-    if not stages or not getattr(type(stages[0]), "jumps", False):
+    found = stage_then_masking(policy, trace, lambda s: getattr(type(s), "jumps", False))
+    if found is None:
         return None
-    masking = stages[1] if len(stages) == 2 and type(stages[1]) is LastNStage else None
-    if len(stages) != 1 + (masking is not None):
-        return None
-    stage = stages[0]
+    stage, masking, window = found
     cpt = policy.counter_chars_per_token(trace)
-    run = StageRun(trace, summarizer, stages[:1], window=window, chars_per_token=cpt)
+    run = StageRun(trace, summarizer, [stage], window=window, chars_per_token=cpt)
     mode = next(
         (m for m in ("trigger_messages", "trigger_turns") if hasattr(stage, m)), "trigger_tokens"
     )
@@ -98,7 +111,6 @@ def threshold_counts(
     turns_before = turns_prefix(history) if mode == "trigger_turns" else None
     calls = len(fed)
     every = history_prefix(history)
-    by_kind_of = kind_prefix(history)
     events: list[list[Event]] = [[] for _ in range(calls)]
     # the view now: `prefix` (its tokens by kind, length) then the history from `cut` on
     prefix: dict[str, int] = dict.fromkeys(KINDS, 0)
@@ -107,7 +119,7 @@ def threshold_counts(
     pieces: list[Piece] = []  # each call's input, for the masking after the stage
     # the calls that send the view, in runs that share one prefix (each run's first call,
     # prefix and cut), and the calls that compacted (what they sent)
-    runs: list[tuple[int, dict[str, int], int, int]] = []
+    runs: list[Run] = []
     compacted: list[tuple[int, dict[str, int], int]] = []
     t = 0
     while t < calls:
@@ -146,18 +158,48 @@ def threshold_counts(
             if not runs or runs[-1][1] is not prefix or runs[-1][3] != cut:
                 runs.append((t_act, prefix, prefix_len, cut))
         t = t_act + 1
-    messages, by_kind = run_views(runs, fed, by_kind_of)
+    return counts_of_runs(trace, history, tools, runs, compacted, events, masking, pieces)
+
+
+Run = tuple[int, dict[str, int], int, int]
+"""A stretch of calls that send one prefix then the history from one position on: its first
+call, the prefix's tokens by kind, its length, the position (`run_views`)."""
+
+
+def counts_of_runs(
+    trace: Trace,
+    history: TraceFacts,
+    tools: int,
+    runs: list[Run],
+    compacted: list[tuple[int, dict[str, int], int]],
+    events: list[list[Event]],
+    masking: LastNStage | None,
+    pieces: list[Piece],
+) -> CallCounts:
+    """The counts of a stage that compacts now and then: each call's view from its stretch
+    (`runs`), the calls that compacted written over with what they sent (call, tokens by kind,
+    length), then the masking after the stage, if any, by formula on each call's input
+    (`pieces`)."""
+    fed = fed_lengths(trace)
+    messages, by_kind = run_views(runs, fed, kind_prefix(history))
     for t_act, sent, length in compacted:
         for k, v in sent.items():
             by_kind[k][t_act] = v
         messages[t_act] = length
     by_kind["tools"] += tools
     context = np.add.reduce([by_kind[k] for k in KINDS])
-    counts = CallCounts(messages, context, by_kind, tools + every[fed], events)
+    counts = CallCounts(messages, context, by_kind, tools + history_prefix(history)[fed], events)
     if masking is None:
         return counts
     orig, stub, fresh = masked_after(history, masking, pieces, fed)
     return with_masks(trace, counts, orig, stub, fresh, f"last_n_observations n={masking.n}")
 
 
-__all__ = ["run_views", "threshold_counts", "turns_prefix"]
+__all__ = [
+    "Run",
+    "counts_of_runs",
+    "run_views",
+    "stage_then_masking",
+    "threshold_counts",
+    "turns_prefix",
+]
