@@ -394,10 +394,11 @@ class _Conversation:
     def _row(self, m: BaseMessage) -> _Row:
         """What the common sections read of `m`, in one memo entry (one lookup per message
         and summary instead of one per fact): role, first line if it has text, the paths its
-        tool calls name, the paths its text mentions, and a tool result's error (`_error_of`;
-        a tool result's first line is left out: no section reads it, and it would split a long
-        result into lines). The error is read from the rows every section reads anyway: a
-        summary of 116 messages then makes one memo pass, not a second one over its results."""
+        tool calls name, the paths its text mentions, and, where facts are remembered
+        (`Memo.remembers`), a tool result's error (`_error_of`). A tool result's first line is
+        left out: no section reads it, and it would split a long result into lines. With the
+        error in the row, a summary that reads every row (JetBrains' prompt, 116 messages)
+        makes one memo pass, not a second one over its results."""
         text = self.text(m)
         if isinstance(m, ToolMessage):  # no section reads a result's first line
             error = self._error_of(m) if self.memo.remembers else None
