@@ -20,10 +20,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 from langchain_core.messages import HumanMessage
 
+from ctxlab import tokens as tk
 from ctxlab.message_facts import KINDS
+from ctxlab.policies._engine_counts import TokenCache
+from ctxlab.policies._engine_facts import facts
 from ctxlab.policies.base import make_event
 from ctxlab.policies.counts_only import CallCounts, fed_lengths, history_prefix, kind_prefix
-from ctxlab.policies.engine import StageRun
+from ctxlab.policies.engine import history_items
 from ctxlab.policies.jetbrains import (
     JETBRAINS_SUMMARY_PROMPT,
     EveryNTurnsStage,
@@ -56,10 +59,11 @@ def jetbrains_counts(
         return None
     stage, masking, _ = chosen
     n, m, static = stage.n, stage.m, stage.static
-    run = StageRun(
-        trace, summarizer, [], window=None, chars_per_token=policy.counter_chars_per_token(trace)
-    )
-    history, tools, tok, items = run.facts, run.tools_tokens, run.tok, run.items
+    # the history's facts, items and token counts, as a run of the stage would have them
+    cpt = policy.counter_chars_per_token(trace)
+    history = facts(trace, cpt)
+    tok, items = TokenCache(cpt, history.tokens), history_items(history)
+    tools = tk.tool_schema_tokens(trace.tools, cpt)
     fed = fed_lengths(trace)
     calls = len(fed)
     every = history_prefix(history)

@@ -41,6 +41,11 @@ if TYPE_CHECKING:
     from ctxlab.trace import Trace
 
 
+Run = tuple[int, dict[str, int], int, int]
+"""A stretch of calls that send one prefix then the history from one position on: its first
+call, the prefix's tokens by kind, its length, the position (`run_views`)."""
+
+
 def turns_prefix(history: TraceFacts) -> np.ndarray:
     """`[k]`: the AIMessages among the history's first k messages (turn starts), kept per
     trace and counter."""
@@ -159,11 +164,6 @@ def threshold_counts(
                 runs.append((t_act, prefix, prefix_len, cut))
         t = t_act + 1
     return counts_of_runs(trace, history, tools, runs, compacted, events, masking, pieces)
-
-
-Run = tuple[int, dict[str, int], int, int]
-"""A stretch of calls that send one prefix then the history from one position on: its first
-call, the prefix's tokens by kind, its length, the position (`run_views`)."""
 
 
 def counts_of_runs(

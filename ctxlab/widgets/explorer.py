@@ -299,9 +299,10 @@ class ThresholdExplorer(W.VBox):
     benchmark) updates are synchronous. `replay`/`policy` always hold the current state.
 
     A move of a policy with a count-only form (`counts_only`: the masking, clearing, offload
-    and recency presets and Inspect's edit by formula; Deep Agents, the presets that compact
-    at a threshold, and jetbrains-hybrid, by running their step only where it may act) draws
-    the chart from its counts and events (`ctxlab.replay.counted`, equal to the replay's);
+    and recency presets and Inspect's edit by formula; JetBrains' summary, with its masking in
+    the hybrid, by formula with only its summaries made; Deep Agents and the presets that
+    compact at a threshold by running their step only where it may act) draws the chart from
+    its counts and events (`ctxlab.replay.counted`, equal to the replay's);
     the full replay follows once the chart is sent, for the cost readout, or when `replay` is
     read first.
 

@@ -30,7 +30,7 @@ import numpy as np
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from ctxlab.message_facts import message_text
-from ctxlab.policies._engine_facts import facts
+from ctxlab.policies._engine_facts import facts, turn_table
 from ctxlab.policies.counts_only import CallCounts, cumulative, history_prefix
 from ctxlab.policies.deepagents.run import DeepAgentsRun
 from ctxlab.policies.deepagents.state import STATE_KINDS
@@ -184,7 +184,7 @@ def _tables(run: DeepAgentsRun, trace: Trace) -> _Tables:
             trace, found.messages[run.offset :], history_prefix(found), run.offset, human_chars
         ),
     )
-    kept: dict[int, tuple[Feed, _Tables]] = found.built.setdefault("deepagents-counts", {})
+    kept: dict[int, tuple[Feed, _Tables]] = found.kept("deepagents-counts", dict)
     entry = kept.get(id(feed))
     if entry is not None and entry[0] is feed and entry[1].calls is calls:
         return entry[1]
@@ -214,7 +214,7 @@ def _calls_of(
     """`_Calls` of `trace`, whose history after the system prompt is `source` (the whole
     history's token prefix sums: `prefix`). The run feeds up to each call's position, never
     back."""
-    at = np.fromiter((t.position - offset for t in trace.turns), dtype=np.int64)
+    at = turn_table(trace).position - offset
     lengths = np.minimum(np.maximum.accumulate(np.maximum(at, 0)), len(source)) if len(at) else at
     # by the state length it ends; an evicted (tagged) message is sent as a short stub, so
     # marking it too only ever adds a step
