@@ -1,4 +1,4 @@
-"""Billed tokens (`ctxlab.billing`): what billing a replay costs beside the replay itself.
+"""Billed tokens (`ctxlab._cost.billing`): what billing a replay costs beside the replay itself.
 
     .venv/bin/python -m bench.bench_billing            # 1,000 turns
     .venv/bin/python -m bench.bench_billing --quick    # 200 turns (smoke run)
@@ -20,10 +20,10 @@ import time
 from typing import Any
 
 from bench.bench_replay import timed
-from ctxlab.billing import billed_tokens, biller_of, recount
+from ctxlab._cost.billing import billed_tokens, biller_of, recount
+from ctxlab._replay.policies.catalog import PRESETS
+from ctxlab._replay.replay import replay
 from ctxlab.policies import DeepAgents
-from ctxlab.policies.catalog import PRESETS
-from ctxlab.replay import replay
 from ctxlab.summarizers import Fixed
 from tests.synthetic import make_trace
 

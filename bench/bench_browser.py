@@ -29,7 +29,7 @@ and the page's `performance.timeOrigin + now()` agree to well under a millisecon
 It also prints how long the chart took to appear after the cell ran (kernel replay, plotly's
 bundle reaching the page and being imported once, first draw): the chart is a `ChartWidget`,
 whose small loader meets anywidget's 2 s module deadline however long plotly.js takes
-(`ctxlab/widgets/chart.py`).
+(`ctxlab/_view/widgets/chart.py`).
 """
 
 from __future__ import annotations

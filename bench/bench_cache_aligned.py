@@ -2,7 +2,8 @@
 
     .venv/bin/python -m bench.bench_cache_aligned
 
-Per trace and preset: `cost_usd_with_cache` plus `summarizer_cost_usd` (`ctxlab.metrics.summary`,
+Per trace and preset: `cost_usd_with_cache` plus `summarizer_cost_usd`
+(`ctxlab._evaluate.metrics.summary`,
 genai-prices of the trace's model, priced on billed tokens where the bill is exact or
 calibrated) with the option off and on, and the summaries each made (offline `Extractive`
 summariser). Traces: the bundled long sample and, when ../shared/data is there, the compacted
@@ -16,9 +17,9 @@ from typing import Any
 
 import ctxlab
 from bench.bench_widgets import DATA
-from ctxlab.metrics import summary
+from ctxlab._evaluate.metrics import summary
+from ctxlab._trace import Trace
 from ctxlab.policies import get
-from ctxlab.trace import Trace
 
 LONG_SAMPLE = "traces/deepagents_long_session.jsonl.xz"
 SESSION = DATA / "claude-code-session-compacted"

@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 import ctxlab
-from ctxlab.policies import catalog
+from ctxlab._replay.policies import catalog
 from ctxlab.summarizers import Fixed
 from tests.synthetic import make_trace
 

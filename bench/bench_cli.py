@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-import ctxlab.commands
+import ctxlab._cli.commands
 
 BASELINE = "import langchain_core.messages"
 TARGET = 1.5
@@ -32,7 +32,7 @@ def commands(ctxlab_exe: str) -> dict[str, list[str]]:
         f'python -c "{BASELINE}"': [sys.executable, "-c", BASELINE],
         "ctxlab --help": [ctxlab_exe, "--help"],
     }
-    for info in sorted(pkgutil.iter_modules(ctxlab.commands.__path__), key=lambda m: m.name):
+    for info in sorted(pkgutil.iter_modules(ctxlab._cli.commands.__path__), key=lambda m: m.name):
         runs[f"ctxlab {info.name} --help"] = [ctxlab_exe, info.name, "--help"]
     return runs
 

@@ -5,7 +5,7 @@
     .venv/bin/python -m bench.bench_engine --profile clear-tool-uses --sizes 10000
 
 Issue 16 asks that a replay at 10,000 turns cost at most ten times the 1,000-turn one. Every
-catalogue preset runs on the stage engine (`ctxlab.policies.engine.StageRun`), so this times
+catalogue preset runs on the stage engine (`ctxlab._replay.policies.engine.StageRun`), so this times
 `ctxlab.replay(trace, preset)` on bench_widgets' synthetic trace (process CPU time, so the
 other jobs on a shared box move it less than the wall clock), median of `--rounds`, and prints
 the growth. The load average is printed with each size.

@@ -3,8 +3,10 @@
 For each trace, every preset (`ctxlab policies`) is replayed in turn on the same `Trace` object
 with the default offline summariser, as a sweep does, then evaluated (Tier 1: no model). The
 ratio is evaluate time over replay time, per preset and over all presets together (each best
-of `--repeat`). Fact extraction (`ctxlab.facts.extract`) and the search of every message for
-every fact (`ctxlab.survival.index`) depend on the trace alone and run once per trace whatever
+of `--repeat`). Fact extraction (`ctxlab._evaluate.facts.extract`) and the search of every message
+for
+every fact (`ctxlab._evaluate.survival.index`) depend on the trace alone and run once per trace
+whatever
 the number of policies, so they are timed apart, once, and added to the total once.
 
     .venv/bin/python -m bench.bench_evaluate                 # 1,000-turn synthetic + real traces
@@ -23,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_replay import timed
-from ctxlab.evaluation import evaluate, trace_facts
-from ctxlab.policies.catalog import PRESETS
-from ctxlab.replay import replay
-from ctxlab.survival import index
-from ctxlab.trace import Trace
+from ctxlab._evaluate.evaluation import evaluate, trace_facts
+from ctxlab._evaluate.survival import index
+from ctxlab._replay.policies.catalog import PRESETS
+from ctxlab._replay.replay import replay
+from ctxlab._trace import Trace
 from tests.synthetic import make_trace
 
 REAL = Path("/work/shared/data/real-traces")
@@ -81,7 +83,7 @@ def bench_trace(trace: Trace, repeat: int = 3, *, verbose: bool = True) -> tuple
 
 def real_traces() -> list[Trace]:
     """Every trace ctxlab loads from the team's real files and the samples."""
-    from ctxlab.load import load
+    from ctxlab._ingest.load import load
 
     out: list[Trace] = []
     files = sorted(p for p in REAL.rglob("*") if p.is_file() and p.name != "SOURCE.txt")

@@ -101,7 +101,7 @@ def main() -> None:
     (trace,) = ctxlab.load(args.path)
     print(f"export: {size_mb:.1f} MB, {len(trace.turns)} turns, {len(trace.messages)} messages")
     print(f"json.loads per line: {baseline:.2f} s  ({size_mb / baseline:.0f} MB/s)")
-    print(f"ctxlab.load:         {loaded:.2f} s  ({size_mb / loaded:.0f} MB/s)")
+    print(f"ctxlab._ingest.load:         {loaded:.2f} s  ({size_mb / loaded:.0f} MB/s)")
     print(f"ratio: {loaded / baseline:.2f}x")
     if args.real:
         real_rows(args.repeat)

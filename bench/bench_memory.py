@@ -12,7 +12,7 @@ both halves:
   (`tests.synthetic`, the replay benchmark's trace) and while each real Claude Code session in
   --data is loaded (with its subagents), with the number of message references the turns'
   inputs expose (`sum(len(turn.inputs))`, which grows with the square of the turns when every
-  call sees the whole history) and the number actually stored (`ctxlab.inputs`: each shared
+  call sees the whole history) and the number actually stored (`ctxlab._ingest.inputs`: each shared
   list once), so the MB can be read against them; then, as bench.bench_widgets measures it,
   what a `ThresholdExplorer` adds after five trigger moves. Traced in a phase of its own:
   tracing slows everything.

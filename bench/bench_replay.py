@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ctxlab._replay.replay import replay
+from ctxlab._trace import Trace
 from ctxlab.policies import DeepAgents
-from ctxlab.replay import replay
 from ctxlab.summarizers import Fixed
-from ctxlab.trace import Trace
 from tests.deepagents_oracle import run_oracle
 from tests.synthetic import make_trace
 

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import polars as pl
 
+from ctxlab._store.store import TURN_COLUMNS, SavedReplay, Store
+from ctxlab._store.sweep import sweep
 from ctxlab.policies import DeepAgents
-from ctxlab.store import TURN_COLUMNS, SavedReplay, Store
-from ctxlab.sweep import sweep
 from tests.synthetic import make_trace
 
 GRID = {

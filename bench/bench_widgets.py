@@ -50,9 +50,9 @@ import plotly.graph_objects as go
 
 import ctxlab
 from ctxlab import plots
+from ctxlab._view.widgets import Scrubber, ThresholdExplorer, explorer
+from ctxlab._view.widgets._common import update_in_place
 from ctxlab.policies import DeepAgents
-from ctxlab.widgets import Scrubber, ThresholdExplorer, explorer
-from ctxlab.widgets._common import update_in_place
 from tests.deepagents_oracle import run_oracle
 from tests.synthetic import make_trace
 
@@ -132,7 +132,7 @@ def middleware_seconds(trace: ctxlab.Trace) -> tuple[float, float]:
 
 _LOOP = asyncio.new_event_loop()
 """Moves run on an event loop, as in a kernel: readouts a widget defers past the redraw
-(`ctxlab.widgets._common.after_redraw`: the bill and its cost) run after the clock stops,
+(`ctxlab._view.widgets._common.after_redraw`: the bill and its cost) run after the clock stops,
 before the next move."""
 
 

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import ctxlab
-from ctxlab import metrics
+from ctxlab._evaluate import metrics
+from ctxlab._replay.policies.catalog import names
 from ctxlab.policies import DeepAgents
-from ctxlab.policies.catalog import names
 from tests.synthetic import make_trace
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

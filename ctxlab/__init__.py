@@ -13,28 +13,26 @@ process pays only for the parts it touches.
 from __future__ import annotations
 
 import importlib
-import sys
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Evaluation": "ctxlab.evaluation",
-    "RecordedCompaction": "ctxlab.trace",
-    "Replay": "ctxlab.replay",
-    "Store": "ctxlab.store",
-    "Trace": "ctxlab.trace",
-    "TraceFormatError": "ctxlab.errors",
-    "TraceList": "ctxlab.load",
-    "TraceLoadWarning": "ctxlab.load",
-    "Turn": "ctxlab.trace",
-    "evaluate": "ctxlab.evaluation",
-    "from_messages": "ctxlab.trace",
-    "load": "ctxlab.load",
-    "load_all": "ctxlab.load",
-    "replay": "ctxlab.replay",
-    "sweep": "ctxlab.sweep",
+    "Evaluation": "ctxlab._evaluate.evaluation",
+    "RecordedCompaction": "ctxlab._trace",
+    "Replay": "ctxlab._replay.replay",
+    "Store": "ctxlab._store.store",
+    "Trace": "ctxlab._trace",
+    "TraceFormatError": "ctxlab._errors",
+    "TraceList": "ctxlab._ingest.load",
+    "TraceLoadWarning": "ctxlab._ingest.load",
+    "Turn": "ctxlab._trace",
+    "evaluate": "ctxlab._evaluate.evaluation",
+    "from_messages": "ctxlab._trace",
+    "load": "ctxlab._ingest.load",
+    "load_all": "ctxlab._ingest.load",
+    "replay": "ctxlab._replay.replay",
+    "sweep": "ctxlab._store.sweep",
 }
 """Public name -> the module defining it."""
 
@@ -63,27 +61,13 @@ __all__ = [
 
 if TYPE_CHECKING:
     from ctxlab import policies, summarizers
-    from ctxlab.errors import TraceFormatError
-    from ctxlab.evaluation import Evaluation, evaluate
-    from ctxlab.load import TraceList, TraceLoadWarning, load, load_all
-    from ctxlab.replay import Replay, replay
-    from ctxlab.store import Store
-    from ctxlab.sweep import sweep
-    from ctxlab.trace import RecordedCompaction, Trace, Turn, from_messages
-
-
-class _Package(ModuleType):
-    """`ctxlab`'s module type: keeps `ctxlab.load`, `.replay` and `.sweep` the functions.
-
-    Importing the submodule `ctxlab.replay` makes Python bind the module as the package's
-    attribute `replay`, over the function of the same name; this binds the function instead,
-    as the eager imports this package used to make did.
-    """
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if isinstance(value, ModuleType) and _EXPORTS.get(name) == value.__name__:
-            value = getattr(value, name)
-        super().__setattr__(name, value)
+    from ctxlab._errors import TraceFormatError
+    from ctxlab._evaluate.evaluation import Evaluation, evaluate
+    from ctxlab._ingest.load import TraceList, TraceLoadWarning, load, load_all
+    from ctxlab._replay.replay import Replay, replay
+    from ctxlab._store.store import Store
+    from ctxlab._store.sweep import sweep
+    from ctxlab._trace import RecordedCompaction, Trace, Turn, from_messages
 
 
 def __getattr__(name: str) -> object:
@@ -100,6 +84,3 @@ def __getattr__(name: str) -> object:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_EXPORTS, *_SUBMODULES})
-
-
-sys.modules[__name__].__class__ = _Package

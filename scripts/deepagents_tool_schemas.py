@@ -20,7 +20,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parents[1] / "ctxlab" / "policies" / "deepagents" / "tools.json"
+DATA = (
+    Path(__file__).resolve().parents[1]
+    / "ctxlab"
+    / "_replay"
+    / "policies"
+    / "deepagents"
+    / "tools.json"
+)
 
 
 def upstream_tools() -> list[Any]:

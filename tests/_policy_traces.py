@@ -8,7 +8,7 @@ from pathlib import Path
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 import ctxlab
-from ctxlab.trace import Trace
+from ctxlab._trace import Trace
 
 
 def agent(n: int, size: int = 400, *, system: bool = True) -> list:

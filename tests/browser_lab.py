@@ -6,9 +6,10 @@ The server gets isolated config dirs, no outbound calls and no news toast; the b
 system chromium (no Playwright download). `open_notebook` returns once the notebook's kernel is
 idle and connected, so cells can be run at once.
 
-The charts are `ctxlab.widgets.chart.ChartWidget`s: plotly FigureWidgets whose anywidget module is
+The charts are `ctxlab._view.widgets.chart.ChartWidget`s: plotly FigureWidgets whose anywidget
+module is
 a small loader, so anywidget's 2 s module deadline is met however long plotly.js (5 MB) takes to
-load on a busy machine (`ctxlab/widgets/chart.py` says why). So a notebook runs as a user runs
+load on a busy machine (`ctxlab/_view/widgets/chart.py` says why). So a notebook runs as a user runs
 it, all cells at once (`run_all`); `run_cells` runs it a slice at a time where a caller wants to
 act between cells.
 """

@@ -21,7 +21,7 @@ everything and on a compacted request exactly what survived:
 * no question (a next-action request): it follows the plan found in its context (lines
   `N. tool {json arguments}`), calling the first step whose call is not in the context.
 
-`RubricJudge` grades like a judge following `ctxlab.probe_judge.RUBRIC`: the share of the
+`RubricJudge` grades like a judge following `ctxlab._evaluate.probe_judge.RUBRIC`: the share of the
 reference's words (4+ letters) the graded answer holds, times 5, ending "GRADE: n".
 """
 

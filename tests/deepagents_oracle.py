@@ -49,7 +49,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ctxlab.trace import Trace
+from ctxlab._trace import Trace
 
 TOOL_SCHEMAS_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "deepagents_tool_schemas.py"
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ctxlab.trace import Trace, from_messages
+from ctxlab._trace import Trace, from_messages
 
 _WORDS = (
     "agent context tokens summary offload window budget trigger keep cutoff request model "

@@ -1,4 +1,4 @@
-"""Billed tokens in replays (`ctxlab.billing`): the incremental count equals a direct count of
+"""Billed tokens in replays (`ctxlab._cost.billing`): the incremental count equals a direct count of
 every rebuilt request, the flags mark where a policy's counter undercounts the bill, and the
 columns reach the store, `ctxlab compare`, the metrics and the Scrubber."""
 
@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, messages_to_dict
 
-from ctxlab.billing import bill, billed_tokens, cost_inputs, flags, levels, recount
-from ctxlab.calibration import Biller, Fit, biller_for
-from ctxlab.cli import main
-from ctxlab.metrics import cache_frame, summary
+from ctxlab._cli.main import main
+from ctxlab._cost.billing import bill, billed_tokens, cost_inputs, flags, levels, recount
+from ctxlab._cost.calibration import Biller, Fit, biller_for
+from ctxlab._cost.tokens import count_tokens
+from ctxlab._evaluate.metrics import cache_frame, summary
+from ctxlab._replay.policies.catalog import PRESETS
+from ctxlab._replay.replay import Replay, replay
 from ctxlab.policies import DeepAgents
-from ctxlab.policies.catalog import PRESETS
-from ctxlab.replay import Replay, replay
 from ctxlab.summarizers import Fixed
-from ctxlab.tokens import count_tokens
 from tests.synthetic import make_messages, make_trace
 
 SUMMARY = "## SUMMARY\n" + "Progress was made. " * 40
@@ -163,7 +163,7 @@ def test_compare_counts_the_flags(tmp_path: Any, capsys: pytest.CaptureFixture[s
     argv = ["compare", str(path), "--policy", "deepagents", "--window", "40000"]
     assert main([*argv, "--json"]) == 0
     row = json.loads(capsys.readouterr().out)["replays"][0]
-    from ctxlab.load import load
+    from ctxlab._ingest.load import load
 
     (trace,) = load(path)
     result = replay(trace, DeepAgents(window=40_000))
@@ -207,7 +207,7 @@ def test_a_real_claude_code_session_triggers_late(shared: Any) -> None:
 
 
 def test_store_keeps_the_billed_columns_and_method(tmp_path: Any) -> None:
-    from ctxlab.store import Store
+    from ctxlab._store.store import Store
 
     result, _, _ = _undercounted()
     store = Store(tmp_path / "s.duckdb")
@@ -284,7 +284,7 @@ def test_a_preset_with_a_token_trigger_flags_late_triggers_too(shared: Any) -> N
     (claude-code: window - output reserve - auto-compact buffer), so their calls billed past it
     are flagged and counted like Deep Agents'."""
     import ctxlab
-    from ctxlab.policies.catalog import get
+    from ctxlab._replay.policies.catalog import get
 
     folder = shared / "data" / "real-traces" / "claude-code-session-compacted"
     main_trace = next(t for top in ctxlab.load(folder) for t in top.walk() if t.turns)

@@ -9,7 +9,7 @@ launch code shared with bench/bench_browser.py: tests/browser_lab.py.
 The second test loads plotly.js slowly on purpose (the page blocks 3 s when plotly's 5 MB bundle
 becomes a module URL, and the module takes 4 s more to evaluate), as on a loaded 2-core machine:
 the chart must still draw, with every update the kernel sent meanwhile. That is the flake this
-suite had (anywidget's 2 s module deadline; `ctxlab/widgets/chart.py`): with plotly's own
+suite had (anywidget's 2 s module deadline; `ctxlab/_view/widgets/chart.py`): with plotly's own
 FigureWidget module under the same slowing, the chart stays empty. Screenshots go to
 `$CTXLAB_ARTIFACTS` (else pytest's tmp dir). Skips cleanly without chromium.
 """
@@ -48,9 +48,10 @@ EXPLORER_TITLE = f"{EXPLORER_CHART} .gtitle"
 
 
 SLOW_CELLS = [
-    # in a kernel, importing the widgets sends plotly's bundle to the page (ctxlab/widgets/chart.py)
+    # in a kernel, importing the widgets sends plotly's bundle to the page
+    # (ctxlab/_view/widgets/chart.py)
     """import plotly.graph_objects as go
-from ctxlab.widgets._common import figure_widget""",
+from ctxlab._view.widgets._common import figure_widget""",
     """chart = figure_widget(
     go.Figure(go.Scatter(y=[1, 3, 2], name="first"), layout={"title": {"text": "drawn"}}),
     "ctx-slow-chart",

@@ -1,4 +1,4 @@
-"""Why each cache write happened (`ctxlab.cache_causes` through `metrics.cache_frame`), the
+"""Why each cache write happened (`ctxlab._cost.cache_causes` through `metrics.cache_frame`), the
 cache lifetimes, `cache_aligned` presets, the `cache_writes` figure and its Compare toggle, and
 the simulation against recorded cache tokens (real Claude Code sessions; skipped without them).
 """
@@ -12,16 +12,17 @@ import polars as pl
 import pytest
 
 from ctxlab import plots, replay
-from ctxlab.cache_causes import CAUSES, attribute, idle_gaps, model_switches, parse_time
-from ctxlab.cache_recorded import check, has_recorded_cache, recorded_context
-from ctxlab.load import load
-from ctxlab.metrics import cache_frame
+from ctxlab._cost.cache_causes import CAUSES, attribute, idle_gaps, model_switches, parse_time
+from ctxlab._cost.cache_recorded import check, has_recorded_cache, recorded_context
+from ctxlab._cost.pricing import ANTHROPIC_LONG_TTL, ANTHROPIC_TTL, OPENAI_TTL, cache_rule
+from ctxlab._evaluate.metrics import cache_frame
+from ctxlab._ingest.load import load
+from ctxlab._replay.policies.base import Call, Event
+from ctxlab._replay.policies.cache_aligned import CacheAligned
+from ctxlab._replay.replay import Replay
+from ctxlab._trace import Trace, from_messages
+from ctxlab._view.plots.cache import cache_write_totals
 from ctxlab.policies import get
-from ctxlab.policies.base import Call, Event
-from ctxlab.policies.cache_aligned import CacheAligned
-from ctxlab.pricing import ANTHROPIC_LONG_TTL, ANTHROPIC_TTL, OPENAI_TTL, cache_rule
-from ctxlab.replay import Replay
-from ctxlab.trace import Trace, from_messages
 from ctxlab.widgets import Compare
 from tests._policy_traces import agent
 
@@ -354,7 +355,7 @@ def test_cache_writes_figure_sums_the_frames():
         assert sum(d.y[i] for d in fig.data) == int(frame["cache_write_tokens"].sum())
     names = {d.name for d in fig.data}
     assert {"new content", "summarize"} <= names  # the first call is under the 1,024 minimum
-    totals, writes = plots.cache.cache_write_totals(replays)
+    totals, writes = cache_write_totals(replays)
     assert writes and set(totals["cause"]) <= set(CAUSES)
 
 

@@ -26,12 +26,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.messages.utils import count_tokens_approximately
 
 import ctxlab
-from ctxlab.calibration import Biller, default_fit
-from ctxlab.metrics import cache_frame, common_prefixes, summary
+from ctxlab._cost.calibration import Biller, default_fit
+from ctxlab._evaluate.metrics import cache_frame, common_prefixes, summary
+from ctxlab._replay.replay import replay
+from ctxlab._trace import Trace, from_messages
 from ctxlab.policies import DeepAgents
-from ctxlab.replay import replay
 from ctxlab.summarizers import Fixed
-from ctxlab.trace import Trace, from_messages
 from tests.deepagents_oracle import _Observer, run_oracle
 from tests.synthetic import make_trace
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxlab.cli import main
-from ctxlab.store import Store
+from ctxlab._cli.main import main
+from ctxlab._store.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 SHORT = REPO / "traces" / "deepagents_short_session.jsonl.xz"

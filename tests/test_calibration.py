@@ -12,10 +12,10 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 import ctxlab
-from ctxlab import calibration as cal
-from ctxlab import openai_tokens as ot
-from ctxlab import tokens as tk
-from ctxlab.trace import Trace, Turn
+from ctxlab._cost import calibration as cal
+from ctxlab._cost import openai_tokens as ot
+from ctxlab._cost import tokens as tk
+from ctxlab._trace import Trace, Turn
 
 REAL = "data/real-traces"
 

@@ -8,8 +8,14 @@ from importlib import metadata
 
 import plotly.graph_objects as go
 
-from ctxlab.widgets._common import figure_widget
-from ctxlab.widgets.chart import LOADER, ChartWidget, PlotlyBundle, plotly_bundle, shared_bundle
+from ctxlab._view.widgets._common import figure_widget
+from ctxlab._view.widgets.chart import (
+    LOADER,
+    ChartWidget,
+    PlotlyBundle,
+    plotly_bundle,
+    shared_bundle,
+)
 
 
 def test_a_chart_is_a_figure_widget_with_a_small_module() -> None:

@@ -1,4 +1,5 @@
-"""Recorded vs replayed compactions (`ctxlab.check_replay`, `ctxlab check-replay`) and their
+"""Recorded vs replayed compactions (`ctxlab._evaluate.check_replay`, `ctxlab check-replay`) and
+their
 overlay on the widgets' charts.
 
 The deepagents sample was recorded through the real `create_deep_agent` with a model whose
@@ -18,13 +19,13 @@ from pathlib import Path
 import pytest
 
 import ctxlab
-from ctxlab.check_replay import check, family, preset_for, recorded_settings
-from ctxlab.cli import main
+from ctxlab._cli.main import main
+from ctxlab._evaluate.check_replay import check, family, preset_for, recorded_settings
+from ctxlab._ingest.recorded import EDIT, recorded_compactions
+from ctxlab._trace import RecordedCompaction, Trace
+from ctxlab._view.plots.recorded import RECORDED_LINE, RECORDED_POINTS
 from ctxlab.plots import comparison, context_tokens
-from ctxlab.plots.recorded import RECORDED_LINE, RECORDED_POINTS
 from ctxlab.policies import get
-from ctxlab.recorded import EDIT, recorded_compactions
-from ctxlab.trace import RecordedCompaction, Trace
 from ctxlab.widgets import Compare, Scrubber
 from tests.synthetic import make_trace
 

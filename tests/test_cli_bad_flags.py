@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import ctxlab
-from ctxlab.cli import main
+from ctxlab._cli.main import main
+from ctxlab._store.sweep import SweepError, sweep
 from ctxlab.policies import DeepAgents
-from ctxlab.sweep import SweepError, sweep
 from tests.synthetic import make_trace
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxlab.cli import main
+from ctxlab._cli.main import main
 from ctxlab.policies import PRESETS
 
 REPO = Path(__file__).resolve().parents[1]

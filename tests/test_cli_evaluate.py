@@ -13,14 +13,14 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 
 import ctxlab
-from ctxlab import probes
-from ctxlab.cli import main
-from ctxlab.commands.evaluate import _evaluate
-from ctxlab.evaluation import evaluate
-from ctxlab.facts import CATEGORIES
+from ctxlab._cli.commands.evaluate import _evaluate
+from ctxlab._cli.main import main
+from ctxlab._evaluate import probes
+from ctxlab._evaluate.evaluation import evaluate
+from ctxlab._evaluate.facts import CATEGORIES
+from ctxlab._replay.replay import replay
+from ctxlab._store.store import Store
 from ctxlab.policies import get
-from ctxlab.replay import replay
-from ctxlab.store import Store
 from tests.context_model import ContextModel
 
 REPO = Path(__file__).resolve().parents[1]

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ctxlab.cli import build_parser, main
-from ctxlab.store import Store
-from ctxlab.tables import table
+from ctxlab._cli.main import build_parser, main
+from ctxlab._cli.tables import table
+from ctxlab._store.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 LONG = REPO / "traces" / "deepagents_long_session.jsonl.xz"

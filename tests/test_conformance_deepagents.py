@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from ctxlab._replay.replay import Replay, replay
 from ctxlab.policies import DeepAgents
-from ctxlab.replay import Replay, replay
 from ctxlab.summarizers import Fixed
 from tests.deepagents_oracle import run_graph, run_oracle, upstream_default_tools
 from tests.synthetic import make_trace

@@ -1,4 +1,5 @@
-"""Count-only forms (`StagePolicy.counts_only`, `ctxlab.replay.counted`) against the full engine.
+"""Count-only forms (`StagePolicy.counts_only`, `ctxlab._replay.replay.counted`) against the full
+engine.
 
 A count-only form must give exactly the full replay's `counts` frame and `event_list`, at every
 setting, on every trace: the explorer draws it instead of the replay. Checked on synthetic
@@ -15,7 +16,14 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ctxlab.message_facts import summary_message
+from ctxlab._messages import summary_message
+from ctxlab._replay.policies.base import Event, make_event
+from ctxlab._replay.policies.counts_only import fed_lengths
+from ctxlab._replay.policies.engine import Context, StageRun
+from ctxlab._replay.policies.masking import LastNStage
+from ctxlab._replay.policies.masking_counts import masked_after
+from ctxlab._replay.replay import counted, replay
+from ctxlab._trace import Trace, from_messages
 from ctxlab.policies import (
     ClaudeCode,
     ClearToolUses,
@@ -33,14 +41,7 @@ from ctxlab.policies import (
     SWEAgentMasking,
     ToolResultOffload,
 )
-from ctxlab.policies.base import Event, make_event
-from ctxlab.policies.counts_only import fed_lengths
-from ctxlab.policies.engine import Context, StageRun
-from ctxlab.policies.masking import LastNStage
-from ctxlab.policies.masking_counts import masked_after
-from ctxlab.replay import counted, replay
 from ctxlab.summarizers import CachedExtractive
-from ctxlab.trace import Trace, from_messages
 from ctxlab.widgets import ThresholdExplorer
 from tests._policy_traces import real_traces
 from tests.synthetic import make_trace

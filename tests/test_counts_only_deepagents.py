@@ -1,4 +1,5 @@
-"""Deep Agents' count-only form (`DeepAgents.counts_only`, `ctxlab.policies.deepagents.counts`)
+"""Deep Agents' count-only form (`DeepAgents.counts_only`,
+`ctxlab._replay.policies.deepagents.counts`)
 against its full replay: the same `counts` frame and `event_list` at every setting the
 explorer's sliders reach and at settings that make every kind of event, on synthetic traces, a
 hand-built conversation and every real trace in the shared data."""
@@ -10,12 +11,12 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
+from ctxlab._replay.policies.base import EVENT_KINDS
+from ctxlab._replay.policies.deepagents.run import DeepAgentsRun
+from ctxlab._replay.replay import counted, replay
+from ctxlab._trace import Trace, from_messages
 from ctxlab.policies import DeepAgents
-from ctxlab.policies.base import EVENT_KINDS
-from ctxlab.policies.deepagents.run import DeepAgentsRun
-from ctxlab.replay import counted, replay
 from ctxlab.summarizers import CachedExtractive
-from ctxlab.trace import Trace, from_messages
 from ctxlab.widgets import ThresholdExplorer
 from tests._policy_traces import real_traces
 from tests.synthetic import make_trace
@@ -155,7 +156,7 @@ def test_every_kind_of_event_is_checked() -> None:
             except ValueError:
                 continue
             kinds |= {e.kind for e in replay(trace, policy, CachedExtractive()).event_list}
-    assert kinds >= set(EVENT_KINDS[:6])  # Deep Agents' six (`ctxlab.policies.base`)
+    assert kinds >= set(EVENT_KINDS[:6])  # Deep Agents' six (`ctxlab._replay.policies.base`)
 
 
 def test_every_real_trace(shared: Path) -> None:

@@ -1,5 +1,5 @@
 """A Deep Agents run feeds the recorded history from a `Feed` worked out once per trace and feed
-settings (`ctxlab.policies.deepagents.feed`): runs that share one replay as a fresh trace
+settings (`ctxlab._replay.policies.deepagents.feed`): runs that share one replay as a fresh trace
 would, leave it unchanged, and name id-less offloads by their own counter, in call order."""
 
 from __future__ import annotations
@@ -9,14 +9,15 @@ import dataclasses
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from ctxlab import metrics, replay
+from ctxlab import replay
+from ctxlab._evaluate import metrics
+from ctxlab._replay.policies._engine_facts import facts
+from ctxlab._replay.policies.deepagents.feed import KEPT_FEEDS, feed_of
+from ctxlab._replay.policies.deepagents.state import deterministic_hex
+from ctxlab._replay.replay import Replay
+from ctxlab._trace import Trace, from_messages
 from ctxlab.policies import DeepAgents
-from ctxlab.policies._engine_facts import facts
-from ctxlab.policies.deepagents.feed import KEPT_FEEDS, feed_of
-from ctxlab.policies.deepagents.state import deterministic_hex
-from ctxlab.replay import Replay
 from ctxlab.summarizers import CachedExtractive, Fixed
-from ctxlab.trace import Trace, from_messages
 from tests.synthetic import make_trace
 
 MODEL = "claude-sonnet-4-5"

@@ -25,11 +25,11 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, get_bu
 from langchain_core.messages.utils import _is_message_type, count_tokens_approximately
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
-from ctxlab import message_facts
-from ctxlab import tokens as tk
-from ctxlab.policies import langchain_rules, langchain_texts
-from ctxlab.policies.deepagents import filesystem, message_edits, texts
-from ctxlab.policies.deepagents_tools import default_tools
+from ctxlab import _messages as message_facts
+from ctxlab._cost import tokens as tk
+from ctxlab._replay.policies import langchain_rules, langchain_texts
+from ctxlab._replay.policies.deepagents import filesystem, message_edits, texts
+from ctxlab._replay.policies.deepagents_tools import default_tools
 from tests.deepagents_oracle import tool_schemas_script, upstream_default_tools
 
 SHA256 = {

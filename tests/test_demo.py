@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxlab.cli import main
-from ctxlab.store import Store
+from ctxlab._cli.main import main
+from ctxlab._store.store import Store
 
 
 def test_demo_stores_and_replays_the_samples(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

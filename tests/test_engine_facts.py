@@ -10,14 +10,15 @@ import gc
 
 import pytest
 
-from ctxlab import metrics, replay
-from ctxlab import tokens as tk
-from ctxlab.message_facts import kind_of
+from ctxlab import replay
+from ctxlab._cost import tokens as tk
+from ctxlab._evaluate import metrics
+from ctxlab._messages import kind_of
+from ctxlab._replay.policies._engine_facts import _FACTS, calls_of, facts
+from ctxlab._replay.replay import Replay
+from ctxlab._trace import Trace
 from ctxlab.policies import get
-from ctxlab.policies._engine_facts import _FACTS, calls_of, facts
-from ctxlab.replay import Replay
 from ctxlab.summarizers import Fixed
-from ctxlab.trace import Trace
 from tests.synthetic import make_trace
 
 PRESETS = ["raw", "clear-tool-uses", "sliding-window", "observation-masking", "codex"]
@@ -97,7 +98,7 @@ def test_a_history_message_swapped_after_measuring_is_measured_as_itself(preset:
 
 def test_runs_feed_the_same_history_items() -> None:
     """The history's `Item`s are made once per trace and counter; every run feeds them."""
-    from ctxlab.policies.engine import history_items
+    from ctxlab._replay.policies.engine import history_items
 
     trace = make_trace(30, model="claude-sonnet-4-5")
     policy = get("raw")

@@ -14,7 +14,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 import ctxlab
-from ctxlab.event_cards import NO_CARD, EventCards, card_at, card_html, cards, cards_html
+from ctxlab._view.event_cards import NO_CARD, EventCards, card_at, card_html, cards, cards_html
 from ctxlab.policies import DeepAgents, get
 from ctxlab.summarizers import Fixed
 
@@ -106,7 +106,7 @@ def test_cards_cover_every_eviction_and_are_in_turn_order(trace) -> None:
 
 
 def test_every_probe_turn_has_a_card_and_truncation_alone_has_none(trace) -> None:
-    from ctxlab.probes import probe_turns
+    from ctxlab._evaluate.probes import probe_turns
 
     result, evaluation = _evaluated(trace, DEEP)
     found = {c.turn: c for c in cards(result, evaluation.facts)}
@@ -128,7 +128,7 @@ def test_card_at_shows_the_latest_compaction_so_far(trace) -> None:
 
 
 def test_probes_asked_at_a_turn_are_on_its_card(trace) -> None:
-    from ctxlab.probes import PROBE_COLUMNS
+    from ctxlab._evaluate.probes import PROBE_COLUMNS
 
     result, evaluation = _evaluated(trace, LANGCHAIN)
     turn = next(e.turn for e in result.event_list if e.kind == "summarize")
@@ -187,8 +187,8 @@ def test_scrubber_draws_first_and_fills_the_card_after(trace) -> None:
     # constructor returns with a placeholder, and the loop's next turn fills the card in.
     import asyncio
 
+    from ctxlab._view.widgets.scrubber import PENDING_CARD
     from ctxlab.widgets import Scrubber
-    from ctxlab.widgets.scrubber import PENDING_CARD
 
     result, evaluation = _evaluated(trace, DEEP)
 

@@ -7,8 +7,8 @@ import duckdb
 import pytest
 
 from ctxlab import replay
+from ctxlab._store.store import SCHEMA_VERSION, Store
 from ctxlab.policies import DeepAgents, LangChainSummarization, get
-from ctxlab.store import SCHEMA_VERSION, Store
 from ctxlab.summarizers import Extractive
 from ctxlab.widgets import Scrubber
 from tests.synthetic import make_trace

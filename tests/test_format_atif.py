@@ -1,4 +1,4 @@
-"""Harbor / Terminal-Bench ATIF trajectories load as traces (ctxlab/formats/atif.py).
+"""Harbor / Terminal-Bench ATIF trajectories load as traces (ctxlab/_ingest/formats/atif.py).
 
 No spec-conformant ATIF file is in shared/data (they live on Hugging Face) and the third-party
 "ATIF 1.4" file the research notes describe was kept back, so every file here is synthetic:
@@ -16,7 +16,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 import ctxlab
-from ctxlab.policies import catalog
+from ctxlab._replay.policies import catalog
 
 TOOLS = [{"type": "function", "function": {"name": "financial_search", "parameters": {}}}]
 

@@ -19,9 +19,9 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 import ctxlab
-from ctxlab.formats import claude_code, registry
-from ctxlab.load import load_all
-from ctxlab.policies import catalog
+from ctxlab._ingest.formats import claude_code, registry
+from ctxlab._ingest.load import load_all
+from ctxlab._replay.policies import catalog
 
 COMPACTED = "real-traces/claude-code-session-compacted"
 SESSION = "ae4a77f8-aedd-4bc1-888f-c94edc91af04"

@@ -11,9 +11,9 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 import ctxlab
-from ctxlab.formats import codex
-from ctxlab.message_facts import is_summary
-from ctxlab.policies.codex import CODEX_SUMMARY_PREFIX
+from ctxlab._ingest.formats import codex
+from ctxlab._messages import is_summary
+from ctxlab._replay.policies.codex import CODEX_SUMMARY_PREFIX
 
 ROLLOUT = (
     "data/real-traces/codex-rollout/"

@@ -14,9 +14,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 import ctxlab
 from ctxlab import policies
-from ctxlab.errors import TraceFormatError
-from ctxlab.formats import inspect_eval_zip
-from ctxlab.message_facts import is_summary
+from ctxlab._errors import TraceFormatError
+from ctxlab._ingest.formats import inspect_eval_zip
+from ctxlab._messages import is_summary
 
 BROWSER = "real-traces/inspect-ai-log/2025-05-12T20-27-36-04-00_browser.json.gz"
 

@@ -17,9 +17,9 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 import ctxlab
-from ctxlab.errors import TraceFormatError
-from ctxlab.formats import langsmith_copied
-from ctxlab.sweep import policy_named
+from ctxlab._errors import TraceFormatError
+from ctxlab._ingest.formats import langsmith_copied
+from ctxlab._store.sweep import policy_named
 from tests.langsmith_shapes import as_parquet, as_sdk_dicts, merged_runs, write_json
 from tests.test_load_shapes import fingerprint
 

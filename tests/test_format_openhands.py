@@ -1,4 +1,5 @@
-"""OpenHands event streams and evaluation output load as traces (ctxlab/formats/openhands.py)."""
+"""OpenHands event streams and evaluation output load as traces
+(ctxlab/_ingest/formats/openhands.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 import ctxlab
-from ctxlab.policies import catalog
+from ctxlab._replay.policies import catalog
 
 REAL = "data/real-traces/openhands-multiswebench-llama4"
 

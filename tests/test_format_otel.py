@@ -17,7 +17,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 import ctxlab
-from ctxlab.errors import TraceFormatError
+from ctxlab._errors import TraceFormatError
 from ctxlab.policies import get
 
 FIXTURES = "real-traces/otel-genai-openinference-attr-fixtures"

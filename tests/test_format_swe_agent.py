@@ -12,7 +12,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 import ctxlab
-from ctxlab.formats import swe_agent
+from ctxlab._ingest.formats import swe_agent
 
 MARSHMALLOW = (
     "data/real-traces/swe-agent-traj-function-calling-marshmallow/"

@@ -1,4 +1,4 @@
-"""`Turn.inputs` as shared slices (`ctxlab.inputs`) behaves as the tuple it replaced."""
+"""`Turn.inputs` as shared slices (`ctxlab._ingest.inputs`) behaves as the tuple it replaced."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import random
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from ctxlab.inputs import MAX_PARTS, Context, Inputs, Recorder
-from ctxlab.trace import from_messages
+from ctxlab._ingest.inputs import MAX_PARTS, Context, Inputs, Recorder
+from ctxlab._trace import from_messages
 
 
 def _messages(n: int) -> list[BaseMessage]:

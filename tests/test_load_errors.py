@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import ctxlab
-from ctxlab.cli import main
+from ctxlab._cli.main import main
 
 
 def llm_run(rid: str, messages: list, parent: str | None = None, output: str = "ok") -> dict:
@@ -153,7 +153,7 @@ def test_cli_prints_one_line_and_exits_2(tmp_path: Path, capsys: pytest.CaptureF
 def test_cli_entry_point_inspect_json(tmp_path: Path) -> None:
     good = write(tmp_path / "good.json", json.dumps(GOOD))
     out = subprocess.run(
-        [sys.executable, "-m", "ctxlab.cli", "inspect", str(good), "--json"],
+        [sys.executable, "-m", "ctxlab._cli.main", "inspect", str(good), "--json"],
         capture_output=True,
         text=True,
         check=True,

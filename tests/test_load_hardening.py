@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import ctxlab
-from ctxlab.errors import TraceFormatError
-from ctxlab.load import TraceLoadWarning
+from ctxlab._errors import TraceFormatError
+from ctxlab._ingest.load import TraceLoadWarning
 
 
 def run(**changes: Any) -> dict[str, Any]:

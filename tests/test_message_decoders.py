@@ -24,7 +24,7 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
-from ctxlab.formats.messages import MessageDecodeError, decode_messages, parse_arguments
+from ctxlab._ingest.formats.messages import MessageDecodeError, decode_messages, parse_arguments
 
 text = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=40

@@ -1,4 +1,4 @@
-"""`ctxlab.message_facts`: one answer per question about a message, checked against the
+"""`ctxlab._messages`: one answer per question about a message, checked against the
 upstream code that asks the same question (deepagents' text extraction, LangChain's summary
 marker, the policies' characters-per-token)."""
 
@@ -9,8 +9,8 @@ from deepagents.middleware._message_eviction import _extract_text_from_message
 from langchain.agents.middleware.summarization import SummarizationMiddleware
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ctxlab import tokens as tk
-from ctxlab.message_facts import (
+from ctxlab._cost import tokens as tk
+from ctxlab._messages import (
     KINDS,
     chars_per_token,
     is_summary,
@@ -20,8 +20,8 @@ from ctxlab.message_facts import (
     readable_text,
     summary_message,
 )
+from ctxlab._replay.policies import DeepAgents, catalog
 from ctxlab.policies import KINDS as POLICY_KINDS
-from ctxlab.policies import DeepAgents, catalog
 from tests.synthetic import make_trace
 
 MESSAGES = [

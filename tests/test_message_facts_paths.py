@@ -8,7 +8,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxlab.message_facts import PATH, paths_in
+from ctxlab._messages import PATH, paths_in
 
 SPELLED_OUT = re.compile(r"(?:(?<=[\s'\"(=])|^)(/[\w.\-/]+\.\w+|/[\w.\-]+(?:/[\w.\-]+)+)")
 

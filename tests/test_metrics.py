@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from ctxlab import replay
-from ctxlab.metrics import cache_frame, common_prefixes, summary
+from ctxlab._cost.pricing import cached_tokens, price_for, rates_for
+from ctxlab._evaluate.metrics import cache_frame, common_prefixes, summary
+from ctxlab._replay.policies.base import Call
+from ctxlab._replay.replay import Replay
+from ctxlab._trace import from_messages
 from ctxlab.policies import ObservationMasking, Raw, get
-from ctxlab.policies.base import Call
-from ctxlab.pricing import cached_tokens, price_for, rates_for
-from ctxlab.replay import Replay
-from ctxlab.trace import from_messages
 from tests._policy_traces import agent
 
 
@@ -29,7 +29,8 @@ def test_pricing_lookup_and_cache_rules():
 
 
 def test_minimum_cacheable_prompts_as_reverified_2026_12_02():
-    """Minimums re-checked against stored copies of the providers' docs (ctxlab.pricing.VERIFIED):
+    """Minimums re-checked against stored copies of the providers' docs
+    (ctxlab._cost.pricing.VERIFIED):
     Opus 4.5 and Haiku 4.5 cache nothing below 4,096 tokens, Gemini 2.5 below 2,048."""
     for model in ("claude-opus-4-5", "claude-haiku-4-5-20251001"):
         rates = rates_for(model)

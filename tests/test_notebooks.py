@@ -98,7 +98,7 @@ def test_quickstart_command_runs_the_notebook(tmp_path: Path) -> None:
     out = tmp_path / "figures"
     before = _repo_figures()
     proc = subprocess.run(
-        [sys.executable, "-m", "ctxlab.cli", "quickstart", "--out", str(out)],
+        [sys.executable, "-m", "ctxlab._cli.main", "quickstart", "--out", str(out)],
         capture_output=True,
         text=True,
         env=_kernel_env(tmp_path),
@@ -119,7 +119,14 @@ def test_quickstart_command_runs_the_notebook(tmp_path: Path) -> None:
 
 def test_quickstart_command_reports_a_missing_notebook(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "ctxlab.cli", "quickstart", "--notebook", str(tmp_path / "x.ipynb")],
+        [
+            sys.executable,
+            "-m",
+            "ctxlab._cli.main",
+            "quickstart",
+            "--notebook",
+            str(tmp_path / "x.ipynb"),
+        ],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 import ctxlab
-from ctxlab import openai_tokens as ot
+from ctxlab._cost import openai_tokens as ot
 
 REAL = "data/real-traces"
 

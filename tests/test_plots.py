@@ -22,7 +22,7 @@ import pytest
 
 import ctxlab
 from ctxlab import plots
-from ctxlab.policies import DeepAgents, catalog
+from ctxlab._replay.policies import DeepAgents, catalog
 from tests.synthetic import make_trace
 
 
@@ -177,7 +177,7 @@ def test_export_restarts_kaleido_when_its_tab_lost_its_page(tmp_path, stressed, 
     """kaleido once reported `kaleido_scopes is not defined` under load, and every later export
     on that tab fails the same way: `export` opens a new browser and the retry writes a real
     PNG. Any other error is raised as it is."""
-    from ctxlab.plots import exporter
+    from ctxlab._view.plots import exporter
 
     needs_chromium()
     _, replay = stressed
@@ -217,7 +217,7 @@ def test_stopping_kaleido_keeps_its_shutdown_noise_off_stderr(
     logged from another thread, as the reader does, inside the real stop) and pass again after."""
     import kaleido
 
-    from ctxlab.plots import exporter
+    from ctxlab._view.plots import exporter
 
     needs_chromium()
     _, replay = stressed
@@ -286,7 +286,7 @@ def test_a_close_that_never_answers_is_cancelled_and_stop_returns(
     next export opens a new browser."""
     import kaleido
 
-    from ctxlab.plots import exporter
+    from ctxlab._view.plots import exporter
 
     needs_chromium()
     _, replay = stressed
@@ -325,7 +325,7 @@ import asyncio, sys
 import kaleido
 import plotly.graph_objects as go
 from ctxlab import plots
-from ctxlab.plots import exporter
+from ctxlab._view.plots import exporter
 
 plots.export(go.Figure(go.Scatter(y=[1, 3, 2])), sys.argv[1])
 

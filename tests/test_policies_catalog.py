@@ -10,7 +10,9 @@ import pickle
 import pytest
 
 from ctxlab import replay
-from ctxlab.cli import main
+from ctxlab._cli.main import main
+from ctxlab._store.sweep import policy_named
+from ctxlab._trace import from_messages
 from ctxlab.policies import (
     PRESETS,
     ClearToolUses,
@@ -22,8 +24,6 @@ from ctxlab.policies import (
     get,
 )
 from ctxlab.summarizers import Fixed
-from ctxlab.sweep import policy_named
-from ctxlab.trace import from_messages
 from tests._policy_traces import agent
 from tests.synthetic import make_trace
 

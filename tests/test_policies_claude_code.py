@@ -5,11 +5,11 @@ the system prompt and one continuation message."""
 from __future__ import annotations
 
 from ctxlab import replay
+from ctxlab._trace import from_messages
 from ctxlab.policies import (
     ClaudeCode,
 )
 from ctxlab.summarizers import Fixed
-from ctxlab.trace import from_messages
 from tests._policy_traces import agent
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage
 
 from ctxlab import replay
+from ctxlab._replay.policies.codex import CODEX_SUMMARY_PREFIX
+from ctxlab._trace import from_messages
 from ctxlab.policies import (
     Codex,
 )
-from ctxlab.policies.codex import CODEX_SUMMARY_PREFIX
 from ctxlab.summarizers import Fixed
-from ctxlab.trace import from_messages
 from tests._policy_traces import agent
 
 

@@ -12,15 +12,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxlab import metrics, replay
-from ctxlab.policies import PRESETS, _engine_counts, get
-from ctxlab.policies._engine_facts import meta_of
-from ctxlab.policies._engine_request import RequestTotals
-from ctxlab.policies.catalog import Pipeline
-from ctxlab.policies.engine import Item, count_orphans, kind_of
-from ctxlab.replay import Replay
+from ctxlab import replay
+from ctxlab._evaluate import metrics
+from ctxlab._replay.policies import PRESETS, _engine_counts, get
+from ctxlab._replay.policies._engine_facts import meta_of
+from ctxlab._replay.policies._engine_request import RequestTotals
+from ctxlab._replay.policies.catalog import Pipeline
+from ctxlab._replay.policies.engine import Item, count_orphans, kind_of
+from ctxlab._replay.replay import Replay
+from ctxlab._trace import Trace, from_messages
 from ctxlab.summarizers import Fixed
-from ctxlab.trace import Trace, from_messages
 from tests.synthetic import make_trace
 from tests.test_policies_properties import SMALL, conversations
 
@@ -141,7 +142,7 @@ def test_request_bookkeeping_equals_a_fresh_count(case):
     """Totals, buckets and orphans after every edit equal a count from scratch."""
     from langchain_core.messages import ToolMessage
 
-    from ctxlab import tokens as tk
+    from ctxlab._cost import tokens as tk
 
     messages, steps = case
     masked = {
@@ -176,7 +177,7 @@ def test_without_reference_counts_lists_are_copied_and_replays_unchanged(
 ) -> None:
     """Where reference counts are unknown (not CPython) nothing is grown in place: the history
     and every stage's output are copied, with the same replay."""
-    from ctxlab.policies import engine
+    from ctxlab._replay.policies import engine
 
     policy = get(name, **LONG.get(name, {}))
     counted = replay(long_trace, policy, Fixed("the summary"))

@@ -14,19 +14,19 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from ctxlab import replay
-from ctxlab.policies import (
-    InspectEdit,
-    InspectSummary,
-    InspectTrim,
-)
-from ctxlab.policies.inspect import (
+from ctxlab._replay.policies.inspect import (
     INSPECT_SUMMARY_PROMPT,
     INSPECT_UPSTREAM_PROMPT,
     SUMMARY_MESSAGE,
     summary_text,
 )
+from ctxlab._trace import from_messages
+from ctxlab.policies import (
+    InspectEdit,
+    InspectSummary,
+    InspectTrim,
+)
 from ctxlab.summarizers import Fixed
-from ctxlab.trace import from_messages
 from tests._policy_traces import agent
 
 

@@ -20,9 +20,9 @@ from langchain_core.messages import (
 )
 
 from ctxlab import replay
+from ctxlab._trace import from_messages
 from ctxlab.policies import JetBrainsHybrid, JetBrainsLLMSummary
 from ctxlab.summarizers import Fixed
-from ctxlab.trace import from_messages
 from tests._policy_traces import agent
 from tests.synthetic import make_trace
 

@@ -11,9 +11,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.messages.utils import count_tokens_approximately
 
 from ctxlab import replay
+from ctxlab._trace import from_messages
 from ctxlab.policies import ClearToolUses, LangChainSummarization, SlidingWindow
 from ctxlab.summarizers import Fixed
-from ctxlab.trace import from_messages
 
 
 def _conversation(n: int, size: int = 400) -> list:

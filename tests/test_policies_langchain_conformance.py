@@ -16,9 +16,9 @@ from langchain_core.messages import AIMessage, RemoveMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from ctxlab import replay
+from ctxlab._trace import from_messages
 from ctxlab.policies import LangChainSummarization
 from ctxlab.summarizers import Fixed
-from ctxlab.trace import from_messages
 from tests._policy_traces import agent
 
 

@@ -8,9 +8,9 @@ OpenHands `observation_masking_condenser.py` ('<MASKED>' outside the last attent
 from __future__ import annotations
 
 from ctxlab import replay
+from ctxlab._cost.tokens import count_tokens
+from ctxlab._trace import from_messages
 from ctxlab.policies import ObservationMasking, OpenHandsObservationMasking, SWEAgentMasking
-from ctxlab.tokens import count_tokens
-from ctxlab.trace import from_messages
 from tests._policy_traces import agent
 from tests.synthetic import make_trace
 
@@ -36,7 +36,7 @@ def test_last_n_keeps_n_observations_and_the_task():
 def test_placeholder_text_counts_lines():
     """Each call masks the result that left the last n=1, in place of a placeholder that counts
     its lines: what the request saves is the result's tokens less the placeholder's."""
-    from ctxlab.policies.masking import _swe_placeholder
+    from ctxlab._replay.policies.masking import _swe_placeholder
 
     msgs = agent(4, size=100)  # 20 lines each
     trace = from_messages(msgs)

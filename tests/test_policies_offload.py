@@ -9,8 +9,8 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab import replay
+from ctxlab._trace import from_messages
 from ctxlab.policies import DeepAgents, LangChainSummarization, Pipeline, ToolResultOffload
-from ctxlab.trace import from_messages
 
 
 def _trace():

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ctxlab import replay
+from ctxlab._trace import from_messages
 from ctxlab.policies import (
     OpenHandsAmortized,
     OpenHandsConversationWindow,
@@ -11,7 +12,6 @@ from ctxlab.policies import (
     OpenHandsRecent,
 )
 from ctxlab.summarizers import Fixed
-from ctxlab.trace import from_messages
 from tests._policy_traces import agent
 from tests.synthetic import make_trace
 

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab import replay
+from ctxlab._trace import from_messages
 from ctxlab.policies import PRESETS, get
 from ctxlab.summarizers import Fixed
-from ctxlab.trace import from_messages
 
 SMALL = {
     "langchain-summarization": {"trigger": ("tokens", 600), "keep": ("messages", 5)},

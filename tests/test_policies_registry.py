@@ -17,11 +17,11 @@ from typing import ClassVar
 import pytest
 
 import ctxlab
-from ctxlab.cli import main
-from ctxlab.policies import PRESETS, catalog, describe, get, names, register
-from ctxlab.policies.engine import Context, Item, StagePolicy, safe_start
-from ctxlab.specs import format_size
-from ctxlab.sweep import SweepError, policy_named
+from ctxlab._cli.main import main
+from ctxlab._replay.policies import PRESETS, catalog, describe, get, names, register
+from ctxlab._replay.policies.engine import Context, Item, StagePolicy, safe_start
+from ctxlab._replay.specs import format_size
+from ctxlab._store.sweep import SweepError, policy_named
 
 REPO = Path(__file__).resolve().parents[1]
 LONG = REPO / "traces" / "deepagents_long_session.jsonl.xz"
@@ -186,7 +186,7 @@ def test_sweep_takes_every_size_form_deepagents_accepts(tmp_path) -> None:
 
 def test_sweep_reads_grid_text_against_the_parameter() -> None:
     """`trigger` is a size for Deep Agents but a plain token count for ClearToolUses."""
-    from ctxlab.sweep import grid_points
+    from ctxlab._store.sweep import grid_points
 
     points = grid_points(get("clear-tool-uses"), {"trigger": ["5000"], "keep": ["2"]})
     assert points == [{"trigger": 5000, "keep": 2}]
@@ -200,7 +200,7 @@ PLUGIN = """
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ctxlab.policies.engine import StagePolicy, safe_start
+from ctxlab._replay.policies.engine import StagePolicy, safe_start
 
 
 class KeepLastStage:
@@ -252,7 +252,7 @@ def test_an_entry_point_policy_shows_up_in_the_cli(tmp_path) -> None:
 
     def ctxlab_cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "ctxlab.cli", *args],
+            [sys.executable, "-m", "ctxlab._cli.main", *args],
             env=env,
             cwd=tmp_path,
             capture_output=True,

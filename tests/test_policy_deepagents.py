@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from ctxlab.message_facts import message_text
+from ctxlab._messages import message_text
+from ctxlab._replay.policies.deepagents import normalize_trigger
+from ctxlab._replay.policies.deepagents_tools import default_tools
+from ctxlab._replay.replay import replay
+from ctxlab._trace import from_messages
 from ctxlab.policies import DeepAgents
-from ctxlab.policies.deepagents import normalize_trigger
-from ctxlab.policies.deepagents_tools import default_tools
-from ctxlab.replay import replay
 from ctxlab.summarizers import Fixed
-from ctxlab.trace import from_messages
 from tests.synthetic import make_trace
 
 
@@ -223,8 +223,8 @@ def test_models_version_is_the_installed_oracle() -> None:
 _VERSION_CHECK = """
 import sys, warnings
 from ctxlab.policies import DeepAgents
-from ctxlab.profiles import profile
-from ctxlab.trace import from_messages
+from ctxlab._cost.profiles import profile
+from ctxlab._trace import from_messages
 trace = from_messages([], model="gpt-4o")
 profile("gpt-4o", trace.provider)
 if sys.argv[1] == "hidden":  # no distribution of deepagents on the path any more
@@ -306,7 +306,7 @@ from ctxlab.policies import (
     ClearToolUses, DeepAgents, LangChainSummarization, Pipeline, SlidingWindow,
     ToolResultOffload,
 )
-from ctxlab.replay import replay
+from ctxlab._replay.replay import replay
 from ctxlab.summarizers import Extractive
 trace = make_trace(120, fmt="anthropic", seed=3, big=0.2, huge_human_at=60)
 for policy in (

@@ -13,9 +13,7 @@ import pytest
 from genai_prices.data_snapshot import get_snapshot
 
 from ctxlab import replay
-from ctxlab.metrics import cache_frame, summary
-from ctxlab.policies import Raw
-from ctxlab.pricing import (
+from ctxlab._cost.pricing import (
     Price,
     model_key,
     parse_price,
@@ -23,7 +21,9 @@ from ctxlab.pricing import (
     rates_for,
     set_price,
 )
-from ctxlab.trace import from_messages
+from ctxlab._evaluate.metrics import cache_frame, summary
+from ctxlab._trace import from_messages
+from ctxlab.policies import Raw
 from tests._policy_traces import agent
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,7 +34,7 @@ DAY = date(2026, 12, 1)
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
-        [sys.executable, "-m", "ctxlab.cli", *args],
+        [sys.executable, "-m", "ctxlab._cli.main", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -149,7 +149,7 @@ def test_a_given_price_applies_to_every_spelling_of_its_model(given, used):
 def test_unknown_model_costs_are_null_and_a_given_price_fills_them(caplog):
     trace = from_messages(agent(5), model="acme-unpriced-1")
     result = replay(trace, Raw())
-    with caplog.at_level("WARNING", logger="ctxlab.pricing"):
+    with caplog.at_level("WARNING", logger="ctxlab._cost.pricing"):
         row = summary(result, trace)
         assert cache_frame(result, trace)["cost_usd"].null_count() == 6
     assert row["cost_usd"] is None and row["cost_usd_with_cache"] is None
@@ -235,7 +235,7 @@ def test_price_lookups_read_no_network():
     code = (
         "import sys\n"
         "import genai_prices\n"
-        "from ctxlab.pricing import price_for, rates_for\n"
+        "from ctxlab._cost.pricing import price_for, rates_for\n"
         "seen = []\n"
         "sys.addaudithook(lambda e, a: seen.append(e) if e.startswith('socket.') else None)\n"
         "assert price_for('claude-sonnet-4-5') is not None\n"

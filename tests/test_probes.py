@@ -20,18 +20,18 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.rate_limiters import InMemoryRateLimiter
 
 import ctxlab
-from ctxlab import probes
-from ctxlab.facts import Fact, extract
-from ctxlab.model_spec import ModelSpecError, model_from_spec
-from ctxlab.policies.deepagents import DeepAgents
-from ctxlab.policies.langchain import LangChainSummarization
-from ctxlab.pricing import price_for
-from ctxlab.probe_calls import Call, MemoryProbeCache, ProbeCallError
-from ctxlab.probe_judge import parse_grade
-from ctxlab.replay import Replay, replay
+from ctxlab._cli.model_spec import ModelSpecError, model_from_spec
+from ctxlab._cost.pricing import price_for
+from ctxlab._evaluate import probes
+from ctxlab._evaluate.facts import Fact, extract
+from ctxlab._evaluate.probe_calls import Call, MemoryProbeCache, ProbeCallError
+from ctxlab._evaluate.probe_judge import parse_grade
+from ctxlab._evaluate.survival import Survival, follow
+from ctxlab._replay.policies.deepagents import DeepAgents
+from ctxlab._replay.policies.langchain import LangChainSummarization
+from ctxlab._replay.replay import Replay, replay
+from ctxlab._trace import Trace, from_messages
 from ctxlab.summarizers import Fixed
-from ctxlab.survival import Survival, follow
-from ctxlab.trace import Trace, from_messages
 from tests.context_model import ContextModel, RubricJudge
 
 PLAN = [

@@ -20,7 +20,7 @@ from langchain_google_genai.data._profiles import _PROFILES as GOOGLE
 from langchain_openai import ChatOpenAI
 from langchain_openai.data._profiles import _PROFILES as OPENAI
 
-from ctxlab.profiles import ANTHROPIC_DEFAULT_MAX_TOKENS, _lookup, _profiles, profile
+from ctxlab._cost.profiles import ANTHROPIC_DEFAULT_MAX_TOKENS, _lookup, _profiles, profile
 
 FIELDS = ("max_input_tokens", "max_output_tokens")
 CHAT_MODELS = {
@@ -74,7 +74,7 @@ def test_profile_fields() -> None:
 
 def test_lookup_imports_no_partner_package() -> None:
     code = (
-        "import sys; from ctxlab.profiles import profile; "
+        "import sys; from ctxlab._cost.profiles import profile; "
         "assert profile('claude-sonnet-4-5').max_input_tokens; "
         "assert profile('gpt-4.1').max_input_tokens; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "

@@ -6,8 +6,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from ctxlab.facts import extract, mentions, message_text
-from ctxlab.plots.retention import probe_means
+from ctxlab._evaluate.facts import extract, mentions, message_text
+from ctxlab._view.plots.retention import probe_means
 from ctxlab.summarizers import Fixed
 from ctxlab.widgets import PromptDiff
 from tests.context_model import ContextModel

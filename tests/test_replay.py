@@ -8,12 +8,12 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_to_dict
 from langchain_core.messages.utils import count_tokens_approximately
 
-from ctxlab.cli import main
+from ctxlab._cli.main import main
+from ctxlab._replay.replay import replay
+from ctxlab._replay.specs import format_size, parse_assignment, parse_size, parse_trigger
+from ctxlab._trace import from_messages
 from ctxlab.policies import KINDS, DeepAgents
-from ctxlab.replay import replay
-from ctxlab.specs import format_size, parse_assignment, parse_size, parse_trigger
 from ctxlab.summarizers import Fixed
-from ctxlab.trace import from_messages
 from tests.synthetic import make_messages, make_trace
 
 
@@ -124,7 +124,7 @@ def test_cli_jsonl_matches_the_api(trace_file, tmp_path, capsys) -> None:
     )
     assert code == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    from ctxlab.load import load
+    from ctxlab._ingest.load import load
 
     [trace] = load(trace_file)
     api = replay(

@@ -1,4 +1,4 @@
-"""`ctxlab.requests` rebuilds each replayed request from the replay's events.
+"""`ctxlab._replay.requests` rebuilds each replayed request from the replay's events.
 
 For deepagents the rebuilt request must be the request itself: its token count (the policy's
 own counter) equals the replay's `context_tokens` at every turn, and message for message it is
@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from ctxlab import tokens as tk
-from ctxlab.message_facts import is_summary, message_text
+from ctxlab._cost import tokens as tk
+from ctxlab._messages import is_summary, message_text
+from ctxlab._replay.policies.catalog import PRESETS
+from ctxlab._replay.replay import Replay, replay
+from ctxlab._replay.requests import Requests, request_messages
 from ctxlab.policies import DeepAgents
-from ctxlab.policies.catalog import PRESETS
-from ctxlab.replay import Replay, replay
-from ctxlab.requests import Requests, request_messages
 from ctxlab.summarizers import Fixed
 from tests.deepagents_oracle import run_oracle
 from tests.synthetic import make_trace

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from ctxlab.policies import _engine_counts
-from ctxlab.policies._engine_counts import Grown, RunningCount, extended
-from ctxlab.policies.engine import Item
+from ctxlab._replay.policies import _engine_counts
+from ctxlab._replay.policies._engine_counts import Grown, RunningCount, extended
+from ctxlab._replay.policies.engine import Item
 
 
 def _tok(message) -> int:

@@ -52,28 +52,42 @@ print(json.dumps(counts))
 def regenerated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
     """The output folder of a rerun, and its payload counts."""
     out = tmp_path_factory.mktemp("samples")
-    done = subprocess.run([sys.executable, "-c", REGENERATE, str(out)], cwd=REPO, check=True,
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-c", REGENERATE, str(out)],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     return out, json.loads(done.stdout.splitlines()[-1])
 
 
 @pytest.mark.parametrize("name", [LONG, SHORT])
-def test_regenerated_files_are_byte_identical(regenerated: tuple[Path, dict[str, int]],
-                                              name: str) -> None:
+def test_regenerated_files_are_byte_identical(
+    regenerated: tuple[Path, dict[str, int]], name: str
+) -> None:
     committed, fresh = (TRACES / name).read_bytes(), (regenerated[0] / name).read_bytes()
     assert lzma.decompress(fresh) == lzma.decompress(committed), f"{name}: the JSONL changed"
     assert fresh == committed, f"{name}: same JSONL, different xz bytes (another liblzma?)"
 
 
 def test_own_encoder_writes_what_langsmith_would(regenerated: tuple[Path, dict[str, int]]) -> None:
-    ops = sum(len(lzma.decompress((TRACES / name).read_bytes()).splitlines())
-              for name in (LONG, SHORT))
+    ops = sum(
+        len(lzma.decompress((TRACES / name).read_bytes()).splitlines()) for name in (LONG, SHORT)
+    )
     assert regenerated[1] == {"payloads": ops, "differing": 0}
 
 
 def test_command_is_a_module_of_the_checkout() -> None:
-    done = subprocess.run([sys.executable, "-m", "traces.samples", "--help"], cwd=REPO,
-                          check=True, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "traces.samples", "--help"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "python -m traces.samples" in done.stdout and "[OUTPUT_DIR]" in done.stdout
 
 
@@ -106,14 +120,16 @@ def test_long_session_has_what_it_is_for() -> None:
     llm = [r for r in runs.values() if r["run_type"] == "llm"]
     tools = [r for r in runs.values() if r["run_type"] == "tool"]
     main = [
-        r for r in llm
+        r
+        for r in llm
         if r["extra"]["metadata"].get("lc_source") != "summarization"
         and not any(a["run_type"] == "tool" for a in ancestors(r, runs))
     ]
     assert len(main) >= 150
 
-    offloaded = [t for t in tools if t["name"] not in NEVER_OFFLOADED
-                 and len(output_text(t)) > OFFLOAD_CHARS]
+    offloaded = [
+        t for t in tools if t["name"] not in NEVER_OFFLOADED and len(output_text(t)) > OFFLOAD_CHARS
+    ]
     assert len(offloaded) >= 3
 
     tasks = [t for t in tools if t["name"] == "task"]

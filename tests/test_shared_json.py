@@ -1,4 +1,5 @@
-"""`ctxlab.shared_json.SharedLines` parses JSON Lines to exactly what `orjson.loads` gives per
+"""`ctxlab._ingest.shared_json.SharedLines` parses JSON Lines to exactly what `orjson.loads` gives
+per
 line (types, key order, errors), shares values repeated byte for byte, and `unshare` undoes it.
 """
 
@@ -15,8 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxlab import load, shared_json
-from ctxlab.shared_json import MIN_BYTES, SharedLines
+from ctxlab import load
+from ctxlab._ingest import shared_json
+from ctxlab._ingest.shared_json import MIN_BYTES, SharedLines
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -66,8 +68,10 @@ def objects(value: Any, seen: dict[int, int] | None = None) -> dict[int, int]:
 @given(st.lists(values, min_size=1, max_size=5), st.lists(st.integers(0, 4), max_size=8))
 def test_lines_parse_as_orjson_parses_them(pool: list[Any], picks: list[int]) -> None:
     # lines that repeat earlier values, inside bigger ones, as a LangSmith export does
-    lines = [orjson.dumps({"history": [pool[i % len(pool)] for i in picks[:k]], "n": k})
-             for k in range(len(picks) + 1)]
+    lines = [
+        orjson.dumps({"history": [pool[i % len(pool)] for i in picks[:k]], "n": k})
+        for k in range(len(picks) + 1)
+    ]
     lines += [orjson.dumps(v) for v in pool]
     with split_small():
         parser = SharedLines()
@@ -151,7 +155,7 @@ def test_the_long_sample_loads_the_same_and_shares_its_repeats() -> None:
 
 def test_other_formats_get_values_of_their_own(tmp_path: Path, monkeypatch) -> None:
     # readers other than LangSmith's may edit what they parse: `load` unshares first
-    from ctxlab.formats import registry
+    from ctxlab._ingest.formats import registry
 
     seen: list[list[tuple[Any, int | None]]] = []
 

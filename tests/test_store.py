@@ -15,9 +15,9 @@ import polars as pl
 import pytest
 
 import ctxlab
+from ctxlab._replay.replay import replay
+from ctxlab._store.store import SCHEMA_VERSION, Store, StoreBusyError, StoreError, trace_key
 from ctxlab.policies import DeepAgents
-from ctxlab.replay import replay
-from ctxlab.store import SCHEMA_VERSION, Store, StoreBusyError, StoreError, trace_key
 from ctxlab.summarizers import Fixed
 from tests.synthetic import make_trace
 
@@ -183,7 +183,7 @@ def test_notebook_holding_a_store_does_not_lock_out_the_cli(
         [
             sys.executable,
             "-m",
-            "ctxlab.cli",
+            "ctxlab._cli.main",
             "query",
             "--db",
             str(path),
@@ -202,7 +202,7 @@ def test_notebook_holding_a_store_does_not_lock_out_the_cli(
             sys.executable,
             "-c",
             textwrap.dedent(f"""
-            from ctxlab.store import Store
+            from ctxlab._store.store import Store
             from tests.synthetic import make_trace
             Store({str(path)!r}).add(make_trace(20, seed=9))
         """),

@@ -15,12 +15,12 @@ import polars as pl
 import pytest
 
 import ctxlab
-import ctxlab.store
-from ctxlab.evaluation import evaluate
+import ctxlab._store.store
+from ctxlab._evaluate.evaluation import evaluate
+from ctxlab._evaluate.survival import STATUSES
+from ctxlab._replay.replay import replay
+from ctxlab._store.store import SCHEMA_VERSION, Store, StoreError
 from ctxlab.policies import get
-from ctxlab.replay import replay
-from ctxlab.store import SCHEMA_VERSION, Store, StoreError
-from ctxlab.survival import STATUSES
 from tests.context_model import ContextModel, RubricJudge
 
 REPO = Path(__file__).resolve().parents[1]
@@ -144,14 +144,14 @@ def test_a_failed_save_leaves_nothing(
     the probes (injected into the last insert) leaves the store as it was."""
     store = Store(tmp_path / "s.duckdb")
     result = evaluate(replay(trace, get("langchain-summarization", **POLICY)), ContextModel())
-    real = ctxlab.store._insert
+    real = ctxlab._store.store._insert
 
     def failing(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
         if table == "probes":
             raise RuntimeError("disk full")
         real(con, table, frame)
 
-    monkeypatch.setattr(ctxlab.store, "_insert", failing)
+    monkeypatch.setattr(ctxlab._store.store, "_insert", failing)
     with pytest.raises(RuntimeError, match="disk full"):
         store.save_evaluation(result)
     for table in ("traces", "replays", "turns", "facts", "probes"):

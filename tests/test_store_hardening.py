@@ -19,12 +19,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from ctxlab.cli import main
-from ctxlab.errors import QueryRefusedError, StoreError
+from ctxlab._cli.main import main
+from ctxlab._errors import QueryRefusedError, StoreError
+from ctxlab._store.store import Store
+from ctxlab._store.sweep import sweep
+from ctxlab._store.sweep_folders import OWNER, PREFIX, clear_dead
 from ctxlab.policies import DeepAgents
-from ctxlab.store import Store
-from ctxlab.sweep import sweep
-from ctxlab.sweep_folders import OWNER, PREFIX, clear_dead
 from tests.synthetic import make_trace
 from tests.test_store import HOLD  # a process holding a write transaction on a store
 
@@ -232,7 +232,7 @@ def second_writer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecondWr
         if held == "holding":
             procs = {
                 name: subprocess.Popen(
-                    [sys.executable, "-m", "ctxlab.cli", *argv],
+                    [sys.executable, "-m", "ctxlab._cli.main", *argv],
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     text=True,
@@ -314,7 +314,7 @@ def test_load_killed_mid_write_leaves_the_store_whole(tmp_path: Path) -> None:
     Store(db)
     empty = db.stat().st_size
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ctxlab.cli", "load", str(traces), "--db", str(db)],
+        [sys.executable, "-m", "ctxlab._cli.main", "load", str(traces), "--db", str(db)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         cwd=REPO,

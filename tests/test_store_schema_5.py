@@ -11,10 +11,10 @@ import polars as pl
 import pytest
 
 import ctxlab
-from ctxlab import calibration as cal
+from ctxlab._cost import calibration as cal
+from ctxlab._replay.replay import replay
+from ctxlab._store.store import SCHEMA_VERSION, SavedReplay, Store, StoreError, trace_key
 from ctxlab.policies import DeepAgents
-from ctxlab.replay import replay
-from ctxlab.store import SCHEMA_VERSION, SavedReplay, Store, StoreError, trace_key
 from ctxlab.summarizers import Fixed
 from tests.synthetic import make_trace
 
@@ -85,7 +85,7 @@ def test_schema_4_file_is_migrated_and_keeps_its_rows(tmp_path: Path, trace: ctx
 def test_billing_columns_round_trip(tmp_path: Path, trace: ctxlab.Trace) -> None:
     store = Store(tmp_path / "s.duckdb")
     result = replay(trace, DeepAgents(window=20_000), summarizer=Fixed("s"))
-    # The billed columns as `ctxlab.billing` fills them (tests/test_billing.py checks values).
+    # The billed columns as `ctxlab._cost.billing` fills them (tests/test_billing.py checks values).
     assert result.turns.schema["billed_tokens"] == pl.Int64
     assert result.turns.schema["late_trigger"] == pl.Boolean
     saved = SavedReplay.of(result, trace_key(trace), "Fixed")

@@ -11,9 +11,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from ctxlab._replay.prompt_sections import outline
+from ctxlab._replay.replay import replay
 from ctxlab.policies import DeepAgents
-from ctxlab.prompt_sections import outline
-from ctxlab.replay import replay
 from ctxlab.summarizers import (
     DEFAULT_PROMPT,
     LLM,
@@ -301,7 +301,7 @@ def test_cached_extractive_gives_every_prompt_the_plain_text() -> None:
     """Remembered rows carry each tool result's error, plain ones do not: the same text either
     way, whichever prompt read a message's row first (a walk of Deep Agents' prompt, then a
     prompt that reads every row and lists errors, short and long inputs)."""
-    from ctxlab.policies.jetbrains import JETBRAINS_SUMMARY_PROMPT
+    from ctxlab._replay.policies.jetbrains import JETBRAINS_SUMMARY_PROMPT
 
     long = [*SESSION, *make_trace(60, seed=3, big=0.2).messages]
     prompts = (DEFAULT_PROMPT, GOAL_PROMPT, JETBRAINS_SUMMARY_PROMPT, DEFAULT_PROMPT)
@@ -329,7 +329,7 @@ def test_middle_cut_equals_langchains_overflow_retry(profile: dict | None) -> No
     """ctxlab owns LangChain's retry prompt; the installed middleware is the oracle."""
     from langchain.agents.middleware.summarization import SummarizationMiddleware
 
-    from ctxlab.summarizers import middle_cut_prompt
+    from ctxlab._replay.summarizers import middle_cut_prompt
 
     history = [
         HumanMessage("start " + "x" * 40_000),
@@ -350,9 +350,9 @@ def test_names_and_numbers_match_line_by_line_as_in_the_whole_text() -> None:
     """Summary messages are matched line by line through a cache (`_line_names`): the same
     matches as the whole text, since neither pattern matches across a line break. Checked on
     every message and summary of a replay, and on edge cases at line ends."""
-    from ctxlab.message_facts import message_text
+    from ctxlab._messages import message_text
+    from ctxlab._replay.summarizers import _IDENT, _NUMBER, _line_names
     from ctxlab.policies import ClaudeCode
-    from ctxlab.summarizers import _IDENT, _NUMBER, _line_names
 
     trace = make_trace(120, seed=7, model="claude-sonnet-4-5")
     texts = [message_text(m) for m in trace.messages]
@@ -369,9 +369,9 @@ def test_rows_read_on_demand_give_what_reading_every_row_gives() -> None:
     """`_Conversation` reads a message's row only where a section needs it (walking back for
     the latest statements, forward for the first artifacts) unless the prompt reads them all;
     every section gives the same either way, whatever the order and limits it is asked in."""
-    from ctxlab.message_facts import summary_message
-    from ctxlab.prompt_sections import Section
-    from ctxlab.summarizers import _EXTRACTORS, _Conversation
+    from ctxlab._messages import summary_message
+    from ctxlab._replay.prompt_sections import Section
+    from ctxlab._replay.summarizers import _EXTRACTORS, _Conversation
 
     section = Section("SESSION INTENT", "## SESSION INTENT", "intent")
     for seed in range(6):

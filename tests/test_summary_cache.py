@@ -13,10 +13,10 @@ from pathlib import Path
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
 
+from ctxlab._store.store import Store
+from ctxlab._store.sweep import sweep
 from ctxlab.policies import DeepAgents
-from ctxlab.store import Store
 from ctxlab.summarizers import DEFAULT_PROMPT, LLM
-from ctxlab.sweep import sweep
 from tests.synthetic import make_trace
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Fact survival (`ctxlab.survival`, `ctxlab.evaluate`) on traces with planted facts.
+"""Fact survival (`ctxlab._evaluate.survival`, `ctxlab.evaluate`) on traces with planted facts.
 
 The acceptance test: a conversation whose early tool results hold facts, summarised away by a
 small message trigger with a fixed summary that keeps some of them. Under deepagents the facts
@@ -18,16 +18,9 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 import ctxlab
-from ctxlab.facts import Fact, extract, mentions_normalised, message_text, normalise
-from ctxlab.policies import DeepAgents
-from ctxlab.policies.catalog import PRESETS
-from ctxlab.policies.langchain import LangChainSummarization
-from ctxlab.policies.offload import ToolResultOffload
-from ctxlab.probes import EXTRA_COLUMNS, PROBE_COLUMNS
-from ctxlab.replay import Replay, replay
-from ctxlab.requests import Requests
-from ctxlab.summarizers import Fixed
-from ctxlab.survival import (
+from ctxlab._evaluate.facts import Fact, extract, mentions_normalised, message_text, normalise
+from ctxlab._evaluate.probes import EXTRA_COLUMNS, PROBE_COLUMNS
+from ctxlab._evaluate.survival import (
     FACT_SCHEMA,
     STATUSES,
     SURVIVAL_SCHEMA,
@@ -38,7 +31,14 @@ from ctxlab.survival import (
     normalised,
     survival_table,
 )
-from ctxlab.trace import Trace, from_messages
+from ctxlab._replay.policies.catalog import PRESETS
+from ctxlab._replay.policies.langchain import LangChainSummarization
+from ctxlab._replay.policies.offload import ToolResultOffload
+from ctxlab._replay.replay import Replay, replay
+from ctxlab._replay.requests import Requests
+from ctxlab._trace import Trace, from_messages
+from ctxlab.policies import DeepAgents
+from ctxlab.summarizers import Fixed
 from tests.synthetic import make_trace
 
 KEPT = "/srv/billing/config/queue.yaml"  # the summary keeps it

@@ -22,12 +22,12 @@ import polars as pl
 import pytest
 
 import ctxlab
-from ctxlab.cli import main
+from ctxlab._cli.main import main
+from ctxlab._replay.replay import replay
+from ctxlab._store.store import Store
+from ctxlab._store.sweep import SweepError, parse_grid, sweep
 from ctxlab.policies import DeepAgents
-from ctxlab.replay import replay
-from ctxlab.store import Store
 from ctxlab.summarizers import DEFAULT_PROMPT, Extractive
-from ctxlab.sweep import SweepError, parse_grid, sweep
 from tests.synthetic import make_trace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -207,7 +207,7 @@ def test_cli_sweep_query_and_load(tmp_path: Path, capsys: pytest.CaptureFixture)
 KILLED = """
 import sys
 from ctxlab.policies import DeepAgents
-from ctxlab.sweep import sweep
+from ctxlab._store.sweep import sweep
 from tests.synthetic import make_trace
 traces = [make_trace(80, seed=s, model="claude-sonnet-4-5", provider="anthropic") for s in range(3)]
 grid = {"trigger": [f"fraction:{f / 100}" for f in range(20, 90, 20)]}
@@ -377,7 +377,7 @@ class SlowInWorkers(Extractive):
 KILLED_PARALLEL = """
 import os, sys
 from ctxlab.policies import DeepAgents
-from ctxlab.sweep import sweep
+from ctxlab._store.sweep import sweep
 from tests.synthetic import make_trace
 from tests.test_sweep import SlowInWorkers
 traces = [make_trace(50, seed=s, model="claude-sonnet-4-5", provider="anthropic") for s in (1, 2)]

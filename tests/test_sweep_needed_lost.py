@@ -1,5 +1,5 @@
 """`needed_lost` beside tokens and cost: in sweeps (computed in the worker, stored as facts), in
-`ctxlab.metrics.summary`, `ctxlab compare` and the `Compare` widget's table."""
+`ctxlab._evaluate.metrics.summary`, `ctxlab compare` and the `Compare` widget's table."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 
 import ctxlab
-from ctxlab.cli import main
-from ctxlab.commands.compare import COLUMNS
-from ctxlab.evaluation import evaluate
-from ctxlab.metrics import needed_lost, summary
+from ctxlab._cli.commands.compare import COLUMNS
+from ctxlab._cli.main import main
+from ctxlab._evaluate.evaluation import evaluate
+from ctxlab._evaluate.metrics import needed_lost, summary
+from ctxlab._replay.replay import replay
+from ctxlab._store.store import Store
+from ctxlab._store.sweep import sweep
+from ctxlab._view.widgets.compare import metrics_table_html
 from ctxlab.policies import get
-from ctxlab.replay import replay
-from ctxlab.store import Store
-from ctxlab.sweep import sweep
-from ctxlab.widgets.compare import metrics_table_html
 
 REPO = Path(__file__).resolve().parents[1]
 LONG = REPO / "traces" / "deepagents_long_session.jsonl.xz"

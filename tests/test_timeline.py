@@ -1,4 +1,4 @@
-"""`ctxlab.timeline` headless: no ipywidgets, no plotly, the strip's sizes are the policy's
+"""`ctxlab._replay.timeline` headless: no ipywidgets, no plotly, the strip's sizes are the policy's
 counts, and every piece of trace text it renders is escaped."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ import sys
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 import ctxlab
+from ctxlab._replay.timeline import Timeline, block_detail, events_html, strip_html
+from ctxlab._trace import from_messages
 from ctxlab.policies import DeepAgents, Raw
-from ctxlab.timeline import Timeline, block_detail, events_html, strip_html
-from ctxlab.trace import from_messages
 from tests.synthetic import make_trace
 
 
 def test_importable_without_ipywidgets_or_plotly() -> None:
     code = (
-        "import sys, ctxlab.timeline\n"
+        "import sys, ctxlab._replay.timeline\n"
         "loaded = [m for m in ('ipywidgets', 'plotly') if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )

@@ -1,4 +1,4 @@
-"""ctxlab.tokens must equal LangChain's `count_tokens_approximately`, message for message."""
+"""ctxlab._cost.tokens must equal LangChain's `count_tokens_approximately`, message for message."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from ctxlab import tokens as tk
+from ctxlab._cost import tokens as tk
 
 text = st.text(max_size=300)
 args = st.dictionaries(

@@ -14,8 +14,8 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from bench.bench_memory import allocated, references
-from ctxlab.inputs import Context, Recorder
-from ctxlab.trace import from_messages
+from ctxlab._ingest.inputs import Context, Recorder
+from ctxlab._trace import from_messages
 from tests.synthetic import make_trace
 
 PROPORTIONAL = 2.5

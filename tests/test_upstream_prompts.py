@@ -18,9 +18,9 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 import ctxlab
-from ctxlab.policies import catalog, claude_code, codex, jetbrains, openhands
-from ctxlab.policies import inspect as inspect_policy
-from ctxlab.prompt_sections import outline
+from ctxlab._replay.policies import catalog, claude_code, codex, jetbrains, openhands
+from ctxlab._replay.policies import inspect as inspect_policy
+from ctxlab._replay.prompt_sections import outline
 from ctxlab.summarizers import Extractive, format_prompt
 
 REPO = Path(__file__).resolve().parents[1]

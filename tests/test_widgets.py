@@ -18,12 +18,12 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 import ctxlab
-from ctxlab.message_facts import readable_text
+from ctxlab._messages import readable_text
+from ctxlab._replay.timeline import Timeline
+from ctxlab._view.widgets._common import Debouncer
 from ctxlab.policies import DeepAgents
 from ctxlab.summarizers import LLM, CachedExtractive, Extractive
-from ctxlab.timeline import Timeline
 from ctxlab.widgets import Compare, PromptDiff, Scrubber, ThresholdExplorer
-from ctxlab.widgets._common import Debouncer
 from tests.synthetic import make_trace
 
 
@@ -212,7 +212,7 @@ def test_a_move_reaches_the_chart_as_one_update(trace) -> None:
 
 
 def test_explorer_policy_dropdown_offers_every_registered_name(trace) -> None:
-    from ctxlab.policies import catalog
+    from ctxlab._replay.policies import catalog
 
     ex = ThresholdExplorer(trace, debounce=0)
     options = list(ex.choice.options)
@@ -292,7 +292,7 @@ def test_cached_extractive_matches_extractive_on_catalogue_prompts(trace, preset
     """Every section kind the catalogue's prompts ask for (errors, identifiers, questions, user
     messages, changes, tools) gives the same text from cached per-message facts, twice over
     (the second replay reads the cache filled by the first)."""
-    from ctxlab.policies import catalog
+    from ctxlab._replay.policies import catalog
 
     policy = catalog.get(preset, window=30_000)
     plain = Said(Extractive())
@@ -469,7 +469,7 @@ def test_untrusted_text_is_escaped_in_every_widget() -> None:
 
 
 def test_scrubber_shows_the_summary_the_model_read(trace, stressed) -> None:
-    from ctxlab import tokens as tk
+    from ctxlab._cost import tokens as tk
 
     policy, replay = stressed
     s = Scrubber(replay, trace, policy=policy)
@@ -514,7 +514,7 @@ def test_prompt_diff_offline_compares_the_prompts_themselves(trace) -> None:
 def test_cached_extractive_matches_extractive_on_errors_and_questions() -> None:
     """Slices of a conversation with failures, error lines and questions, through every
     catalogue prompt and a prompt asking for each section kind, each slice twice."""
-    from ctxlab.policies import claude_code, codex, inspect, jetbrains, openhands
+    from ctxlab._replay.policies import claude_code, codex, inspect, jetbrains, openhands
 
     msgs: list = [HumanMessage("Fix /src/app.py? Keep parse_config stable.")]
     for i in range(6):

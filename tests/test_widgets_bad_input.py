@@ -12,9 +12,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 import ctxlab
 from ctxlab import plots
+from ctxlab._replay.policies.catalog import names
+from ctxlab._trace import Trace, from_messages
 from ctxlab.policies import DeepAgents
-from ctxlab.policies.catalog import names
-from ctxlab.trace import Trace, from_messages
 from ctxlab.widgets import Compare, PromptDiff, Scrubber, ThresholdExplorer
 from tests.synthetic import make_trace
 

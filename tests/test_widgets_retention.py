@@ -13,7 +13,7 @@ import pytest
 
 import ctxlab
 from ctxlab import plots
-from ctxlab.plots.retention import STATUS_LABELS, needed_by_status
+from ctxlab._view.plots.retention import STATUS_LABELS, needed_by_status
 from ctxlab.policies import get
 from ctxlab.summarizers import Fixed
 from ctxlab.widgets import Retention

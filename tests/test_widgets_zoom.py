@@ -16,10 +16,10 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 import ctxlab
 from ctxlab import plots
+from ctxlab._trace import from_messages
+from ctxlab._view.widgets._common import y_axis_layout
 from ctxlab.policies import DeepAgents
-from ctxlab.trace import from_messages
 from ctxlab.widgets import Compare, Scrubber, ThresholdExplorer
-from ctxlab.widgets._common import y_axis_layout
 from tests.synthetic import make_trace
 
 UUID = "019e1625-789d-76c0-80ab-3724b5ddb799"

@@ -23,10 +23,17 @@ def main(argv: Sequence[str] | None = None, encode: Callable[[Any], bytes] = dum
     `encode` encodes each tracer payload; a test passes one that also compares with
     langsmith's own encoder.
     """
-    parser = argparse.ArgumentParser(prog="python -m traces.samples",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("out_dir", nargs="?", type=Path, default=TRACES, metavar="OUTPUT_DIR",
-                        help="where to write the .jsonl.xz files (default: traces/)")
+    parser = argparse.ArgumentParser(
+        prog="python -m traces.samples", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "out_dir",
+        nargs="?",
+        type=Path,
+        default=TRACES,
+        metavar="OUTPUT_DIR",
+        help="where to write the .jsonl.xz files (default: traces/)",
+    )
     out_dir = parser.parse_args(argv).out_dir
     # deepagents, LangChain and the chat models load here, not at import: `--help` stays quick
     from .output import normalise_ops, write_jsonl_xz

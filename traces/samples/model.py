@@ -54,8 +54,9 @@ class ScriptedChatModel(BaseChatModel):
     _summarise: Callable[[str], str] = PrivateAttr()
     _previous: dict[str, list[str]] = PrivateAttr(default_factory=dict)
 
-    def __init__(self, replies: dict[str, Step], summarise: Callable[[str], str],
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, replies: dict[str, Step], summarise: Callable[[str], str], **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self._replies = replies
         self._summarise = summarise
@@ -71,11 +72,16 @@ class ScriptedChatModel(BaseChatModel):
 
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
         """Trace metadata as ChatAnthropic reports it (provider, model, max tokens)."""
-        return LangSmithParams(ls_provider="anthropic", ls_model_name=self.model,
-                               ls_model_type="chat", ls_max_tokens=self.max_tokens)
+        return LangSmithParams(
+            ls_provider="anthropic",
+            ls_model_name=self.model,
+            ls_model_type="chat",
+            ls_max_tokens=self.max_tokens,
+        )
 
-    def bind_tools(self, tools: Sequence[Any], *, tool_choice: str | None = None,
-                   **kwargs: Any) -> Runnable[Any, AIMessage]:
+    def bind_tools(
+        self, tools: Sequence[Any], *, tool_choice: str | None = None, **kwargs: Any
+    ) -> Runnable[Any, AIMessage]:
         """Bind tool schemas in Anthropic's format, as ChatAnthropic does.
 
         Bound kwargs become invocation params, which is how the schemas reach the traced
@@ -85,9 +91,13 @@ class ScriptedChatModel(BaseChatModel):
             kwargs["tool_choice"] = tool_choice
         return self.bind(tools=[convert_to_anthropic_tool(t) for t in tools], **kwargs)
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: CallbackManagerForLLMRun | None = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         last = messages[-1]
         summarising = len(messages) == 1 and "Context Extraction Assistant" in last.text
         if summarising:
@@ -110,9 +120,12 @@ class ScriptedChatModel(BaseChatModel):
             "model": MODEL_VERSION,
             "stop_reason": "tool_use" if calls else "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": total - cache_read - cache_write,
-                      "cache_creation_input_tokens": cache_write,
-                      "cache_read_input_tokens": cache_read, "output_tokens": output_tokens},
+            "usage": {
+                "input_tokens": total - cache_read - cache_write,
+                "cache_creation_input_tokens": cache_write,
+                "cache_read_input_tokens": cache_read,
+                "output_tokens": output_tokens,
+            },
             "model_name": MODEL_VERSION,
             "model_provider": "anthropic",
         }
@@ -122,12 +135,17 @@ class ScriptedChatModel(BaseChatModel):
             "total_tokens": total + output_tokens,
             "input_token_details": {"cache_read": cache_read, "cache_creation": cache_write},
         }
-        message = AIMessage(content=step.text, tool_calls=calls, usage_metadata=usage,
-                            response_metadata=response_metadata)
+        message = AIMessage(
+            content=step.text,
+            tool_calls=calls,
+            usage_metadata=usage,
+            response_metadata=response_metadata,
+        )
         return ChatResult(generations=[ChatGeneration(message=message)])
 
-    def _input_tokens(self, messages: list[BaseMessage],
-                      tools: list[dict[str, Any]]) -> tuple[int, int]:
+    def _input_tokens(
+        self, messages: list[BaseMessage], tools: list[dict[str, Any]]
+    ) -> tuple[int, int]:
         """(input tokens, tokens of the prefix unchanged since this agent's previous call).
 
         Agents are told apart by their system prompt (main, subagent, none for the summariser).
@@ -144,7 +162,6 @@ class ScriptedChatModel(BaseChatModel):
         if not common:
             return total, 0
         return total, tokens(tools_chars + sum(message_chars(m) for m in messages[:common]))
-
 
 
 # Every LLM run's `serialized.id` names the model's class by module and name, and the samples

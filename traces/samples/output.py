@@ -15,8 +15,10 @@ from .seeded import stable_int
 
 BASE_TIME = datetime(2026, 11, 24, 9, 30, 0, tzinfo=UTC)
 ID_NAMESPACE = uuid.UUID("6f1c3a52-9d0e-4c1b-8a57-2b1f0c9e7d44")
-UUID_RE = re.compile(r"(?<![0-9a-f])[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-                     r"(?![0-9a-f])")
+UUID_RE = re.compile(
+    r"(?<![0-9a-f])[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    r"(?![0-9a-f])"
+)
 # Random hex ids without dashes: deepagents' history session id, and LangChain's per-process
 # `lc_internal_call` token on middleware-internal model calls (the summariser).
 HEX_ID_RE = re.compile(r'(?:(?<=session_)|(?<="lc_internal_call": "))[0-9a-f]{32}(?![0-9a-f])')

@@ -142,21 +142,37 @@ PARAM_TYPES: dict[str, str] = {
 RETURN_TYPES = ("Decimal", "int", "bool", "str", "list[str]", "dict[str, Decimal]")
 STATEMENTS: tuple[tuple[str, ...], ...] = (
     ("started = time.perf_counter()",),
-    ("cache_key = (@FN@.__name__, repr(@A@))", "cached = _CACHE.get(cache_key)",
-     "if cached is not None:", "    return cached"),
-    ("for index, entry in enumerate(_entries(@A@)):", "    if entry.is_void:", "        continue",
-     "    total += entry.amount * @N@", "    seen.add(index)"),
+    (
+        "cache_key = (@FN@.__name__, repr(@A@))",
+        "cached = _CACHE.get(cache_key)",
+        "if cached is not None:",
+        "    return cached",
+    ),
+    (
+        "for index, entry in enumerate(_entries(@A@)):",
+        "    if entry.is_void:",
+        "        continue",
+        "    total += entry.amount * @N@",
+        "    seen.add(index)",
+    ),
     ('metrics.increment("@MOD@.@FN@.calls")',),
-    ("if len(seen) > MAX_BATCH:",
-     '    logger.warning("@FN@: %d entries exceed the batch limit", len(seen))',
-     "    raise BatchTooLarge(len(seen))"),
+    (
+        "if len(seen) > MAX_BATCH:",
+        '    logger.warning("@FN@: %d entries exceed the batch limit", len(seen))',
+        "    raise BatchTooLarge(len(seen))",
+    ),
     ("total = total.quantize(CENT, rounding=ROUND_HALF_EVEN)",),
     ("if total < 0:", '    raise ValueError("@FN@ produced a negative total")'),
     ("audit.record(", '    "@MOD@.@FN@",', "    subject=repr(@A@),", "    total=str(total),", ")"),
-    ("elapsed_ms = (time.perf_counter() - started) * 1000",
-     'logger.info("@FN@ finished in %.1f ms", elapsed_ms)'),
-    ("with _LOCK:", "    _HISTORY.append((@FN@.__name__, total))",
-     "    del _HISTORY[:-HISTORY_SIZE]"),
+    (
+        "elapsed_ms = (time.perf_counter() - started) * 1000",
+        'logger.info("@FN@ finished in %.1f ms", elapsed_ms)',
+    ),
+    (
+        "with _LOCK:",
+        "    _HISTORY.append((@FN@.__name__, total))",
+        "    del _HISTORY[:-HISTORY_SIZE]",
+    ),
 )
 WHYS = (
     "Kept separate so that the API handlers and the nightly jobs share one implementation.",
@@ -167,19 +183,47 @@ WHYS = (
 )
 BUGS: tuple[tuple[str, str, str, str, int], ...] = (
     # (module, function, buggy line, fixed line, every Nth test case fails)
-    ("pricing", "apply_discount", "    discounted = subtotal - rate",
-     "    discounted = subtotal * (Decimal(1) - rate)", 3),
-    ("inventory", "release_stock", "    for index in range(1, len(reservation.lines)):",
-     "    for index in range(len(reservation.lines)):", 4),
-    ("payments", "capture_payment", "    if amount >= authorization.amount:",
-     "    if amount > authorization.amount:", 5),
-    ("shipping", "zone_for_postcode", "    prefix = postcode[:2]",
-     "    prefix = postcode.strip().upper()[:3]", 3),
-    ("storage", "load_orders", "    rows = cursor.fetchmany(100)",
-     "    rows = cursor.fetchall()", 4),
+    (
+        "pricing",
+        "apply_discount",
+        "    discounted = subtotal - rate",
+        "    discounted = subtotal * (Decimal(1) - rate)",
+        3,
+    ),
+    (
+        "inventory",
+        "release_stock",
+        "    for index in range(1, len(reservation.lines)):",
+        "    for index in range(len(reservation.lines)):",
+        4,
+    ),
+    (
+        "payments",
+        "capture_payment",
+        "    if amount >= authorization.amount:",
+        "    if amount > authorization.amount:",
+        5,
+    ),
+    (
+        "shipping",
+        "zone_for_postcode",
+        "    prefix = postcode[:2]",
+        "    prefix = postcode.strip().upper()[:3]",
+        3,
+    ),
+    (
+        "storage",
+        "load_orders",
+        "    rows = cursor.fetchmany(100)",
+        "    rows = cursor.fetchall()",
+        4,
+    ),
 )
-RETURNS_BUG = ('    fee = Decimal("0")',
-               "    fee = (subtotal * RESTOCKING_FEE_RATE).quantize(CENT)", 2)
+RETURNS_BUG = (
+    '    fee = Decimal("0")',
+    "    fee = (subtotal * RESTOCKING_FEE_RATE).quantize(CENT)",
+    2,
+)
 BUG_BODIES: dict[str, tuple[str, ...]] = {
     "apply_discount": (
         "def apply_discount(subtotal: Decimal, rate: Decimal) -> Decimal:",
@@ -295,8 +339,14 @@ def module_source(rng: random.Random, module: str, names: Sequence[str], doc: st
     return "\n".join(header) + "\n\n" + "\n\n".join(bodies)
 
 
-def new_module(rng: random.Random, module: str, api: Sequence[str], helpers: int,
-               doc: str, core: dict[str, Sequence[str]]) -> str:
+def new_module(
+    rng: random.Random,
+    module: str,
+    api: Sequence[str],
+    helpers: int,
+    doc: str,
+    core: dict[str, Sequence[str]],
+) -> str:
     """Source of a generated module: its public API plus private helpers."""
     names = list(api) + [f"_{module}_helper_{i}" for i in range(helpers)]
     bodies = [function_source(rng, module, n, core.get(n, ())) for n in names]
@@ -304,8 +354,9 @@ def new_module(rng: random.Random, module: str, api: Sequence[str], helpers: int
     return header + "\n\n".join(bodies)
 
 
-def tests_source(rng: random.Random, module: str, names: Sequence[str], per_function: int,
-                prefix: str = "test") -> str:
+def tests_source(
+    rng: random.Random, module: str, names: Sequence[str], per_function: int, prefix: str = "test"
+) -> str:
     """A pytest module with `per_function` cases per imported function."""
     imports = "".join(f"    {n},\n" for n in names)
     parts = [
@@ -328,14 +379,35 @@ def tests_source(rng: random.Random, module: str, names: Sequence[str], per_func
 
 def prose(rng: random.Random, topic: str, paragraphs: int) -> str:
     """Markdown paragraphs that read like engineering docs (content is filler, sizes matter)."""
-    subjects = ("The service", "Each handler", "The nightly job", "Finance", "Support",
-                "The warehouse team", "The payment provider", "Our storage layer")
+    subjects = (
+        "The service",
+        "Each handler",
+        "The nightly job",
+        "Finance",
+        "Support",
+        "The warehouse team",
+        "The payment provider",
+        "Our storage layer",
+    )
     verbs = ("expects", "records", "reconciles", "retries", "validates", "publishes", "archives")
-    objects = ("every refund", "the order total", "a partial capture", "the restocking fee",
-               "the audit trail", "stock movements", "customer notifications", "the CSV export")
-    tails = ("before the cut-off at 02:00 UTC.", "within one business day.",
-             "using Decimal arithmetic only.", "and logs the outcome for reconciliation.",
-             "unless the order is already archived.", "per warehouse and per currency.")
+    objects = (
+        "every refund",
+        "the order total",
+        "a partial capture",
+        "the restocking fee",
+        "the audit trail",
+        "stock movements",
+        "customer notifications",
+        "the CSV export",
+    )
+    tails = (
+        "before the cut-off at 02:00 UTC.",
+        "within one business day.",
+        "using Decimal arithmetic only.",
+        "and logs the outcome for reconciliation.",
+        "unless the order is already archived.",
+        "per warehouse and per currency.",
+    )
     out = []
     for index in range(paragraphs):
         sentences = [
@@ -369,23 +441,34 @@ def build_project(rng: random.Random) -> dict[str, str]:
         "orderflow/__init__.py": '"""orderflow: order-processing service."""\n\n'
         '__version__ = "2.7.0"\n',
         "orderflow/models.py": module_source(
-            rng, "models", ("order_total", "line_total", "is_delivered", "customer_key"),
-            "Domain models shared by every module."),
+            rng,
+            "models",
+            ("order_total", "line_total", "is_delivered", "customer_key"),
+            "Domain models shared by every module.",
+        ),
         "tests/factories.py": '"""Test factories."""\n\nfrom decimal import Decimal\n\n'
         "from orderflow.models import LineItem, Order\n\n\ndef make_order(lines: int, "
-        "unit_price: Decimal) -> Order:\n    return Order(lines=[LineItem(sku=f\"SKU-{i}\", "
+        'unit_price: Decimal) -> Order:\n    return Order(lines=[LineItem(sku=f"SKU-{i}", '
         "quantity=1, unit_price=unit_price) for i in range(lines)])\n\n\ndef expected(order: "
         "Order, case: int) -> object:\n    return EXPECTED[order.fingerprint(), case]\n",
     }
     files["orderflow/legacy_refunds.py"] = new_module(
-        rng, "legacy_refunds", (), 22, "Deprecated since 2.3: refunds before the payments rewrite.",
-        {})
+        rng,
+        "legacy_refunds",
+        (),
+        22,
+        "Deprecated since 2.3: refunds before the payments rewrite.",
+        {},
+    )
     for module, names in PACKAGE_MODULES.items():
         files[f"orderflow/{module}.py"] = module_source(
-            rng, module, names, f"{module.capitalize()} functions of the order workflow.")
+            rng, module, names, f"{module.capitalize()} functions of the order workflow."
+        )
         files[f"tests/test_{module}.py"] = tests_source(rng, module, names, TESTS_PER_FUNCTION)
     files["tests/test_returns.py"] = tests_source(
-        rng, "returns", [n for n, _ in RETURNS_API], TESTS_PER_NEW_FUNCTION)
+        rng, "returns", [n for n, _ in RETURNS_API], TESTS_PER_NEW_FUNCTION
+    )
     files["tests/test_reports_export.py"] = tests_source(
-        rng, "reports_export", EXPORT_API, TESTS_PER_NEW_FUNCTION)
+        rng, "reports_export", EXPORT_API, TESTS_PER_NEW_FUNCTION
+    )
     return files

@@ -44,8 +44,7 @@ class RecordingClient(Client):
     """
 
     def __init__(self, encode: Callable[[Any], bytes] = dumps_json) -> None:
-        super().__init__(api_key="offline", api_url="http://127.0.0.1:9",
-                         auto_batch_tracing=False)
+        super().__init__(api_key="offline", api_url="http://127.0.0.1:9", auto_batch_tracing=False)
         self.encode = encode
         self.ops: list[bytes] = []
 
@@ -67,8 +66,10 @@ def python_grep() -> Iterator[None]:
     """
     saved = os.environ.get("PATH", "")
     os.environ["PATH"] = os.pathsep.join(
-        folder for folder in saved.split(os.pathsep)
-        if not (folder and shutil.which("rg", path=folder)))
+        folder
+        for folder in saved.split(os.pathsep)
+        if not (folder and shutil.which("rg", path=folder))
+    )
     try:
         yield
     finally:
@@ -84,14 +85,23 @@ def record(session: Session, client: RecordingClient | None = None) -> list[byte
             (root / path).parent.mkdir(parents=True, exist_ok=True)
             (root / path).write_text(text)
         model = ScriptedChatModel(
-            session.replies, session.summarise,
-            profile={"max_input_tokens": CONTEXT_WINDOW, "max_output_tokens": 64_000,
-                     "tool_calling": True},
+            session.replies,
+            session.summarise,
+            profile={
+                "max_input_tokens": CONTEXT_WINDOW,
+                "max_output_tokens": 64_000,
+                "tool_calling": True,
+            },
         )
-        agent = create_deep_agent(model=model, tools=make_tools(root),
-                                  system_prompt=SYSTEM_PROMPT,
-                                  backend=FilesystemBackend(root_dir=root, virtual_mode=True))
+        agent = create_deep_agent(
+            model=model,
+            tools=make_tools(root),
+            system_prompt=SYSTEM_PROMPT,
+            backend=FilesystemBackend(root_dir=root, virtual_mode=True),
+        )
         tracer = LangChainTracer(project_name=PROJECT_NAME, client=client)
-        agent.invoke({"messages": [{"role": "user", "content": session.prompt}]},
-                     config={"callbacks": [tracer], "recursion_limit": 2_000})
+        agent.invoke(
+            {"messages": [{"role": "user", "content": session.prompt}]},
+            config={"callbacks": [tracer], "recursion_limit": 2_000},
+        )
     return client.ops

@@ -49,8 +49,9 @@ class Script:
         """The closing answer (no tool call), which ends the agent loop."""
         self.steps.append(Step(text, None))
 
-    def read(self, path: str, offset: int = 0, limit: int = 100, text: str = "",
-             note: str = "") -> str:
+    def read(
+        self, path: str, offset: int = 0, limit: int = 100, text: str = "", note: str = ""
+    ) -> str:
         """`read_file`, with a default sentence that names what is being read."""
         args: dict[str, Any] = {"file_path": path}
         if offset:
@@ -58,11 +59,16 @@ class Script:
         if limit != 100:
             args["limit"] = limit
         where = f" (lines {offset + 1}-{offset + limit})" if offset or limit != 100 else ""
-        return self.call(text or f"Let me read `{path}`{where}.", "read_file", args,
-                         note or f"Read {path}{where}.")
+        return self.call(
+            text or f"Let me read `{path}`{where}.",
+            "read_file",
+            args,
+            note or f"Read {path}{where}.",
+        )
 
-    def grep(self, pattern: str, path: str, text: str = "", note: str = "",
-             glob: str | None = None) -> str:
+    def grep(
+        self, pattern: str, path: str, text: str = "", note: str = "", glob: str | None = None
+    ) -> str:
         """`grep` in content mode over a folder, optionally narrowed to one file by `glob`.
 
         Never a file as `path`: deepagents' Python grep fallback then searches the file's whole
@@ -72,8 +78,12 @@ class Script:
         if glob:
             args["glob"] = glob
         where = f"{path}/{glob}" if glob else path
-        return self.call(text or f"Searching for `{pattern}` in `{where}`.", "grep", args,
-                         note or f"Searched {where} for '{pattern}'.")
+        return self.call(
+            text or f"Searching for `{pattern}` in `{where}`.",
+            "grep",
+            args,
+            note or f"Searched {where} for '{pattern}'.",
+        )
 
     def write(self, path: str, content: str, text: str, note: str) -> str:
         """`write_file`; the simulated tree is updated like the real backend will be."""
@@ -93,16 +103,20 @@ class Script:
         del self.files[path.lstrip("/")]
         return self.call(text, "delete", {"file_path": path}, note)
 
-    def tests(self, path: str = "tests", verbose: bool = False, text: str = "",
-              note: str = "") -> tuple[str, str]:
+    def tests(
+        self, path: str = "tests", verbose: bool = False, text: str = "", note: str = ""
+    ) -> tuple[str, str]:
         """`run_tests`; returns the call id and the report the real tool will produce."""
         report = pytest_report(self.files, path, verbose)
         args: dict[str, Any] = {"path": path}
         if verbose:
             args["verbose"] = True
-        call_id = self.call(text or f"Running `{path}` to check.", "run_tests", args,
-                            note or f"run_tests {path}{' -v' if verbose else ''}: "
-                            f"{report_summary(report)}.")
+        call_id = self.call(
+            text or f"Running `{path}` to check.",
+            "run_tests",
+            args,
+            note or f"run_tests {path}{' -v' if verbose else ''}: {report_summary(report)}.",
+        )
         return call_id, report
 
 
@@ -131,19 +145,37 @@ def summariser(prompt: str, script: Script) -> Callable[[str], str]:
     def summarise(history: str) -> str:
         upto = max(i for i, s in enumerate(script.steps) if s.call and s.call["id"] in history)
         done = script.steps[: upto + 1]
-        looked = [s for s in done if s.call and s.call["name"] in ("read_file", "grep", "ls",
-                                                                     "glob")]
-        changed = [s.note for s in done if s.call and s.call["name"] in ("write_file",
-                                                                       "edit_file", "delete")]
+        looked = [
+            s for s in done if s.call and s.call["name"] in ("read_file", "grep", "ls", "glob")
+        ]
+        changed = [
+            s.note
+            for s in done
+            if s.call and s.call["name"] in ("write_file", "edit_file", "delete")
+        ]
         other = [s.note for s in done if s not in looked and s.note and s.note not in changed]
         current = [goal for start, goal in script.phases if start <= upto][-1:]
         ahead = [goal for start, goal in script.phases if start > upto]
-        return "\n".join([
-            "## SESSION INTENT", "", prompt, "", "## SUMMARY", "",
-            f"- Inspected the code base with {len(looked)} reads/searches.",
-            *[f"- {n}" for n in other], "", "## ARTIFACTS", "",
-            *([f"- {n}" for n in changed] or ["None"]), "", "## NEXT STEPS", "",
-            *[f"- Finish: {goal}" for goal in current], *[f"- Then: {goal}" for goal in ahead],
-        ])
+        return "\n".join(
+            [
+                "## SESSION INTENT",
+                "",
+                prompt,
+                "",
+                "## SUMMARY",
+                "",
+                f"- Inspected the code base with {len(looked)} reads/searches.",
+                *[f"- {n}" for n in other],
+                "",
+                "## ARTIFACTS",
+                "",
+                *([f"- {n}" for n in changed] or ["None"]),
+                "",
+                "## NEXT STEPS",
+                "",
+                *[f"- Finish: {goal}" for goal in current],
+                *[f"- Then: {goal}" for goal in ahead],
+            ]
+        )
 
     return summarise

@@ -21,4 +21,3 @@ def token_stream(rng: random.Random, alphabet: str, length: int) -> str:
 def stable_int(*parts: object) -> int:
     """A hash that does not change between processes (unlike `hash`)."""
     return int.from_bytes(hashlib.sha256(repr(parts).encode()).digest()[:8], "big")
-

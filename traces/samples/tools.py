@@ -69,15 +69,24 @@ def collect(files: dict[str, str], target: str) -> tuple[list[CollectedTest], li
             source = files.get(f"orderflow/{module}.py")
             missing = [n for n in names if source is None or n not in defined]
             if missing:
-                err = (f"E   ModuleNotFoundError: No module named 'orderflow.{module}'"
-                       if source is None else
-                       f"E   ImportError: cannot import name '{missing[0]}' from "
-                       f"'orderflow.{module}' (/workspace/orderflow/{module}.py)")
-                errors.append("\n".join([
-                    f" ERROR collecting {path} ".center(80, "_"),
-                    f"ImportError while importing test module '/workspace/{path}'.",
-                    "Traceback:", f"{path}:{lineno(text, statement) + 1}: in <module>",
-                    f"    {statement}", err]))
+                err = (
+                    f"E   ModuleNotFoundError: No module named 'orderflow.{module}'"
+                    if source is None
+                    else f"E   ImportError: cannot import name '{missing[0]}' from "
+                    f"'orderflow.{module}' (/workspace/orderflow/{module}.py)"
+                )
+                errors.append(
+                    "\n".join(
+                        [
+                            f" ERROR collecting {path} ".center(80, "_"),
+                            f"ImportError while importing test module '/workspace/{path}'.",
+                            "Traceback:",
+                            f"{path}:{lineno(text, statement) + 1}: in <module>",
+                            f"    {statement}",
+                            err,
+                        ]
+                    )
+                )
                 continue
         for match in TEST_RE.finditer(text):
             test_name, case, body = match.group(1), int(match.group(2)), match.group(3)
@@ -87,14 +96,16 @@ def collect(files: dict[str, str], target: str) -> tuple[list[CollectedTest], li
                 src_path, src = defined[called.group(1)]
                 for line, every in bugs:
                     if line + "\n" in src and case % every == 0:
-                        failure = failure_section(files, path, test_name, body,
-                                                  (src_path, called.group(1), line))
+                        failure = failure_section(
+                            files, path, test_name, body, (src_path, called.group(1), line)
+                        )
             cases.append(CollectedTest(f"{path}::{test_name}", failure))
     return cases, errors
 
 
-def failure_section(files: dict[str, str], path: str, test: str, body: str,
-                    culprit: tuple[str, str, str]) -> str:
+def failure_section(
+    files: dict[str, str], path: str, test: str, body: str, culprit: tuple[str, str, str]
+) -> str:
     """The FAILURES block for one test, quoting the real test body and the buggy line.
 
     `culprit` is (source path, function, buggy line).
@@ -106,13 +117,20 @@ def failure_section(files: dict[str, str], path: str, test: str, body: str,
     lines = [f" {test} ".center(80, "_"), "", f"    def {test}():"]
     body_lines = body.rstrip("\n").split("\n")
     lines += [f"    {b}" for b in body_lines[:-1]]
-    lines += [f">   {body_lines[-1]}",
-              f"E   AssertionError: assert Decimal('{got:.2f}') == Decimal('{want:.2f}')", "",
-              f"{src_path}:{src_lineno}: in {function}", f"    {bad_line.strip()}",
-              f"{path}:{test_lineno + len(body_lines)}: AssertionError",
-              " Captured log call ".center(80, "-")]
-    lines += [f"DEBUG    orderflow:{src_path.rsplit('/', 1)[-1]}:{src_lineno} step {i} "
-              f"subtotal={stable_int(test, i) % 50000 / 100:.2f}" for i in range(6)]
+    lines += [
+        f">   {body_lines[-1]}",
+        f"E   AssertionError: assert Decimal('{got:.2f}') == Decimal('{want:.2f}')",
+        "",
+        f"{src_path}:{src_lineno}: in {function}",
+        f"    {bad_line.strip()}",
+        f"{path}:{test_lineno + len(body_lines)}: AssertionError",
+        " Captured log call ".center(80, "-"),
+    ]
+    lines += [
+        f"DEBUG    orderflow:{src_path.rsplit('/', 1)[-1]}:{src_lineno} step {i} "
+        f"subtotal={stable_int(test, i) % 50000 / 100:.2f}"
+        for i in range(6)
+    ]
     return "\n".join(lines)
 
 
@@ -124,25 +142,38 @@ def pytest_report(files: dict[str, str], target: str, verbose: bool) -> str:
     cases, errors = collect(files, target)
     failed = [c for c in cases if c.failure]
     seconds = sum(stable_int(c.nodeid) % 13 for c in cases) / 1000 + 0.31
-    counts = ", ".join(
-        f"{n} {label}" for n, label in ((len(failed), "failed"),
-                                        (len(cases) - len(failed), "passed"),
-                                        (len(errors), "errors" if len(errors) > 1 else "error"))
-        if n
-    ) + f" in {seconds:.2f}s"
+    counts = (
+        ", ".join(
+            f"{n} {label}"
+            for n, label in (
+                (len(failed), "failed"),
+                (len(cases) - len(failed), "passed"),
+                (len(errors), "errors" if len(errors) > 1 else "error"),
+            )
+            if n
+        )
+        + f" in {seconds:.2f}s"
+    )
     summary = [f"FAILED {c.nodeid} - AssertionError" for c in failed]
     summary += [f"ERROR {e.split()[3]}" for e in errors]
     if not verbose:
         marks = "".join("F" if c.failure else "." for c in cases)
-        out = [f"{marks[i:i + 72]:<72} [{100 * min(i + 72, len(marks)) // len(marks):>3}%]"
-               for i in range(0, len(marks), 72)]
+        out = [
+            f"{marks[i : i + 72]:<72} [{100 * min(i + 72, len(marks)) // len(marks):>3}%]"
+            for i in range(0, len(marks), 72)
+        ]
         if summary:
             out += [" short test summary info ".center(80, "="), *summary]
         return "\n".join([*out, counts]) + "\n"
-    out = [" test session starts ".center(80, "="),
-           "platform linux -- Python 3.11.9, pytest-8.3.3, pluggy-1.5.0 -- "
-           "/workspace/.venv/bin/python", "rootdir: /workspace", "configfile: pyproject.toml",
-           f"collected {len(cases)} items / {len(errors)} errors", ""]
+    out = [
+        " test session starts ".center(80, "="),
+        "platform linux -- Python 3.11.9, pytest-8.3.3, pluggy-1.5.0 -- "
+        "/workspace/.venv/bin/python",
+        "rootdir: /workspace",
+        "configfile: pyproject.toml",
+        f"collected {len(cases)} items / {len(errors)} errors",
+        "",
+    ]
     for index, case in enumerate(cases, 1):
         left = f"{case.nodeid} {'FAILED' if case.failure else 'PASSED'}"
         out.append(f"{left:<73}[{100 * index // len(cases):>3}%]")
@@ -151,15 +182,21 @@ def pytest_report(files: dict[str, str], target: str, verbose: bool) -> str:
     if failed:
         out += ["", " FAILURES ".center(80, "="), *[c.failure for c in failed if c.failure]]
     slow = sorted(cases, key=lambda c: stable_int(c.nodeid) % 997, reverse=True)[:10]
-    out += ["", " warnings summary ".center(80, "="),
-            "orderflow/storage.py:12: DeprecationWarning: datetime.utcnow() is deprecated",
-            "  from datetime import datetime", "",
-            "-- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html", "",
-            " slowest 10 durations ".center(80, "="),
-            *[f"{stable_int(c.nodeid) % 997 / 1000 + 0.2:.2f}s call     {c.nodeid}"
-              for c in slow],
-            "", " short test summary info ".center(80, "="), *summary,
-            f" {counts} ".center(80, "=")]
+    out += [
+        "",
+        " warnings summary ".center(80, "="),
+        "orderflow/storage.py:12: DeprecationWarning: datetime.utcnow() is deprecated",
+        "  from datetime import datetime",
+        "",
+        "-- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html",
+        "",
+        " slowest 10 durations ".center(80, "="),
+        *[f"{stable_int(c.nodeid) % 997 / 1000 + 0.2:.2f}s call     {c.nodeid}" for c in slow],
+        "",
+        " short test summary info ".center(80, "="),
+        *summary,
+        f" {counts} ".center(80, "="),
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -171,10 +208,15 @@ def git_diff_text(before: dict[str, str], after: dict[str, str], stat: bool) -> 
         old, new = before.get(path), after.get(path)
         if old == new:
             continue
-        diff = list(difflib.unified_diff(
-            (old or "").splitlines(keepends=True), (new or "").splitlines(keepends=True),
-            fromfile=f"a/{path}" if old is not None else "/dev/null",
-            tofile=f"b/{path}" if new is not None else "/dev/null", n=3))
+        diff = list(
+            difflib.unified_diff(
+                (old or "").splitlines(keepends=True),
+                (new or "").splitlines(keepends=True),
+                fromfile=f"a/{path}" if old is not None else "/dev/null",
+                tofile=f"b/{path}" if new is not None else "/dev/null",
+                n=3,
+            )
+        )
         added = sum(1 for d in diff if d.startswith("+") and not d.startswith("+++"))
         removed = sum(1 for d in diff if d.startswith("-") and not d.startswith("---"))
         stats.append(f" {path} | {added + removed} {'+' * min(added, 40)}{'-' * min(removed, 40)}")

@@ -1,0 +1,265 @@
+"""`ctxlab evaluate TRACE --policy NAME [...]`: what the policy's compactions lost.
+
+Mirrors `ctxlab.evaluate(ctxlab.replay(trace, policy), model=..., judge=...)`. Tier 1 (always,
+offline): every fact of the trace followed through the replay, survival by category and the
+facts the recorded agent used again after they were evicted that were lost by then
+(needed-but-lost). Tier 2 (with `--model provider:name`, any chat model LangChain's
+`init_chat_model` knows): probe questions at each compaction, each also asked on the
+uncompacted context; `--judge` grades the free-text ones. `--dry-run` prints the calls Tier 2
+would make, their tokens and estimated cost, and calls nothing. Each evaluation is saved in the
+store (`--store`, default `data/ctxlab.duckdb`), whose probe cache makes reruns free. The
+policy flags are `ctxlab replay`'s. Exit code 1 when some probe calls failed (the answers that
+came are cached: a rerun asks only the others).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ctxlab._cli import flags
+from ctxlab._cli.commands.replay import add_policy_flags, build_policy
+from ctxlab._cli.output import report_errors
+from ctxlab._cli.tables import add_wide_flag, clip, table, terminal_width
+from ctxlab._errors import FlagError
+from ctxlab._store.defaults import DEFAULT_PATH
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from ctxlab._evaluate.evaluation import Evaluation
+    from ctxlab._replay.replay import Replay
+
+LISTED = 20
+"""Needed-but-lost facts listed per trace in the table (all of them in JSON)."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "evaluate",
+        help="what a policy's compactions lost: fact survival, probes with a model",
+        description="Replay each trace under a policy and follow every fact of the trace "
+        "(paths, commands, errors, numbers, identifiers, URLs, instructions, todos, the goal) "
+        "through it: survival by category and the facts the recorded agent needed again after "
+        "they were lost. With --model, also ask probe questions at each compaction.",
+    )
+    parser.add_argument("path", metavar="TRACE", help="trace file, .gz file or directory")
+    parser.add_argument(
+        "--policy",
+        default="deepagents",
+        metavar="NAME",
+        help="a policy `ctxlab policies` lists, or `a+b` for a pipeline (default: %(default)s)",
+    )
+    add_policy_flags(parser)
+    parser.add_argument(
+        "--model",
+        metavar="PROVIDER:NAME",
+        help="chat model that answers the probes, e.g. anthropic:claude-sonnet-4-5 (default: "
+        "no probes)",
+    )
+    parser.add_argument(
+        "--judge",
+        metavar="PROVIDER:NAME",
+        help="chat model that grades free-text probes 0-5 (default: those probes not asked)",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the probe calls, their tokens and estimated cost; call no model",
+    )
+    parser.add_argument(
+        "--store",
+        "--db",
+        dest="store",
+        default=str(DEFAULT_PATH),
+        metavar="PATH",
+        help="store file the evaluations and probe answers are saved in (default: %(default)s)",
+    )
+    add_wide_flag(parser)
+    parser.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="table: survival by category and the needed-but-lost facts, fitted to the terminal; "
+        'json: {"evaluations": [...]} with every fact and probe (default: %(default)s)',
+    )
+    parser.set_defaults(run=run)
+
+
+def chat_model(flag: str, spec: str, *, offline: bool = False) -> BaseChatModel:
+    """The chat model `spec` (`provider:name`) names (`ctxlab._cli.model_spec.model_from_spec`).
+
+    `offline`: for a dry run, which only counts and prices calls: a provider that refuses to
+    start without an API key gets a placeholder key, since nothing will be sent."""
+    from ctxlab._cli.model_spec import ModelSpecError, model_from_spec
+
+    try:
+        return model_from_spec(spec)
+    except ModelSpecError as exc:
+        if offline:
+            try:
+                return model_from_spec(spec, api_key="not-sent-in-a-dry-run")
+            except ModelSpecError:  # the first error is the one to show
+                pass
+        raise FlagError(flag, spec, str(exc)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from ctxlab._evaluate import probes
+    from ctxlab._ingest.load import load_all
+    from ctxlab._replay.replay import replay
+    from ctxlab._store.store import Store
+    from ctxlab.summarizers import Extractive, Fixed
+
+    if args.dry_run and not args.model:
+        raise FlagError(
+            "--dry-run", "--dry-run", "prices a model's probe calls: add --model PROVIDER:NAME"
+        )
+    if args.judge and not args.model:
+        raise FlagError(
+            "--judge", args.judge, "grades the probes a model answers: add --model PROVIDER:NAME"
+        )
+    policy = build_policy(args)
+    model = chat_model("--model", args.model, offline=args.dry_run) if args.model else None
+    judge = chat_model("--judge", args.judge, offline=args.dry_run) if args.judge else None
+    summarizer = Fixed.from_file(args.summary_text_file) if args.summary_text_file else Extractive()
+    loaded = load_all([args.path])
+    flags.require_traces(loaded, [args.path])
+    replays = []
+    for trace in (t for top in loaded for t in top.walk()):
+        try:
+            replays.append(replay(trace, policy, summarizer=summarizer))
+        except ValueError as exc:
+            print(f"ctxlab: error: {trace.trace_id}: {exc}", file=sys.stderr)
+            return 2
+    if args.dry_run:
+        _dry_run(replays, model, judge, args)
+    else:
+        try:
+            evaluations = _evaluate(replays, model, judge, Store(args.store))
+        except probes.ProbeCallError as exc:
+            print(f"ctxlab: error: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 1
+        if args.format == "json":
+            print(json.dumps({"evaluations": [e.to_json() for e in evaluations]}, default=str))
+        else:
+            for evaluation in evaluations:
+                print(render(evaluation, wide=args.wide))
+        if model is None:
+            print(probes.SKIPPED, file=sys.stderr if args.format == "json" else sys.stdout)
+        elif judge is None:
+            print(probes.NO_JUDGE, file=sys.stderr if args.format == "json" else sys.stdout)
+    report_errors(loaded.errors)
+    return 2 if loaded.errors else 0
+
+
+def _evaluate(
+    replays: list[Replay], model: BaseChatModel | None, judge: BaseChatModel | None, store: Any
+) -> list[Evaluation]:
+    """Evaluate and save each replay; probe answers go through the store's cache."""
+    from ctxlab._evaluate.evaluation import evaluate
+
+    cache = store.probe_cache()
+    out = []
+    for result in replays:
+        try:
+            evaluation = evaluate(result, model, judge, cache=cache)
+        finally:  # the answers that came, even if some calls failed: a rerun asks only those
+            cache.flush()
+        store.save_evaluation(evaluation)
+        out.append(evaluation)
+    return out
+
+
+def _dry_run(
+    replays: list[Replay], model: BaseChatModel, judge: BaseChatModel | None, args: Any
+) -> None:
+    """Print the probe calls of each replay, their tokens and cost, without calling a model
+    (answers the store already caches count as free; the store is read, never written)."""
+    from pathlib import Path
+
+    import polars as pl
+
+    from ctxlab._evaluate import probes
+    from ctxlab._evaluate.evaluation import evaluate
+    from ctxlab._store.store import Store
+
+    cache = Store(args.store, read_only=True).probe_cache() if Path(args.store).exists() else None
+    runs = []
+    for result in replays:
+        facts = evaluate(result).facts
+        planned = probes.plan(result, facts)
+        calls = probes.dry_run(result, planned, model, judge, cache=cache)
+        runs.append((result, calls))
+    if args.format == "json":
+        out = [
+            {"trace_id": r.trace_id, "policy": r.policy, "calls": calls.to_dicts()}
+            for r, calls in runs
+        ]
+        print(json.dumps({"dry_run": out}, default=str))
+        return
+    width = terminal_width()
+    for result, calls in runs:
+        print(clip(f"{result.trace_id}: {result.policy}", width))
+        print(clip(probes.cost_line(calls), width))
+        if calls.height:
+            by_turn = (
+                calls.group_by("turn", "kind", "model", maintain_order=True)
+                .agg(
+                    pl.len().alias("calls"),
+                    pl.col("cached").fill_null(False).sum().alias("cached"),
+                    pl.col("input_tokens").sum(),
+                    pl.col("cost_usd").sum(),
+                )
+                .with_columns(pl.col("cost_usd").round(4))
+            )
+            print(table(by_turn.columns, by_turn.rows(), wide=args.wide))
+        print()
+
+
+def render(evaluation: Evaluation, *, wide: bool = False, width: int | None = None) -> str:
+    """An evaluation as text that fits `width` columns (default: the terminal's; `wide`: every
+    cell in full): a headline, survival by category, the needed-but-lost facts and the probe
+    scores against their ceilings."""
+    import polars as pl
+
+    width = terminal_width() if width is None else width
+
+    facts = evaluation.facts
+    needed = facts.filter(pl.col("needed_turn").is_not_null())
+    lost = needed.filter(pl.col("status_when_needed") == "lost").sort("needed_turn", "message")
+    by_file = needed.filter(pl.col("status_when_needed") == "file").height
+    params = ", ".join(f"{k}={v}" for k, v in sorted(evaluation.params.items()))
+    lines = [
+        clip(f"{evaluation.trace_id}: {evaluation.policy} ({params})", width),
+        f"{facts.height} facts, {needed.height} needed again after eviction: needed-but-lost "
+        f"{lost.height}, recoverable only from a file {by_file}",
+    ]
+    if evaluation.survival.height:
+        survival = evaluation.survival
+        lines.append(table(survival.columns, survival.rows(), wide=wide, width=width))
+    if lost.height:
+        lines.append(f"needed but lost ({lost.height}):")
+        rows = [
+            [r["needed_turn"], r["evicted_turn"], r["category"], r["fact"]]
+            for r in lost.head(LISTED).iter_rows(named=True)
+        ]
+        columns = ("needed", "evicted", "category", "fact")
+        lines.append(table(columns, rows, wide=wide, width=width, whole=columns[:3]))
+        if lost.height > LISTED:
+            lines.append(f"... and {lost.height - LISTED} more (--format json lists all)")
+    probes = evaluation.probes
+    if probes.height:
+        scores = (
+            probes.group_by("kind", maintain_order=True)
+            .agg(
+                pl.len().alias("probes"),
+                pl.col("score").mean().round(3),
+                pl.col("ceiling_score").mean().round(3),
+            )
+            .rows()
+        )
+        lines.append(table(("probe", "asked", "score", "ceiling"), scores, wide=wide, width=width))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,129 @@
+"""`ctxlab sweep PATH... --db FILE --policy NAME [--grid name=v1,v2]...`: a parameter grid.
+
+NAME is any policy `ctxlab policies` lists, or `a+b` for a pipeline (a pipeline has no grid
+parameters of its own: it is one cell per trace)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ctxlab._cli import flags
+from ctxlab._cli.commands.query import add_format_flags
+from ctxlab._errors import FlagError
+from ctxlab._store.defaults import BACKENDS, DEFAULT_PATH
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "sweep",
+        help="replay traces over a grid of policy parameters into a store",
+        description="Every trace x every grid cell, in parallel, streamed into the store; cells "
+        "already stored are skipped, so rerunning resumes. Values use the --set spellings, e.g. "
+        "--grid trigger=fraction:0.5,fraction:0.85 --grid keep=messages:6,fraction:0.1.",
+    )
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="trace file, .gz file or directory"
+    )
+    parser.add_argument(
+        "--db", default=str(DEFAULT_PATH), metavar="FILE", help="store file (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--policy",
+        required=True,
+        metavar="NAME",
+        help="a policy `ctxlab policies` lists, or `a+b` for a pipeline (required)",
+    )
+    parser.add_argument(
+        "--window",
+        type=flags.positive_int(flags.WINDOW_FORMS),
+        metavar="N",
+        help="max input tokens (default: the model profile)",
+    )
+    parser.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2,...",
+        help="a policy parameter and the values to try, spelled as --set spells them "
+        "(e.g. trigger=fraction:0.5,fraction:0.85); repeat for more parameters: every "
+        "combination is a cell (default: none, one cell with the policy's defaults)",
+    )
+    parser.add_argument(
+        "--summary-text-file",
+        type=flags.text_file,
+        metavar="F",
+        help="use this file's text as every summary (default: offline extractive summaries)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="local",
+        help="local: worker processes on this machine; ray: tasks on a Ray cluster "
+        "(--ray-address, else a local Ray) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=flags.positive_int("a whole number of processes, 1 or more"),
+        metavar="N",
+        help="processes (default: one per core)",
+    )
+    parser.add_argument(
+        "--ray-address", metavar="ADDRESS", help="Ray cluster address (default: a local Ray)"
+    )
+    parser.add_argument(
+        "--files",
+        choices=("all", "offloaded", "none"),
+        default="offloaded",
+        help="file contents to store: offloaded results only, also the summarised-history "
+        "files (all), or none (paths, sizes and hashes are always stored) (default: "
+        "%(default)s)",
+    )
+    add_format_flags(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ctxlab._cli.commands.query import render
+    from ctxlab._store.sweep import (
+        SweepError,
+        grid_points,
+        parse_grid,
+        policy_named,
+        ray_problem,
+        sweep,
+    )
+    from ctxlab.summarizers import Fixed
+
+    if args.backend == "ray" and (problem := ray_problem(args.ray_address)) is not None:
+        raise FlagError(
+            "--ray-address" if args.ray_address else "--backend",
+            args.ray_address or args.backend,
+            problem,
+        )
+    try:
+        policy = policy_named(args.policy)
+    except SweepError as exc:
+        raise FlagError("--policy", args.policy, str(exc)) from None
+    if args.window is not None:
+        policy = policy_named(args.policy, window=args.window)
+    for spec in args.grid:  # each --grid alone, so the message names the one to fix
+        try:
+            grid_points(policy, parse_grid([spec]))
+        except SweepError as exc:
+            raise FlagError("--grid", spec, str(exc.__cause__ or exc)) from None
+    grid = parse_grid(args.grid)
+    summarizer = Fixed.from_file(args.summary_text_file) if args.summary_text_file else None
+    result = sweep(
+        args.paths,
+        policy,
+        grid,
+        store=args.db,
+        summarizer=summarizer,
+        backend=args.backend,
+        workers=args.workers,
+        ray_address=args.ray_address,
+        files=args.files,
+    )
+    cols = [c for c in result.columns if c not in ("replay_key", "params", "summarizer")]
+    print(render(result.select(cols), args.format, args.wide))
+    return 0

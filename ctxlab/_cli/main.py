@@ -1,0 +1,59 @@
+"""The `ctxlab` command: one subcommand per module in `ctxlab._cli.commands`, mirroring the API.
+
+Exit codes: 0 success, 2 bad input (a file that is not a trace, a bad flag value, a store file
+that cannot be used or is busy, a refused query), with one clear line per problem on stderr.
+Every command raises these errors (`ctxlab._cli.output.USER_ERRORS`) and `main` prints them in one
+place, so each has the same line and exit code whichever command meets it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+import ctxlab
+import ctxlab._cli.commands
+from ctxlab._cli.output import USER_ERRORS, fail
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: `ctxlab replay: error: argument --window: ...` and a
+    pointer to `--help`, instead of the usage block above the line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="ctxlab",
+        description="Replay recorded LLM-agent traces through context-compaction policies.",
+    )
+    parser.add_argument("--version", action="version", version=f"ctxlab {ctxlab.__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(ctxlab._cli.commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"ctxlab._cli.commands.{info.name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a bad flag (2, its line already printed), --help, --version
+        return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 2
+    try:
+        return int(args.run(args) or 0)
+    except BrokenPipeError:
+        return 0
+    except USER_ERRORS as exc:
+        return fail(exc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,341 @@
+"""Recorded vs replayed: does a policy reproduce the compactions the recorded harness made?
+
+A trace whose harness compacted its own context (a deep agent traced to LangSmith, Claude
+Code, Codex, OpenHands condensation, SWE-agent's observation masking) is the test a policy
+model must pass: replayed under the preset of that harness, each recorded compaction should
+have a replayed one at the same call, and the replay should count about the tokens the
+harness counted before compacting. This module pairs the two lists; `ctxlab check-replay`
+prints the pairs.
+
+* `preset_for(trace)`: the preset modelling the trace's harness.
+* `recorded_settings(trace, policy)`: the parameters the recording itself fixes (the window of
+  the model profile the harness ran with, its token counter, its use of recorded usage), so
+  the preset runs as the recorded harness was configured, not at public defaults.
+* `check(trace, replay)`: one `Paired` per recorded compaction (`ctxlab._ingest.recorded`), the
+  replayed events no recorded one claimed, `turn_agreement` and `token_error_median`.
+
+Pairing is one to one, nearest first, within a family: a recorded summary pairs with a replayed
+`summarize`, any other recorded rewrite with a replayed event that rewrites what earlier calls
+saw (argument truncation, clearing, masking, forgetting, trimming). Offloads are decided when a
+tool returns, before any call sees the result, so a recording never shows them as compactions
+and they are never paired. A compaction the user asked for (`trigger="manual"`) is reported and
+paired after the automatic ones but left out of `turn_agreement`: thresholds cannot predict it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ctxlab._ingest.recorded import recorded_compactions
+from ctxlab._trace import RecordedCompaction, Trace
+
+if TYPE_CHECKING:
+    from ctxlab._replay.policies.base import Event
+    from ctxlab._replay.replay import Replay
+
+SUMMARISING = frozenset({"summarize"})
+"""Replayed event kinds that put a summary where messages were."""
+NOT_COMPACTIONS = frozenset({"offload_tool_result", "offload_human_message", "overflow_error"})
+"""Replayed event kinds a recording cannot show as a compaction (see the module docstring)."""
+
+AGREE_WITHIN = 1
+"""Calls apart at which a replayed compaction still agrees with the recorded one."""
+TOKEN_GOAL = 0.05
+"""Median relative error of the pre-compaction tokens above which a note says why."""
+
+FALLBACK = "deepagents"
+HARNESS_PRESETS = (
+    ("claude-code", "claude-code"),
+    ("codex", "codex"),
+    ("openhands", "openhands-llm-summarizing"),
+    ("swe-agent", "swe-agent-masking"),
+)
+"""Format name prefix -> the preset modelling that harness's own compaction."""
+
+DEEPAGENTS_FILE_TOOLS = frozenset({"ls", "read_file", "write_file", "edit_file", "glob", "grep"})
+"""Tools every default deep agent sends: how a LangSmith trace shows it is one."""
+DEEPAGENTS_SUMMARY = "You are in the middle of a conversation that has been summarized."
+
+
+INSPECT_PRESETS = {
+    "summarize": "inspect-summary",
+    "clear_tool_uses": "inspect-edit",
+    "trim": "inspect-trim",
+}
+"""Inspect records which compaction strategy ran; each has its own preset."""
+
+
+def recorded_settings(trace: Trace, policy: str) -> dict[str, tuple[str, str]]:
+    """Parameters of `policy` the recording fixes: name -> (value as `--set` spells it, where
+    it came from). Only `deepagents` reads them today, from what LangSmith keeps of the chat
+    model (`Trace.metadata`, see `ctxlab._ingest.formats.langsmith.recorded_model_settings`):
+
+    * `window`: the recorded model profile's `max_input_tokens` (a harness run with its own
+      profile computes its fractions from it, not from the public model data);
+    * `chars_per_token`: LangChain's counter for the recorded model type, 3.3 for
+      `anthropic-chat` and 4 for every other (a wrapper or a test model named like Claude still
+      counts 4);
+    * `use_usage_metadata`: the middleware scales its count by the last recorded usage, so a
+      check of its decisions does too when the trace recorded usage.
+    """
+    if policy != "deepagents":
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    profile = trace.metadata.get("model_profile")
+    window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    if isinstance(window, int) and window > 0:
+        out["window"] = (str(window), "the recorded model profile's max_input_tokens")
+    llm_type = trace.metadata.get("llm_type")
+    if isinstance(llm_type, str):
+        cpt = "3.3" if llm_type == "anthropic-chat" else "4.0"
+        out["chars_per_token"] = (
+            cpt,
+            f"LangChain's counter for the recorded model type {llm_type!r}",
+        )
+    if any(t.input_tokens is not None for t in trace.turns):
+        out["use_usage_metadata"] = ("true", "the middleware scales its count by recorded usage")
+    return out
+
+
+def preset_for(trace: Trace) -> tuple[str, str | None]:
+    """The preset modelling `trace`'s harness, and a warning when it is a guess.
+
+    LangSmith traces of a deep agent (its filesystem tools, or its summary wording among the
+    inserted messages) get `deepagents`; Claude Code, Codex, OpenHands and SWE-agent files
+    their own presets; Inspect logs the preset of the compaction strategy they recorded
+    (`inspect-summary` when none); anything else `deepagents`, with a warning saying so."""
+    for prefix, preset in HARNESS_PRESETS:
+        if trace.format.startswith(prefix):
+            return preset, None
+    if trace.format == "inspect-ai":
+        kinds = [c.kind for c in trace.compactions if c.kind in INSPECT_PRESETS]
+        return INSPECT_PRESETS[kinds[0] if kinds else "summarize"], None
+    if trace.format.startswith("langsmith") and _is_deep_agent(trace):
+        return FALLBACK, None
+    return FALLBACK, (
+        f"no preset models the harness of {trace.format!r} trace {trace.trace_id}; "
+        f"compared with {FALLBACK!r} (choose one with --policy)"
+    )
+
+
+def _is_deep_agent(trace: Trace) -> bool:
+    names = {t.get("name") or (t.get("function") or {}).get("name") for t in trace.tools}
+    if DEEPAGENTS_FILE_TOOLS <= names:
+        return True
+    return any(m.text.startswith(DEEPAGENTS_SUMMARY) for m in trace.inserted)
+
+
+def family(kind: str) -> str:
+    """`summarize` for summarising kinds, `edit` for every other rewrite."""
+    return "summarize" if kind in SUMMARISING else "edit"
+
+
+@dataclass(frozen=True, slots=True)
+class Paired:
+    """One recorded compaction and the replayed event paired with it (None: none left).
+
+    `replayed_tokens` is the replay's request at the call before the recorded compaction,
+    the call whose recorded size (`recorded.pre_tokens`) the harness compacted after.
+    """
+
+    recorded: RecordedCompaction
+    replayed: Event | None
+    replayed_tokens: int | None
+    note: str | None = None
+
+    @property
+    def counted(self) -> bool:
+        """Whether the event counts in the agreement (the user did not ask for it)."""
+        return self.recorded.trigger != "manual"
+
+    @property
+    def calls_apart(self) -> int | None:
+        """Replayed turn minus recorded turn (negative: the replay compacted earlier)."""
+        if self.replayed is None or self.replayed.turn is None:
+            return None
+        return self.replayed.turn - self.recorded.turn
+
+    @property
+    def agrees(self) -> bool:
+        """A replayed compaction within `AGREE_WITHIN` calls of the recorded one."""
+        apart = self.calls_apart
+        return apart is not None and abs(apart) <= AGREE_WITHIN
+
+    @property
+    def token_error(self) -> float | None:
+        """|replayed - recorded| / recorded pre-compaction tokens, when both are known."""
+        recorded = self.recorded.pre_tokens
+        if recorded is None or recorded <= 0 or self.replayed_tokens is None:
+            return None
+        return abs(self.replayed_tokens - recorded) / recorded
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON `ctxlab check-replay --json` prints per event."""
+        r, e = self.recorded, self.replayed
+        return {
+            "recorded_turn": r.turn,
+            "replayed_turn": e.turn if e is not None else None,
+            "recorded_tokens": r.pre_tokens,
+            "replayed_tokens": self.replayed_tokens,
+            "calls_apart": self.calls_apart,
+            "kind": r.kind,
+            "replayed_kind": e.kind if e is not None else None,
+            "trigger": r.trigger,
+            "manual": not self.counted,
+            "counted": self.counted,
+            "agrees": self.agrees,
+            "token_error": self.token_error,
+            "replayed_tokens_before": e.tokens_before if e is not None else None,
+            "recorded_post_tokens": r.post_tokens,
+            "recorded_summary": r.summary,
+            "replayed_summary": e.summary if e is not None else None,
+            "started_at": r.started_at,
+            "note": self.note,
+        }
+
+
+@dataclass(slots=True)
+class Check:
+    """A trace's recorded compactions against one replay of it."""
+
+    trace_id: str
+    policy: str
+    params: dict[str, Any]
+    events: list[Paired]
+    unpaired: list[Event] = field(default_factory=list)
+    """Replayed compactions no recorded one was paired with (the replay's extra ones)."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def turn_agreement(self) -> float | None:
+        """Share of counted events with a replayed compaction within one call; None if
+        no event counts."""
+        counted = [p for p in self.events if p.counted]
+        return sum(p.agrees for p in counted) / len(counted) if counted else None
+
+    @property
+    def token_error_median(self) -> float | None:
+        """Median relative error of the pre-compaction tokens over the events with both
+        counts (manual ones too: counting does not depend on who asked); None without any."""
+        errors = [e for p in self.events if (e := p.token_error) is not None]
+        return statistics.median(errors) if errors else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON `ctxlab check-replay --json` prints per trace."""
+        return {
+            "trace_id": self.trace_id,
+            "policy": self.policy,
+            "events": [p.as_dict() for p in self.events],
+            "turn_agreement": self.turn_agreement,
+            "token_error_median": self.token_error_median,
+            "params": self.params,
+            "unpaired_replayed_turns": [e.turn for e in self.unpaired],
+            "notes": list(self.notes),
+        }
+
+
+def check(trace: Trace, replay: Replay) -> Check:
+    """Pair every recorded compaction of `trace` with the nearest replayed one of its family
+    in `replay` (a replay of `trace`), automatic compactions first."""
+    recorded = recorded_compactions(trace)
+    replayed = [
+        e for e in replay.event_list if e.turn is not None and e.kind not in NOT_COMPACTIONS
+    ]
+    pairs = sorted(
+        (r.trigger == "manual", abs(e.turn - r.turn), r.turn, e.turn, i, j)
+        for i, r in enumerate(recorded)
+        for j, e in enumerate(replayed)
+        if e.turn is not None and family(e.kind) == family(r.kind)
+    )
+    match: dict[int, int] = {}
+    taken: set[int] = set()
+    for *_, i, j in pairs:
+        if i not in match and j not in taken:
+            match[i] = j
+            taken.add(j)
+    context = [c.context_tokens for c in replay.calls]
+    lowest = _lowest_threshold(replay, trace)
+    events = []
+    for i, r in enumerate(recorded):
+        event = replayed[match[i]] if i in match else None
+        before = context[r.turn - 1] if 0 < r.turn <= len(context) else None
+        paired = Paired(r, event, before)
+        events.append(dataclasses.replace(paired, note=_note(paired, lowest)))
+    result = Check(
+        trace_id=trace.trace_id,
+        policy=replay.policy,
+        params=replay.params,
+        events=events,
+        unpaired=[e for j, e in enumerate(replayed) if j not in taken],
+    )
+    median = result.token_error_median
+    if median is not None and median > TOKEN_GOAL:
+        result.notes.append(_count_gap(trace, replay, median))
+    return result
+
+
+def _count_gap(trace: Trace, replay: Replay, median: float) -> str:
+    """Why the counts differ: the first call shows what the replay cannot see (a system
+    prompt or tool schemas the file does not carry), and the file's notes say what it lacks."""
+    text = f"pre-compaction tokens differ by a median {median:.0%} (goal {TOKEN_GOAL:.0%})"
+    first = trace.turns[0].input_tokens if trace.turns else None
+    if first is not None and replay.calls:
+        text += (
+            f"; at the first call the replay counts {replay.calls[0].context_tokens:,} tokens "
+            f"where the recording says {first:,}"
+        )
+    if trace.notes:
+        text += ". The file's notes: " + " ".join(trace.notes)
+    return text
+
+
+def _lowest_threshold(replay: Replay, trace: Trace) -> int | None:
+    """The lowest token level at which the replayed policy acts (its trigger or input budget),
+    when the policy can say (`thresholds(trace)`)."""
+    method = getattr(replay.source_policy, "thresholds", None)
+    if method is None:
+        return None
+    levels = {k: v for k, v in method(trace).items() if k in ("trigger", "budget")}
+    return min(levels.values()) if levels else None
+
+
+def _note(p: Paired, lowest: int | None) -> str | None:
+    """Why a pair misses, or what it cannot say, in one sentence; None when it agrees."""
+    r = p.recorded
+    parts = []
+    if not p.counted:
+        parts.append("asked for by the user: reported, not counted (no threshold predicts it)")
+    if r.pre_tokens is None:
+        parts.append("the file does not carry the tokens before this compaction")
+    if p.replayed is None:
+        why = f"no replayed {family(r.kind)} left to pair"
+        if p.replayed_tokens is not None and lowest is not None and p.replayed_tokens < lowest:
+            why += (
+                f": the replay counted {p.replayed_tokens:,} tokens before it, under the "
+                f"policy's threshold {lowest:,}; the recorded threshold is not in the file "
+                "(set --window or --trigger)"
+            )
+        parts.append(why)
+    elif not p.agrees and p.calls_apart is not None:
+        side = "earlier" if p.calls_apart < 0 else "later"
+        why = f"the replay compacted {abs(p.calls_apart)} calls {side}"
+        if p.replayed.tokens_before is not None:
+            why += f", at {p.replayed.tokens_before:,} tokens"
+        if r.pre_tokens is not None:
+            why += f" (the recording compacted after a call of {r.pre_tokens:,})"
+        parts.append(why)
+    return "; ".join(parts) or None
+
+
+__all__ = [
+    "AGREE_WITHIN",
+    "Check",
+    "Paired",
+    "check",
+    "family",
+    "preset_for",
+    "recorded_settings",
+]

@@ -1,0 +1,602 @@
+"""Plotly figure builders for replays and sweeps, styled for papers.
+
+Every builder takes frames/replays and returns a `plotly.graph_objects.Figure`; nothing here
+reads files, runs replays or keeps state, so the same figure comes out of a notebook, a widget
+(which copies it into a `FigureWidget` and updates it in place) and the CLI. Figures use a
+sans-serif font at readable sizes, a white background and the Okabe-Ito palette
+(`ctxlab._view.palette`). Writing them to files is `ctxlab._view.plots.exporter`'s job.
+
+Speed: plotly validates every property it is given, and the whole `simple_white` template
+(every trace type's defaults) costs more to validate than a 1,000-turn chart's data. Builders
+therefore assemble plain dicts (numbers as numpy arrays, which the widget sends as binary
+buffers) and validate them once, in `go.Figure`, against `paper_template()`: simple_white
+restricted to the layout and the trace types ctxlab draws (same look, a quarter of the cost).
+Widgets reuse the dicts to update their `FigureWidget` in place without building a figure.
+
+Trace text is untrusted: every string taken from a trace or replay that ends up in hover text,
+a legend or a title goes through `esc` (plotly renders a subset of HTML in labels).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cache, lru_cache
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import polars as pl
+
+from ctxlab._messages import KINDS
+from ctxlab._view.escape import esc
+from ctxlab._view.palette import (
+    DEFAULT_EVENT_STYLE,
+    EVENT_STYLE,
+    FONT,
+    KIND_COLORS,
+    KIND_LABELS,
+    OKABE_ITO,
+    SERIES_COLORS,
+    SERIES_DASHES,
+)
+from ctxlab._view.plots.annotations import default_labels, replay_name
+from ctxlab._view.plots.guards import same_trace
+from ctxlab._view.plots.recorded import recorded_traces
+
+if TYPE_CHECKING:
+    from ctxlab._replay.policies.base import Event
+    from ctxlab._replay.replay import Replay
+    from ctxlab._trace import Trace
+
+_TEMPLATE_LAYOUT = (
+    "autotypenumbers",
+    "colorway",
+    "font",
+    "hovermode",
+    "hoverlabel",
+    "paper_bgcolor",
+    "plot_bgcolor",
+    "xaxis",
+    "yaxis",
+)
+"""The parts of simple_white's layout a 2-D cartesian chart with explicit colour scales reads."""
+
+_TEMPLATE_TRACES = {"bar": None, "heatmap": ("colorbar",)}
+"""Trace defaults ctxlab's figures use (None: all of them): bars (`PromptDiff`) and the
+heatmap's colour bar (its colour scale is always given). Scatter defaults only style pattern
+fills, which no figure draws."""
+
+
+@cache
+def paper_template() -> go.layout.Template:
+    """plotly's `simple_white` restricted to what ctxlab draws (see the module docstring)."""
+    full = pio.templates["simple_white"].to_plotly_json()
+    return go.layout.Template(
+        layout={k: v for k, v in full["layout"].items() if k in _TEMPLATE_LAYOUT},
+        data={
+            kind: [
+                {k: v for k, v in entry.items() if keep is None or k in (*keep, "type")}
+                for entry in full["data"][kind]
+            ]
+            for kind, keep in _TEMPLATE_TRACES.items()
+        },
+    )
+
+
+@cache
+def _white_layout() -> dict[str, Any]:
+    """`paper_template()`'s layout as a plain dict (read-only: merged into new dicts)."""
+    return paper_template().layout.to_plotly_json()
+
+
+def _merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `top` laid over it, nested dicts merged (new dicts; neither is changed)."""
+    out = dict(base)
+    for key, value in top.items():
+        below = out.get(key)
+        both = isinstance(below, Mapping) and isinstance(value, Mapping)
+        out[key] = _merged(below, value) if both else value
+    return out
+
+
+def paper_layout(
+    *,
+    title: str | None = None,
+    width: int = 900,
+    height: int = 480,
+    xaxis: Mapping[str, Any] | None = None,
+    yaxis: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The paper style as a layout dict, axes' own settings merged in: what `style` applies,
+    with `paper_template()`'s layout written out and plotly's empty `none` template, which
+    draws the same for the scatter charts built from it and validates in a third of the time
+    (no template to copy)."""
+    own: dict[str, Any] = {
+        "font": {"family": FONT, "size": 14, "color": "#222222"},
+        "width": width,
+        "height": height,
+        "margin": {"l": 70, "r": 20, "t": 60 if title else 30, "b": 60},
+        "legend": {
+            "font": {"size": 12},
+            "orientation": "h",
+            "yanchor": "top",
+            "y": -0.16,
+            "x": 0,
+            "xanchor": "left",
+            "bgcolor": "rgba(255,255,255,0.8)",
+        },
+        "hoverlabel": {"font": {"family": FONT, "size": 12}},
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "white",
+        "xaxis": {"showgrid": False, "ticks": "outside", "zeroline": False, **(xaxis or {})},
+        "yaxis": {
+            "showgrid": True,
+            "gridcolor": "#E5E5E5",
+            "ticks": "outside",
+            "zeroline": False,
+            **(yaxis or {}),
+        },
+    }
+    if title:
+        own["title"] = {"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 16}}
+    return {**_merged(_white_layout(), own), "template": "none"}
+
+
+def style(
+    fig: go.Figure, *, title: str | None = None, width: int = 900, height: int = 480
+) -> go.Figure:
+    """Apply the paper style in place (and return the figure, for chaining)."""
+    layout = paper_layout(title=title, width=width, height=height)
+    xaxis, yaxis = layout.pop("xaxis"), layout.pop("yaxis")
+    fig.update_layout({**layout, "template": paper_template()})
+    fig.update_xaxes(xaxis)
+    fig.update_yaxes(yaxis)
+    return fig
+
+
+def numbers(values: Any) -> np.ndarray:
+    """A column of counts as the array a widget sends as a binary buffer: int32 when it fits
+    (plotly's serializer turns int64 arrays into JSON lists), float64 otherwise."""
+    array = values.to_numpy() if hasattr(values, "to_numpy") else np.asarray(values)
+    if array.dtype.kind in "iu" and (
+        not len(array) or (array.min() >= -(2**31) and array.max() < 2**31)
+    ):
+        return array.astype(np.int32)
+    return array.astype(np.float64)
+
+
+def _event_hover(row: Mapping[str, Any]) -> str:
+    """The hover label of an event given as a mapping (a row of `Replay.events`)."""
+    return _hover_of(
+        (
+            row["kind"],
+            row["turn"],
+            row.get("tokens_before"),
+            row.get("tokens_after"),
+            tuple(row.get("messages") or ()),
+            row.get("file_path"),
+            row.get("reason"),
+        )
+    )
+
+
+def event_marker_dicts(
+    replay: Replay, *, y: str = "context_tokens", kinds: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """`event_markers` as plain trace dicts (not validated), read from the replay's events
+    (no frame built): a live move redraws hundreds of markers.
+
+    `kinds`: event kinds that get a trace even when this replay has none of them (empty, out
+    of the legend), so a live chart keeps the same traces from move to move and is updated in
+    place instead of rebuilt (a slider that turns offloads on and off did that at every move)."""
+    events = replay.event_list
+    if not events and not kinds:
+        return []
+    by_kind: dict[str, list[Event]] = {kind: [] for kind in kinds}
+    for e in events:
+        by_kind.setdefault(e.kind, []).append(e)
+    level: dict[int, Any] = {}
+    if events:
+        turns = replay.counts if y in replay.counts.columns else replay.turns
+        level = dict(zip(turns["turn"].to_list(), turns[y].to_list(), strict=True))
+    traces = []
+    for kind in sorted(by_kind):
+        rows = by_kind[kind]
+        symbol, color = EVENT_STYLE.get(kind, DEFAULT_EVENT_STYLE)
+        at = [e.turn for e in rows]
+        # the turn's count, else (no model call saw it) the event's own count
+        ys = [
+            v if (v := level.get(t)) is not None else e.tokens_before
+            for t, e in zip(at, rows, strict=True)
+        ]
+        traces.append(
+            {
+                "type": "scatter",
+                "x": _numbers_or_list(at),
+                "y": _numbers_or_list(ys),
+                "mode": "markers",
+                "name": f"event: {kind}",
+                "marker": {
+                    "symbol": symbol,
+                    "size": 11,
+                    "color": color,
+                    "line": {"width": 1.2, "color": "#222222"},
+                },
+                "hovertext": [_hover_of(_HOVER_FIELDS(e)) for e in rows],
+                "hoverinfo": "text",
+                "legendgroup": "events",
+                "showlegend": bool(rows),
+            }
+        )
+    return traces
+
+
+def _numbers_or_list(values: list[Any]) -> np.ndarray | list[Any]:
+    """`numbers(values)` (sent to a live chart as a binary buffer, not element by element)
+    unless a value is missing (an event no model call saw has no turn)."""
+    return values if None in values else numbers(values)
+
+
+_HOVER_FIELDS = attrgetter(
+    "kind", "turn", "tokens_before", "tokens_after", "messages", "file_path", "reason"
+)
+"""An event's fields its hover label shows, as a tuple (`_hover_of`'s key)."""
+
+
+@lru_cache(maxsize=1 << 14)
+def _hover_of(fields: tuple[Any, ...]) -> str:
+    """An event's hover label from its (kind, turn, tokens before, after, messages, file path,
+    reason), remembered: successive replays of one trace repeat most events, and a plain tuple
+    hashes and compares in C, where the `Event` dataclass's own hash and equality run Python
+    (about 1 us an event; a masking preset draws one a call). A new label is one string
+    format: its escaped text fields repeat from event to event (`_escaped`), and a move that
+    masks at every call makes about 1,000 new labels (2.8 -> 1.2 us each)."""
+    kind, turn, before, after, messages, file_path, reason = fields
+    label = f"<b>{_escaped(kind, None)}</b> at turn {turn}"
+    if before is not None and after is not None:
+        label += f"<br>{before:,} → {after:,} tokens"
+    if len(messages) == 1:  # most events (a mask or a clear at each call)
+        label += f"<br>messages {messages[0]}"
+    elif messages:
+        more = " …" if len(messages) > 8 else ""
+        label += f"<br>messages {', '.join(map(str, messages[:8]))}{more}"
+    if file_path:
+        label += f"<br>file {_escaped(file_path, 120)}"
+    if reason:
+        label += f"<br>reason {_escaped(reason, 120)}"
+    return label
+
+
+@lru_cache(maxsize=1 << 10)
+def _escaped(text: Any, limit: int | None) -> str:
+    """`esc(text, limit)`, remembered: an event kind, file path or reason is shared by many
+    events."""
+    return esc(text, limit)
+
+
+def event_markers(replay: Replay, *, y: str = "context_tokens") -> list[go.Scatter]:
+    """One marker trace per event kind, at each event's turn and the turn's `y` value."""
+    return [go.Scatter(d) for d in event_marker_dicts(replay, y=y)]
+
+
+def context_trace_dicts(
+    replay: Replay,
+    *,
+    lines: Mapping[str, int] | None = None,
+    baseline: bool = True,
+    events: bool = True,
+    recorded: Trace | None = None,
+    event_kinds: Sequence[str] = (),
+) -> list[dict[str, Any]]:
+    """`context_traces` as plain trace dicts (not validated): what `context_tokens` validates
+    once and live widgets copy into their figure in place (`event_kinds`: marker traces to
+    keep even when empty, `event_marker_dicts`). A `recorded` trace that is not the replay's
+    raises `ValueError`."""
+    same_trace([replay], recorded, "context_tokens")
+    turns = replay.counts  # the policy's counts: a live move draws without billing
+    x = numbers(turns["turn"])
+    out = _kind_areas(turns, "context", "%{y:,}", x=x)
+    if baseline:
+        out.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": numbers(turns["baseline_tokens"]),
+                "name": "uncompacted baseline",
+                "mode": "lines",
+                "line": {"color": OKABE_ITO["black"], "width": 2, "dash": "dash"},
+                "hovertemplate": "baseline: %{y:,}<extra>turn %{x}</extra>",
+            }
+        )
+    dashes = {"window": "solid", "trigger": "dash", "budget": "dot"}
+    for label, level in (lines or {}).items():
+        out.append(
+            {
+                "type": "scatter",
+                "x": [int(x[0]) if len(x) else 0, int(x[-1]) if len(x) else 1],
+                "y": [level, level],
+                "name": f"{label} {level:,}",
+                "mode": "lines",
+                "line": {
+                    "color": OKABE_ITO["vermillion"],
+                    "width": 1.5,
+                    "dash": dashes.get(label, "dashdot"),
+                },
+                "hoverinfo": "name",
+            }
+        )
+    if events:
+        out.extend(event_marker_dicts(replay, kinds=event_kinds))
+    if recorded is not None:
+        top = max(turns["context_tokens"].max() or 0, turns["baseline_tokens"].max() or 0)
+        out.extend(t.to_plotly_json() for t in recorded_traces(recorded, top=top))
+    return out
+
+
+def context_traces(
+    replay: Replay,
+    *,
+    lines: Mapping[str, int] | None = None,
+    baseline: bool = True,
+    events: bool = True,
+    recorded: Trace | None = None,
+) -> list[go.Scatter]:
+    """The traces of `context_tokens`, without layout. A `recorded` trace that is not the
+    replay's raises `ValueError`."""
+    dicts = context_trace_dicts(
+        replay, lines=lines, baseline=baseline, events=events, recorded=recorded
+    )
+    return [go.Scatter({k: v for k, v in d.items() if k != "type"}) for d in dicts]
+
+
+def context_tokens(
+    replay: Replay,
+    *,
+    lines: Mapping[str, int] | None = None,
+    baseline: bool = True,
+    events: bool = True,
+    recorded: Trace | None = None,
+    title: str | None = None,
+    width: int = 900,
+    height: int = 560,
+) -> go.Figure:
+    """Context tokens per turn, stacked by kind, against the uncompacted baseline.
+
+    `lines` maps labels to token levels drawn as horizontal lines (use `thresholds(policy,
+    trace)` for window / trigger / budget). A marker per event sits on the turn it happened.
+    `recorded` (the replayed trace) adds what the recording says: its per-call input tokens
+    and its own compactions (`ctxlab._view.plots.recorded`). Trace order is fixed (kinds, baseline,
+    lines, events, recorded) so widgets can update in place. The default title names the
+    policy and the trace (`ctxlab.plots.trace_name`).
+    """
+    data = context_trace_dicts(
+        replay, lines=lines, baseline=baseline, events=events, recorded=recorded
+    )
+    layout = paper_layout(
+        title=title or f"{esc(replay.policy)} on {esc(replay_name(replay))}",
+        width=width,
+        height=height,
+        xaxis={"title": {"text": "turn (model call)"}},
+        yaxis={"title": {"text": "context tokens"}, "tickformat": "~s", "rangemode": "tozero"},
+    )
+    return go.Figure({"data": data, "layout": layout})
+
+
+def _kind_areas(
+    turns: Any,
+    stackgroup: str,
+    value: str,
+    *,
+    groupnorm: str | None = None,
+    x: np.ndarray | None = None,
+) -> list[dict[str, Any]]:
+    """One stacked area per token kind (plain trace dicts); `groupnorm` (set on the first)
+    stacks to 100%."""
+    x = numbers(turns["turn"]) if x is None else x
+    out = []
+    for kind in KINDS:
+        area: dict[str, Any] = {
+            "type": "scatter",
+            "x": x,
+            "y": numbers(turns[f"{kind}_tokens"]),
+            "name": KIND_LABELS[kind],
+            "mode": "lines",
+            "line": {"width": 0.5, "color": KIND_COLORS[kind]},
+            "fillcolor": KIND_COLORS[kind],
+            "stackgroup": stackgroup,
+            "hovertemplate": f"{KIND_LABELS[kind]}: {value}<extra>turn %{{x}}</extra>",
+        }
+        if groupnorm is not None and kind == KINDS[0]:
+            area["groupnorm"] = groupnorm
+        out.append(area)
+    return out
+
+
+def composition(
+    replay: Replay, *, title: str | None = None, width: int = 900, height: int = 420
+) -> go.Figure:
+    """Share of each kind in the request, per turn (100% stacked): what the context is made of."""
+    layout = paper_layout(
+        title=title or f"Context composition · {esc(replay_name(replay))}",
+        width=width,
+        height=height,
+        xaxis={"title": {"text": "turn (model call)"}},
+        yaxis={"title": {"text": "share of request (%)"}, "range": [0, 100]},
+    )
+    data = _kind_areas(replay.counts, "share", "%{y:.1f}%", groupnorm="percent")
+    return go.Figure({"data": data, "layout": layout})
+
+
+def events_timeline(
+    replay: Replay, *, title: str | None = None, width: int = 900, height: int = 320
+) -> go.Figure:
+    """Events by kind along the turns; marker area shows the tokens each event removed."""
+    events = replay.events
+    fig = go.Figure()
+    n_turns = replay.counts.height
+    kinds = sorted(set(events["kind"].to_list())) if not events.is_empty() else []
+    for kind in kinds:
+        rows = events.filter(pl.col("kind") == kind).to_dicts()
+        saved = [
+            max(0, (r["tokens_before"] or 0) - (r["tokens_after"] or 0))
+            if r["tokens_after"] is not None
+            else 0
+            for r in rows
+        ]
+        symbol, color = EVENT_STYLE.get(kind, DEFAULT_EVENT_STYLE)
+        fig.add_trace(
+            go.Scatter(
+                x=[r["turn"] if r["turn"] is not None else n_turns for r in rows],
+                y=[kind] * len(rows),
+                mode="markers",
+                name=kind,
+                marker={
+                    "symbol": symbol,
+                    "color": color,
+                    "size": [8 + min(22, (s / 1000) ** 0.5 * 3) for s in saved],
+                    "line": {"width": 1, "color": "#222222"},
+                },
+                hovertext=[_event_hover(r) for r in rows],
+                hoverinfo="text",
+            )
+        )
+    fig.update_xaxes(title_text="turn (model call)", range=[-1, max(n_turns, 1)])
+    fig.update_yaxes(title_text=None, type="category", categoryorder="array", categoryarray=kinds)
+    fig.update_layout(showlegend=False)
+    return style(
+        fig,
+        title=title or f"Events ({events.height}) · {esc(replay_name(replay))}",
+        width=width,
+        height=height,
+    )
+
+
+def comparison(
+    replays: Sequence[Replay],
+    *,
+    labels: Sequence[str] | None = None,
+    metric: str = "context_tokens",
+    cumulative: bool = False,
+    baseline: bool = True,
+    recorded: Trace | None = None,
+    title: str | None = None,
+    width: int = 900,
+    height: int = 480,
+) -> go.Figure:
+    """Several replays' curves overlaid (one colour and dash each), with the first's baseline;
+    `recorded` (the trace they replay) adds its recorded input tokens and compactions.
+    Replays of different traces, or a `recorded` trace they do not replay, raise `ValueError`."""
+    same_trace(replays, recorded, "comparison")
+    labels = list(labels) if labels is not None else default_labels(replays)
+    if len(labels) != len(replays):
+        raise ValueError(f"comparison: {len(labels)} labels for {len(replays)} replays")
+    data: list[dict[str, Any]] = []
+    for i, (r, label) in enumerate(zip(replays, labels, strict=True)):
+        y = r.turns[metric]
+        data.append(
+            {
+                "type": "scatter",
+                "x": numbers(r.turns["turn"]),
+                "y": numbers(y.cum_sum() if cumulative else y),
+                "name": esc(label, 60),
+                "mode": "lines",
+                "line": {
+                    "color": SERIES_COLORS[i % len(SERIES_COLORS)],
+                    "width": 2,
+                    "dash": SERIES_DASHES[i % len(SERIES_DASHES)],
+                },
+                "hovertemplate": f"{esc(label, 60)}: %{{y:,}}<extra>turn %{{x}}</extra>",
+            }
+        )
+    if baseline and replays:
+        y = replays[0].turns["baseline_tokens"]
+        data.append(
+            {
+                "type": "scatter",
+                "x": numbers(replays[0].turns["turn"]),
+                "y": numbers(y.cum_sum() if cumulative else y),
+                "name": "uncompacted baseline",
+                "mode": "lines",
+                "line": {"color": OKABE_ITO["grey"], "width": 1.5, "dash": "dot"},
+                "hovertemplate": "baseline: %{y:,}<extra>turn %{x}</extra>",
+            }
+        )
+    if recorded is not None:
+        top = max((float(np.max(d["y"])) for d in data if len(d["y"])), default=0)
+        data.extend(
+            t.to_plotly_json() for t in recorded_traces(recorded, cumulative=cumulative, top=top)
+        )
+    what = "cumulative input tokens" if cumulative else metric.replace("_", " ")
+    named = f" on {esc(replay_name(replays[0]))}" if replays else ""
+    layout = paper_layout(
+        title=title or f"Policies compared: {what}{named}",
+        width=width,
+        height=height,
+        xaxis={"title": {"text": "turn (model call)"}},
+        yaxis={"title": {"text": what}, "tickformat": "~s", "rangemode": "tozero"},
+    )
+    return go.Figure({"data": data, "layout": layout})
+
+
+def sweep_heatmap(
+    frame: pl.DataFrame,
+    x: str,
+    y: str,
+    z: str = "cumulative_input_tokens",
+    *,
+    agg: str = "mean",
+    title: str | None = None,
+    width: int = 700,
+    height: int = 480,
+) -> go.Figure:
+    """A sweep result frame (`ctxlab.sweep(...)`) as a heatmap of `z` over two grid columns.
+
+    Cells over several traces are aggregated with `agg` (`mean`, `median`, `sum`, `max`,
+    `min`); axes keep the order values first appear in, which is the grid's order.
+    """
+    if x not in frame.columns or y not in frame.columns or z not in frame.columns:
+        raise ValueError(f"sweep frame needs columns {x!r}, {y!r}, {z!r}; has {frame.columns}")
+    value = getattr(pl.col(z), agg)()
+    grouped = frame.group_by([x, y], maintain_order=True).agg(value.alias(z))
+    xs = list(dict.fromkeys(frame[x].cast(pl.Utf8).to_list()))
+    ys = list(dict.fromkeys(frame[y].cast(pl.Utf8).to_list()))
+    cells = {(str(r[x]), str(r[y])): r[z] for r in grouped.to_dicts()}
+    matrix = [[cells.get((xv, yv)) for xv in xs] for yv in ys]
+    text = [[f"{v:,.0f}" if v is not None else "" for v in row] for row in matrix]
+    fig = go.Figure(
+        go.Heatmap(
+            x=[esc(v) for v in xs],
+            y=[esc(v) for v in ys],
+            z=matrix,
+            text=text,
+            texttemplate="%{text}",
+            colorscale="Viridis",
+            reversescale=True,
+            colorbar={"title": {"text": z.replace("_", " ")}},
+            hovertemplate=f"{esc(x)}=%{{x}}<br>{esc(y)}=%{{y}}<br>{esc(z)}=%{{z:,.0f}}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title_text=x, type="category")
+    fig.update_yaxes(title_text=y, type="category", showgrid=False)
+    return style(
+        fig, title=title or f"Sweep: {agg} {z.replace('_', ' ')}", width=width, height=height
+    )
+
+
+__all__ = [
+    "comparison",
+    "composition",
+    "context_trace_dicts",
+    "context_tokens",
+    "context_traces",
+    "event_marker_dicts",
+    "event_markers",
+    "events_timeline",
+    "numbers",
+    "paper_layout",
+    "paper_template",
+    "style",
+    "sweep_heatmap",
+]

@@ -1,0 +1,7 @@
+"""Notebook widgets: `Scrubber`, `ThresholdExplorer`, `PromptDiff`, `Compare`, `Retention`.
+
+The public face of `ctxlab._view.widgets`: import from here.
+"""
+
+from ctxlab._view.widgets import *  # noqa: F403
+from ctxlab._view.widgets import __all__ as __all__
