@@ -30,7 +30,7 @@ HEAVY = {
     "langsmith",
     "deepagents",
     "orjson",
-    "tqdm",
+    "rich.progress",
 }
 COMMANDS = sorted(
     m.name.replace("_", "-")  # the module check_replay is the command check-replay

@@ -585,11 +585,43 @@ def _drain(
         bar.close()
 
 
-def _progress(total: int, skipped: int) -> Any:
-    from tqdm.auto import tqdm
+class _Bar:
+    """A sweep's progress on stderr (cells done of all, rate, time left), drawn by `rich`,
+    the library that already lays out ctxlab's tables."""
 
+    def __init__(self, total: int, desc: str) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("cells"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=Console(file=sys.stderr),
+        )
+        self._task = self._progress.add_task(desc, total=total)
+        self._progress.start()
+
+    def update(self, n: int) -> None:
+        self._progress.advance(self._task, n)
+
+    def close(self) -> None:
+        self._progress.stop()
+
+
+def _progress(total: int, skipped: int) -> _Bar:
     desc = f"sweep ({skipped} cells already stored)" if skipped else "sweep"
-    return tqdm(total=total, desc=desc, unit="cell", file=sys.stderr)
+    return _Bar(total, desc)
 
 
 def spell(name: str, value: Any) -> str:
