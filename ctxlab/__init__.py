@@ -1,9 +1,12 @@
 """ctxlab: replay recorded LLM-agent traces through context-compaction policies.
 
 The public API reads like the user's sentence: `ctxlab.load(path)` gives `Trace`s,
-`ctxlab.replay(trace, policies.DeepAgents())` a `Replay`, `ctxlab.Store()` keeps them, and
-`ctxlab.sweep(traces, policy, grid)` runs parameter grids into the store; `ctxlab.plots` and
-`ctxlab.widgets` draw them.
+`ctxlab.replay(trace, policies.DeepAgents())` a `Replay`, `ctxlab.evaluate(replay)` what it
+lost, `ctxlab.Store()` keeps them, and `ctxlab.sweep(traces, policy, grid)` runs parameter grids
+into the store; `ctxlab.plots` and `ctxlab.widgets` draw them. Each CLI command has its twin
+here (`compare`, `calibrate`, ...). The public modules are `policies`, `summarizers`, `plots`,
+`widgets`, `facts`, `metrics`, `probes` and `cost`; every module whose name starts with `_` is
+private (docs/architecture.md).
 
 Every name is imported on first use: `import ctxlab` itself loads nothing else, so the CLI
 starts (and `ctxlab --help` answers) without polars, DuckDB or the policy catalogue, and a
@@ -19,6 +22,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Evaluation": "ctxlab._evaluate.evaluation",
+    "Requests": "ctxlab._replay.requests",
     "RecordedCompaction": "ctxlab._trace",
     "Replay": "ctxlab._replay.replay",
     "Store": "ctxlab._store.store",
@@ -26,21 +30,25 @@ _EXPORTS = {
     "TraceFormatError": "ctxlab._errors",
     "TraceList": "ctxlab._ingest.load",
     "TraceLoadWarning": "ctxlab._ingest.load",
+    "calibrate": "ctxlab._cost.calibration",
+    "compare": "ctxlab._evaluate.compare",
     "Turn": "ctxlab._trace",
     "evaluate": "ctxlab._evaluate.evaluation",
     "from_messages": "ctxlab._trace",
     "load": "ctxlab._ingest.load",
     "load_all": "ctxlab._ingest.load",
     "replay": "ctxlab._replay.replay",
+    "request_messages": "ctxlab._replay.requests",
     "sweep": "ctxlab._store.sweep",
 }
 """Public name -> the module defining it."""
 
-_SUBMODULES = ("policies", "summarizers", "plots", "widgets")
+_SUBMODULES = ("cost", "facts", "metrics", "plots", "policies", "probes", "summarizers", "widgets")
 """Submodules reachable as attributes of `ctxlab` without importing them by name."""
 
 __all__ = [
     "Evaluation",
+    "Requests",
     "RecordedCompaction",
     "Replay",
     "Store",
@@ -49,22 +57,34 @@ __all__ = [
     "TraceList",
     "TraceLoadWarning",
     "Turn",
+    "calibrate",
+    "compare",
+    "cost",
     "evaluate",
+    "facts",
     "from_messages",
     "load",
     "load_all",
+    "metrics",
+    "plots",
     "policies",
+    "probes",
     "replay",
+    "request_messages",
     "summarizers",
     "sweep",
+    "widgets",
 ]
 
 if TYPE_CHECKING:
-    from ctxlab import policies, summarizers
+    from ctxlab import cost, facts, metrics, plots, policies, probes, summarizers, widgets
+    from ctxlab._cost.calibration import calibrate
     from ctxlab._errors import TraceFormatError
+    from ctxlab._evaluate.compare import compare
     from ctxlab._evaluate.evaluation import Evaluation, evaluate
     from ctxlab._ingest.load import TraceList, TraceLoadWarning, load, load_all
     from ctxlab._replay.replay import Replay, replay
+    from ctxlab._replay.requests import Requests, request_messages
     from ctxlab._store.store import Store
     from ctxlab._store.sweep import sweep
     from ctxlab._trace import RecordedCompaction, Trace, Turn, from_messages

@@ -68,7 +68,7 @@ def test_fit_recovers_a_known_rule() -> None:
         return round(4000 + 1.2 * sum(cal.base_tokens(m) + 20 for m in inputs) + 1.2 * 3)
 
     trace = _trace(_conversation(), "claude-sonnet-4-5", rule)
-    result = cal.calibrate(trace)
+    result = cal.calibrate_trace(trace)
     assert result.method == "calibrated"
     assert result.calls_with_usage == 15
     assert result.fit.scale == pytest.approx(1.2, abs=0.01)
@@ -130,7 +130,7 @@ def test_model_family() -> None:
 
 def test_without_usage_openai_is_exact_and_others_estimated() -> None:
     messages = _conversation(3)
-    openai = cal.calibrate(_trace(messages, "gpt-4.1-mini", None))
+    openai = cal.calibrate_trace(_trace(messages, "gpt-4.1-mini", None))
     assert (openai.method, openai.calls_with_usage, openai.billed_error_median) == (
         "exact",
         0,
@@ -166,7 +166,7 @@ def _real(shared: Path, folder: str) -> list[Trace]:
 def test_claude_code_sessions(shared: Path) -> None:
     # Six conversations (main + Task subagents), Claude Sonnet 4, system prompt and tool
     # schemas not recorded (about 12k tokens the offset absorbs).
-    rows = [cal.calibrate(t) for t in _real(shared, "claude-code-session")]
+    rows = [cal.calibrate_trace(t) for t in _real(shared, "claude-code-session")]
     assert len(rows) == 6
     for row in rows:
         assert row.method == "calibrated"
@@ -192,7 +192,7 @@ def test_claude_code_compacted_session(shared: Path) -> None:
 
 def test_llama_and_small_anthropic_traces(shared: Path) -> None:
     llama = [
-        cal.calibrate(t)
+        cal.calibrate_trace(t)
         for t in _real(shared, "openhands-multiswebench-llama4")
         if "llama" in t.model
     ]
@@ -202,17 +202,17 @@ def test_llama_and_small_anthropic_traces(shared: Path) -> None:
         assert row.fit.held_out_error_median <= 1.0
         assert row.fit.scale == pytest.approx(1.0, abs=0.02)
     (managed,) = _real(shared, "anthropic-managed-agents-events")
-    row = cal.calibrate(managed)
+    row = cal.calibrate_trace(managed)
     assert row.calls_with_usage == 3 and row.billed_error_median <= 1.0
 
 
 def test_exact_openai_on_real_traces(shared: Path) -> None:
     (inspect_log,) = _real(shared, "inspect-ai-log")
-    row = cal.calibrate(inspect_log)
+    row = cal.calibrate_trace(inspect_log)
     assert (row.method, row.fit.offset, row.billed_error_median) == ("exact", 0.0, 0.0)
     assert row.policy_counter_error_median > 5
     (codex,) = _real(shared, "codex-rollout")
-    row = cal.calibrate(codex)
+    row = cal.calibrate_trace(codex)
     # Unrecorded tool schemas (the offset) and web-search results (which grow it later).
     assert row.method == "exact" and row.fit.offset > 8000
     assert row.billed_error_median < row.policy_counter_error_median

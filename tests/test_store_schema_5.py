@@ -78,7 +78,7 @@ def test_schema_4_file_is_migrated_and_keeps_its_rows(tmp_path: Path, trace: ctx
     # The migrated file takes new rows of every kind.
     other = replay(trace, DeepAgents(window=30_000), summarizer=Fixed("s"))
     assert store.save(other, trace, summarizer=Fixed("s")) != key
-    assert store.save_calibration(cal.calibrate(trace)) == 1
+    assert store.save_calibration(cal.calibrate_trace(trace)) == 1
     assert Store(path, read_only=True).calibrations().height == 1
 
 
@@ -134,6 +134,6 @@ def test_calibrations_round_trip_and_borrowing(tmp_path: Path) -> None:
         20.0,
         0.0,
     )
-    assert cal.calibrate(bare, store).method == "calibrated"
+    assert cal.calibrate_trace(bare, store).method == "calibrated"
     assert cal.biller_for(bare).method == "estimated"
     assert cal.biller_for(bare, Store(tmp_path / "empty.duckdb")).method == "estimated"

@@ -40,6 +40,8 @@ from ctxlab._cost.profiles import guess_provider
 from ctxlab._messages import chars_per_token
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ctxlab._store.store import Store
     from ctxlab._trace import Trace, Turn
 
@@ -429,7 +431,7 @@ def _policy_error(trace: Trace, usage: Sequence[tuple[Turn, int]]) -> float | No
     return statistics.median(errors)
 
 
-def calibrate(
+def calibrate_trace(
     trace: Trace, store: Store | None = None, model: str | None = None
 ) -> TraceCalibration:
     """Fit a biller to one trace's recorded usage and measure both counters against it.
@@ -461,8 +463,31 @@ def calibrate(
 
 
 def calibrate_models(trace: Trace, store: Store | None = None) -> list[TraceCalibration]:
-    """`calibrate` once per model the trace's calls went to (`models`), main model first."""
-    return [calibrate(trace, store, model) for model in models(trace)]
+    """`calibrate_trace` once per model the trace's calls went to (`models`), main model first."""
+    return [calibrate_trace(trace, store, model) for model in models(trace)]
+
+
+def calibrate(
+    traces: str | Path | Trace | Iterable[Trace], store: Store | None = None
+) -> list[TraceCalibration]:
+    """Billed tokens against recorded usage for every trace (a path, a `Trace` or traces;
+    subagents included) and every model its calls went to: the Python twin of `ctxlab
+    calibrate`.
+
+    With `store`, the fits of traces that recorded usage are saved in it first, so traces of
+    the same model family without usage borrow them (from this call's traces or earlier ones).
+    """
+    from ctxlab._evaluate.compare import traces_of
+
+    walked = traces_of(traces)
+    fitted = [c for t in walked for c in calibrate_models(t) if c.calls_with_usage]
+    if store is not None and fitted:
+        store.save_calibration(fitted)
+    return [
+        c
+        for t in walked
+        for c in ([c for c in fitted if c.trace_id == t.trace_id] or calibrate_models(t, store))
+    ]
 
 
 def biller_for(trace: Trace, store: Store | None = None) -> Biller:
@@ -473,7 +498,7 @@ def biller_for(trace: Trace, store: Store | None = None) -> Biller:
     usage = _usage_turns(trace, model)
     if not usage:
         return _without_usage(trace, model, store)
-    # The fit alone: a replay asks for its biller each time, and the errors `calibrate`
+    # The fit alone: a replay asks for its biller each time, and the errors `calibrate_trace`
     # measures on top (policy counter, held-out refit) would triple the cost.
     return Biller(_usage_method(model), model, _usage_fit(trace, model, usage)[0])
 
@@ -487,7 +512,7 @@ def _usage_fit(
     trace: Trace, model: str | None, usage: Sequence[tuple[Turn, int]]
 ) -> tuple[Fit, list[_Call], list[tuple[int, _Delta]]]:
     """The fit of `model`'s calls with usage (for an OpenAI model: scale 1, the offset only),
-    with the observations it was made from (for `calibrate`'s held-out error)."""
+    with the observations it was made from (for `calibrate_trace`'s held-out error)."""
     encoding = ot.encoding_for(model)
     calls, indexed = _observations(trace, usage, encoding or BASE_ENCODING)
     default = default_fit(model, trace.provider)
@@ -520,6 +545,7 @@ __all__ = [
     "billed_input",
     "biller_for",
     "calibrate",
+    "calibrate_trace",
     "calibrate_models",
     "default_fit",
     "model_family",

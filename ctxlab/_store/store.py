@@ -611,8 +611,8 @@ class Store:
     # ------------------------------------------------------------------ calibrations
 
     def save_calibration(self, calibrations: TraceCalibration | Iterable[TraceCalibration]) -> int:
-        """Keep calibrations (`ctxlab._cost.calibration.calibrate`) so traces of the same model
-        family without usage can borrow them; one row per trace and model, a later save of
+        """Keep calibrations (`ctxlab.cost.calibrate_trace`) so traces of the same model family
+        without usage can borrow them; one row per trace and model, a later save of
         the same pair replacing the earlier. Returns how many rows were written."""
         from ctxlab._cost.calibration import TraceCalibration, model_family
 

@@ -67,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ctxlab._cost.calibration import calibrate_models
+    from ctxlab._cost.calibration import calibrate
     from ctxlab._ingest.load import load_all
 
     result = load_all(args.paths)
@@ -77,17 +77,8 @@ def run(args: argparse.Namespace) -> int:
         from ctxlab._store.store import Store
 
         store = Store(args.db)
-    traces = [t for top in result for t in top.walk()]
-    fitted = [c for t in traces for c in calibrate_models(t) if c.calls_with_usage]
-    if store is not None and fitted:
-        store.save_calibration(fitted)
-    # Traces without usage are calibrated after the save, so they can borrow the fits of the
-    # same run's traces.
-    rows = [
-        c
-        for t in traces
-        for c in ([c for c in fitted if c.trace_id == t.trace_id] or calibrate_models(t, store))
-    ]
+    rows = calibrate(result, store)
+    fitted = [r for r in rows if r.calls_with_usage]
     if args.json:
         print(json.dumps({"traces": [r.as_dict() for r in rows]}))
     else:

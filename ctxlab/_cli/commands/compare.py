@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ctxlab._cli import flags
 from ctxlab._cli.output import report_errors
@@ -100,32 +100,6 @@ def _price_arg(text: str) -> tuple[str | None, Price]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _given(prices: list[tuple[str | None, Price]], model: str | None) -> Price | None:
-    """The `--price` for `model`: the last one naming it, else the last one for every model."""
-    from ctxlab._cost.pricing import model_key
-
-    key = model_key(model) if model else None
-    named = [p for m, p in prices if m is not None and model_key(m) == key]
-    anyone = [p for m, p in prices if m is None]
-    return (named or anyone or [None])[-1]
-
-
-def _policy(name: str, window: int | None, model: str | None) -> Any:
-    """The policy `name` with `window` and `model` set where it (or a pipeline member) has
-    such a parameter."""
-    from ctxlab._replay.policies.catalog import get
-
-    policy = get(name)
-    members = getattr(policy, "policies", None) if "+" in name else None
-    fields: set[str] = set()
-    for p in members or (policy,):
-        fields.update(getattr(p, "__dataclass_fields__", {}))
-    params = {
-        k: v for k, v in (("window", window), ("model", model)) if v is not None and k in fields
-    }
-    return get(name, **params) if params else policy
-
-
 LEGEND = (
     "Tokens as each policy counts them: peak_context_tokens of the largest request, "
     "cumulative_input_tokens summed over every call; events: compaction actions; needed_lost: "
@@ -142,32 +116,30 @@ LEGEND = (
 
 
 def run(args: argparse.Namespace) -> int:
-    from ctxlab._evaluate.metrics import summary
+    from ctxlab._evaluate.compare import compare_rows, policy_named
     from ctxlab._ingest.load import load_all
-    from ctxlab._replay.replay import replay
     from ctxlab.summarizers import Extractive, Fixed
 
-    policies = []
-    for name in args.policy:
+    for name in args.policy:  # refused before any trace is read
         try:
-            policies.append(_policy(name, args.window, args.model))
+            policy_named(name, args.window, args.model)
         except (TypeError, ValueError) as exc:
             raise FlagError("--policy", name, str(exc)) from None
     summarizer = Fixed.from_file(args.summary_text_file) if args.summary_text_file else Extractive()
     loaded = load_all([args.path])
     flags.require_traces(loaded, [args.path])
-    rows: list[dict[str, Any]] = []
-    for trace in (t for top in loaded for t in top.walk()):
-        for name, policy in zip(args.policy, policies, strict=True):
-            try:
-                result = replay(trace, policy, summarizer=summarizer)
-            except ValueError as exc:
-                print(f"ctxlab: error: {trace.trace_id}: {name}: {exc}", file=sys.stderr)
-                return 2
-            price = _given(args.price, args.model or trace.model)
-            row = summary(result, trace, model=args.model, window=args.window, price=price)
-            row["policy"] = name
-            rows.append(row)
+    try:
+        rows = compare_rows(
+            loaded,
+            args.policy,
+            window=args.window,
+            model=args.model,
+            prices=dict(args.price),
+            summarizer=summarizer,
+        )
+    except ValueError as exc:  # a policy that cannot run on a trace: `trace: policy: why`
+        print(f"ctxlab: error: {exc}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps({"replays": rows}, indent=2, default=str))
     elif rows:

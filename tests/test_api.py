@@ -1,0 +1,103 @@
+"""The public surface: `ctxlab` and its public modules, and each CLI command's Python twin.
+
+The API is `ctxlab.__all__` and the `__all__` of the public modules; every other module is
+private (its name, or a folder's, starts with `_`), so a user can tell from an import whether
+it may change. A twin gives what its command prints: `ctxlab compare --json` is
+`ctxlab.compare(...)` row for row, `ctxlab calibrate --json` is `ctxlab.calibrate(...)`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import ctxlab
+from ctxlab._cli.main import main
+
+REPO = Path(__file__).resolve().parents[1]
+SHORT = REPO / "traces" / "deepagents_short_session.jsonl.xz"
+PUBLIC = {"cost", "facts", "metrics", "plots", "policies", "probes", "summarizers", "widgets"}
+
+
+def test_every_public_name_resolves() -> None:
+    for name in ctxlab.__all__:
+        assert getattr(ctxlab, name) is not None, name
+    for module in PUBLIC:
+        face = importlib.import_module(f"ctxlab.{module}")
+        assert face.__all__, module
+        for name in face.__all__:
+            assert getattr(face, name) is not None, f"ctxlab.{module}.{name}"
+
+
+def test_every_other_module_is_private() -> None:
+    """Only the public modules (and the package's data) have names without a leading `_`."""
+    names = {m.name for m in pkgutil.iter_modules(ctxlab.__path__)}
+    assert {n for n in names if not n.startswith("_")} == PUBLIC
+
+
+def test_verbs_are_functions_not_modules() -> None:
+    for verb in ("load", "replay", "evaluate", "compare", "calibrate", "sweep"):
+        assert callable(getattr(ctxlab, verb)) and not isinstance(
+            getattr(ctxlab, verb), type(ctxlab)
+        ), verb
+
+
+def _cli_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_compare_is_the_commands_twin(capsys: pytest.CaptureFixture[str]) -> None:
+    policies = ["deepagents", "observation-masking"]
+    printed = _cli_json(
+        ["compare", str(SHORT), "--json", *(a for p in policies for a in ("--policy", p))],
+        capsys,
+    )["replays"]
+    frame = ctxlab.compare(SHORT, policies)
+    assert isinstance(frame, pl.DataFrame)
+    assert frame.height == len(printed) == len(ctxlab.load(SHORT)[0].walk()) * len(policies)
+    assert frame["policy"].to_list() == [r["policy"] for r in printed]
+    for column in ("peak_context_tokens", "cumulative_input_tokens", "events", "needed_lost"):
+        assert frame[column].to_list() == [r[column] for r in printed], column
+
+
+def test_compare_takes_traces_and_policy_objects() -> None:
+    trace = ctxlab.load(SHORT)[0]
+    by_name = ctxlab.compare(trace, ["deepagents"])
+    by_object = ctxlab.compare([trace], [ctxlab.policies.DeepAgents()])
+    assert by_object["peak_context_tokens"].to_list() == by_name["peak_context_tokens"].to_list()
+    assert set(by_object["policy"]) == {"deepagents"}
+
+
+def test_compare_names_the_trace_and_policy_a_policy_cannot_run_on() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    trace = ctxlab.from_messages([HumanMessage("hi"), AIMessage("yo")], model="acme-1")
+    with pytest.raises(ValueError, match=rf"^{trace.trace_id}: codex: .*window"):
+        ctxlab.compare(trace, ["codex"])
+
+
+def test_calibrate_is_the_commands_twin(capsys: pytest.CaptureFixture[str]) -> None:
+    printed = _cli_json(["calibrate", str(SHORT), "--json"], capsys)["traces"]
+    rows = ctxlab.calibrate(SHORT)
+    assert [r.as_dict() for r in rows] == printed
+    assert rows[0].method == "calibrated" and rows[0].calls_with_usage == 6
+
+
+def test_calibrate_saves_fits_a_bare_trace_borrows(tmp_path: Path) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    store = ctxlab.Store(tmp_path / "c.duckdb")
+    fitted = ctxlab.calibrate(SHORT, store)
+    bare = ctxlab.from_messages(
+        [HumanMessage("Summarise the report " * 40), AIMessage("Done.")],
+        model=fitted[0].model,
+    )
+    (borrowed,) = ctxlab.calibrate(bare, store)
+    assert borrowed.calls_with_usage == 0 and borrowed.method == "calibrated"
+    assert borrowed.fit.scale == fitted[0].fit.scale
