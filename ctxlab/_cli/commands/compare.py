@@ -107,7 +107,8 @@ def _given(prices: list[tuple[str | None, Price]], model: str | None) -> Price |
     key = model_key(model) if model else None
     named = [p for m, p in prices if m is not None and model_key(m) == key]
     anyone = [p for m, p in prices if m is None]
-    return (named or anyone or [None])[-1]
+    chosen = named or anyone
+    return chosen[-1] if chosen else None
 
 
 def _policy(name: str, window: int | None, model: str | None) -> Any:
