@@ -124,7 +124,7 @@ def first_orphan_result(messages: Sequence[BaseMessage]) -> int | None:
     called: set[str] = set()
     for i, msg in enumerate(messages):
         if isinstance(msg, AIMessage):
-            called.update(c["id"] for c in msg.tool_calls if c.get("id"))
+            called.update(call_id for c in msg.tool_calls if (call_id := c.get("id")))
         elif isinstance(msg, ToolMessage) and msg.tool_call_id not in called:
             return i
     return None

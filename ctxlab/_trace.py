@@ -16,7 +16,7 @@ Messages are real `langchain_core` message objects so users can hand them straig
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,7 +167,7 @@ def from_messages(
     turns: list[Turn] = []
     for pos, msg in enumerate(history):
         if isinstance(msg, AIMessage):
-            usage = msg.usage_metadata or {}
+            usage: Mapping[str, Any] = msg.usage_metadata or {}
             details = usage.get("input_token_details") or {}
             turns.append(
                 Turn(

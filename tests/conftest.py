@@ -42,6 +42,7 @@ SLOW_FILES = (
     "test_notebooks.py",  # 38
     "test_cli_evaluate.py",  # 29
     "test_plots.py",  # 25
+    "test_types.py",  # 23 (mypy with a cold cache, as on a clean clone)
     "test_conformance_deepagents.py",  # 23
     "test_samples_script.py",  # 17
     "test_sweep_needed_lost.py",  # 16

@@ -197,7 +197,7 @@ def table(
     cut. `legend` is printed under the table, wrapped to the width."""
     from rich.box import Box
     from rich.cells import cell_len
-    from rich.console import Console
+    from rich.console import Console, JustifyMethod
     from rich.table import Table
     from rich.text import Text
 
@@ -213,7 +213,7 @@ def table(
     plain = Box("    \n    \n -  \n    \n    \n    \n    \n    \n", ascii=True)
     grid = Table(box=plain, show_edge=False, pad_edge=False, padding=(0, GAP - 1, 0, 0))
     for i, w in zip(shown, widths, strict=True):
-        justify = "right" if numeric[i] else "left"
+        justify: JustifyMethod = "right" if numeric[i] else "left"
         head = "\n".join(_header_lines(columns[i], w))
         grid.add_column(
             Text(head, justify=justify),

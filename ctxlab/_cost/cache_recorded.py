@@ -139,16 +139,16 @@ class CacheCheck:
 
 def has_recorded_cache(trace: Trace) -> bool:
     """Whether any turn recorded both its cache read and write tokens and its input."""
-    return any(_recorded(t) for t in trace.turns)
+    return any(_recorded(t) is not None for t in trace.turns)
 
 
-def _recorded(turn: Turn) -> bool:
-    return (
-        turn.input_tokens is not None
-        and turn.cache_read_tokens is not None
-        and turn.cache_write_tokens is not None
-        and turn.input_tokens > 0
-    )
+def _recorded(turn: Turn) -> tuple[int, int, int] | None:
+    """The turn's recorded input, cache read and cache write tokens, when it records all three
+    and some input."""
+    given, read, write = turn.input_tokens, turn.cache_read_tokens, turn.cache_write_tokens
+    if given is None or read is None or write is None or given <= 0:
+        return None
+    return int(given), int(read), int(write)
 
 
 def check(
@@ -185,11 +185,11 @@ def check(
     rows = []
     for row in frame.iter_rows(named=True):
         turn = by_turn[row["turn"]]
-        if not _recorded(turn):
+        recorded = _recorded(turn)
+        if recorded is None:
             continue
         total = row["input_tokens"]
-        rec_in = int(turn.input_tokens)
-        rec_read, rec_write = int(turn.cache_read_tokens), int(turn.cache_write_tokens)
+        rec_in, rec_read, rec_write = recorded
         read_share = row["cache_read_tokens"] / total if total else 0.0
         write_share = row["cache_write_tokens"] / total if total else 0.0
         rows.append(

@@ -164,11 +164,11 @@ class OpenAICounter:
                     + self.text(call.get("name") or "")
                     + self.text(_arguments(call.get("args", {})))
                 )
-            for call in message.invalid_tool_calls:
+            for bad in message.invalid_tool_calls:
                 n += (
                     TOKENS_PER_TOOL_CALL
-                    + self.text(call.get("name") or "")
-                    + self.text(call.get("args") or "")
+                    + self.text(bad.get("name") or "")
+                    + self.text(bad.get("args") or "")
                 )
         return n
 

@@ -387,16 +387,16 @@ def _genai_price(model: str, day: str) -> Price | None:
     moments = [midnight + timedelta(minutes=30 * i) for i in range(48 if timed else 1)]
     keys = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok")
 
-    def rate(value: Any, above: int | None = None) -> float | None:
-        if value is None or not isinstance(value, TieredPrices):
-            return None if value is None else float(value)
+    def rate(value: Any, above: int | None = None) -> float:
+        if not isinstance(value, TieredPrices):
+            return float(value)
         chosen = value.base
         for tier in value.tiers:
             if above is not None and above >= tier.start:
                 chosen = tier.price
         return float(chosen)
 
-    prices = max((info.get_prices(m) for m in moments), key=lambda p: rate(p.input_mtok) or 0.0)
+    prices = max((info.get_prices(m) for m in moments), key=lambda p: rate(p.input_mtok or 0.0))
     raw = [getattr(prices, k) for k in keys]
     if raw[0] is None or raw[1] is None:
         return None
@@ -412,11 +412,12 @@ def _genai_price(model: str, day: str) -> Price | None:
     peak = " (peak of its time-of-day prices)" if timed else ""
     source = f"genai-prices {genai_prices_version()}{fetched}: {provider}/{model_id}{peak}"
     starts = sorted({t.start for v in raw if isinstance(v, TieredPrices) for t in v.tiers})
-    tiers = tuple(
-        (start, Price(*(rate(v, start) for v in raw), source=source, date=since))  # type: ignore[misc]
-        for start in starts
-    )
-    return Price(*(rate(v) for v in raw), source=source, date=since, tiers=tiers)  # type: ignore[misc]
+
+    def price(above: int | None = None, tiers: tuple[tuple[int, Price], ...] = ()) -> Price:
+        read, write = (None if v is None else rate(v, above) for v in raw[2:])
+        return Price(rate(raw[0], above), rate(raw[1], above), read, write, source, since, tiers)
+
+    return price(tiers=tuple((start, price(start)) for start in starts))
 
 
 __all__ = [

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -622,8 +622,8 @@ def extract(trace: Trace) -> list[Fact]:
         if isinstance(message, AIMessage):
             found.extend(_prose(text))
             for call in message.tool_calls:
-                if call.get("id"):
-                    call_names[call["id"]] = call["name"]
+                if call_id := call.get("id"):
+                    call_names[call_id] = call["name"]
                 calls.append(_call(call))
         elif isinstance(message, ToolMessage):
             tool = (message.name or call_names.get(message.tool_call_id, "")).lower()
@@ -918,7 +918,7 @@ def _clip(text: str) -> str:
     return text[: cut if cut > MAX_FACT_CHARS // 2 else MAX_FACT_CHARS].rstrip()
 
 
-def _call(call: dict[str, Any]) -> list[_Found]:
+def _call(call: Mapping[str, Any]) -> list[_Found]:
     """Facts of one tool call, in order: its shell command or its invocation, plan items, and
     the paths and urls in its arguments. An invocation needs a non-blank string argument
     (polls like Codex's `write_stdin` with no input are not invocations anyone names again)."""

@@ -48,6 +48,7 @@ from ctxlab._cost.pricing import Price, Rates, cached_tokens, rates_for
 from ctxlab._cost.profiles import profile as lookup_profile
 from ctxlab._messages import chars_per_token, is_summary, message_text, paths_in
 from ctxlab._replay.policies.base import Request
+from ctxlab._store.schema import int_max
 
 if TYPE_CHECKING:
     from ctxlab._replay.policies.base import Call
@@ -90,6 +91,7 @@ def _exact_prefixes(calls: list[Call]) -> tuple[list[int], list[int]]:
     previous = None
     for call in calls:
         request = call.request
+        assert request is not None, "`_prefixes` passes calls that all carry a request"
         if isinstance(request, Request) and previous is not None and request.previous is previous:
             start, new, tokens = request.kept, request.fingerprints, request.tokens
         else:
@@ -272,11 +274,11 @@ def goal_retention(replay: Replay, trace: Trace) -> float | None:
     """Share of the turns after the first compaction event whose request still holds the goal
     verbatim (None if nothing was compacted or the trace has no user message)."""
     goal = goal_position(trace)
-    events = [e for e in replay.event_list if e.turn is not None]
+    events = [(e.turn, e) for e in replay.event_list if e.turn is not None]
     if goal is None or not events:
         return None
-    first = min(e.turn for e in events)
-    gone = min((e.turn for e in events if e.kind in DROPPING and goal in e.messages), default=None)
+    first = min(t for t, _ in events)
+    gone = min((t for t, e in events if e.kind in DROPPING and goal in e.messages), default=None)
     after = [c.turn for c in replay.calls if c.turn >= first]
     if not after:
         return None
@@ -380,15 +382,16 @@ def summary(
         costs["cost_usd_with_cache"] = float(cache["cost_usd_with_cache"].sum())
         summariser_cost = (summ_in * rates.price.input + summ_out * rates.price.output) / 1e6
         costs["summarizer_cost_usd"] = summariser_cost
+    mean = frame["context_tokens"].mean()  # of an Int64 column: a float, None without rows
     return {
         "trace_id": replay.trace_id,
         "policy": replay.policy,
         "model": name,
         "window": window,
         "turns": n,
-        "peak_context_tokens": int(frame["context_tokens"].max() or 0) if n else 0,
+        "peak_context_tokens": int_max(frame["context_tokens"]),
         "cumulative_input_tokens": int(frame["context_tokens"].sum()) if n else 0,
-        "mean_input_tokens": float(frame["context_tokens"].mean()) if n else 0.0,
+        "mean_input_tokens": mean if isinstance(mean, float) else 0.0,
         "raw_overflow_turns": int((frame["baseline_tokens"] > window).sum())
         if window and n
         else None,

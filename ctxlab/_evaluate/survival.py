@@ -289,7 +289,7 @@ class Survival:
         key of the form's text (None: sent as recorded, holding all its facts); absent spans
         are left out."""
         plan = self.requests
-        out = []
+        out: list[tuple[int, int, int, object]] = []
         for p, held in enumerate(self.held):
             if not held:
                 continue

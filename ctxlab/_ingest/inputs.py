@@ -163,9 +163,9 @@ class Context(list[BaseMessage]):
         self._touch(_first(index, len(self)))
         super().__delitem__(index)
 
-    def __imul__(self, n: SupportsIndex) -> Context:  # type: ignore[misc, override]
+    def __imul__(self, n: SupportsIndex) -> Context:
         self._touch(len(self) if operator.index(n) >= 1 else 0)
-        return super().__imul__(n)  # type: ignore[return-value]
+        return super().__imul__(n)
 
     def insert(self, index: SupportsIndex, value: BaseMessage) -> None:
         self._touch(_first(operator.index(index), len(self)))

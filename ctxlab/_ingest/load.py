@@ -41,7 +41,7 @@ MAX_BYTES_VARIABLE = "CTXLAB_MAX_TRACE_BYTES"
 
 
 # Recognised by magic bytes, since users rename files.
-COMPRESSIONS: tuple[tuple[bytes, str, Callable[[BinaryIO], BinaryIO]], ...] = (
+COMPRESSIONS: tuple[tuple[bytes, str, Callable[[BinaryIO], io.BufferedIOBase]], ...] = (
     (b"\x1f\x8b", "gzip", lambda raw: gzip.GzipFile(fileobj=raw)),
     (b"\xfd7zXZ\x00", "xz", lzma.LZMAFile),
     (b"BZh", "bzip2", bz2.BZ2File),
@@ -77,7 +77,7 @@ def _too_large(source: str, limit: int, what: str) -> TraceFormatError:
 
 
 def _decompress(
-    data: bytes, name: str, opener: Callable[[BinaryIO], BinaryIO], source: str
+    data: bytes, name: str, opener: Callable[[BinaryIO], io.BufferedIOBase], source: str
 ) -> bytes:
     """Every member of a compressed stream, read incrementally and never past the ceiling, so
     a bomb is refused before it expands in memory."""

@@ -7,9 +7,13 @@ slider values a policy accepts; both want the policy's own refusal (`ValueError`
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import TYPE_CHECKING, Any, cast
 
 from ctxlab._trace import Trace
+
+if TYPE_CHECKING:
+    from ctxlab._replay.policies.base import Policy
 
 
 def check_policy(policy: Any, trace: Trace, summarizer: Any) -> None:
@@ -20,3 +24,10 @@ def check_policy(policy: Any, trace: Trace, summarizer: Any) -> None:
         resolve(trace)
     else:
         policy.start(trace, summarizer)
+
+
+def with_settings(policy: Policy, **settings: Any) -> Policy:
+    """`policy` with `settings` changed, by `dataclasses.replace`: the policy's own checks run
+    and an unknown name is a `TypeError`, as sweeps and sliders want. `Policy` is a Protocol,
+    which cannot also say "and a dataclass", so `replace` gets the policy untyped."""
+    return dataclasses.replace(cast(Any, policy), **settings)

@@ -167,7 +167,8 @@ def outline(prompt: str, fallback: str | None = None) -> Outline:
     caps: dict[str, int] = {}
     per_section = False
     for cap in _CAP.finditer(prompt):
-        how, count, unit = cap.group(1, 2, 3) if cap.group(1) else (None, *cap.group(4, 5))
+        how = cap.group(1)
+        count, unit = cap.group(2, 3) if how else cap.group(4, 5)
         strict = how is not None and how.lower() in ("under", "fewer than", "less than")
         n = _count(count) - strict
         caps.setdefault("words" if unit.lower().startswith("word") else "bullets", n)

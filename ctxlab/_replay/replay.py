@@ -9,6 +9,7 @@ filesystem the policy wrote (offloaded results, history files), byte-exact.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -101,13 +102,14 @@ class Replay:
         """Per-turn frame (see the class docstring): `counts` and the billed columns."""
         billing = self.billing
         schema = TURNS.polars(_STORE_ONLY)
+        columns: tuple[Sequence[int | bool | None], ...] = (
+            billing.tokens,
+            billing.late_trigger,
+            billing.would_overflow,
+        )
         billed = [
             pl.Series(name, values, dtype=schema[name])
-            for name, values in zip(
-                _BILLED,
-                (billing.tokens, billing.late_trigger, billing.would_overflow),
-                strict=True,
-            )
+            for name, values in zip(_BILLED, columns, strict=True)
         ]
         return self.counts.hstack(billed).select(list(schema))
 

@@ -26,9 +26,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
 
 from ctxlab._cost import tokens as tk
 from ctxlab._messages import message_text, summary_message
@@ -315,9 +323,7 @@ def _deepagents_base(messages: Sequence[BaseMessage]) -> dict[int, tuple[BaseMes
     for p, message in enumerate(messages):
         if isinstance(message, AIMessage):
             if message.tool_calls:
-                calls, rejected, _ = tk.derived(
-                    message, CALL_FACTS, lambda m=message: call_facts(m)
-                )
+                calls, rejected, _ = tk.derived(message, CALL_FACTS, partial(call_facts, message))
             else:
                 calls, rejected = {}, NONE_REJECTED
         elif isinstance(message, ToolMessage):
@@ -326,7 +332,7 @@ def _deepagents_base(messages: Sequence[BaseMessage]) -> dict[int, tuple[BaseMes
                 error = tk.derived(
                     message,
                     ("deepagents-rejected", call["name"]),
-                    lambda c=call: rejected_result(c),
+                    partial(rejected_result, call),
                 )
                 out[p] = (error, "masked")
         elif isinstance(message, HumanMessage) and message.additional_kwargs.get("lc_evicted_to"):
@@ -374,7 +380,7 @@ def _changed(form: BaseMessage, message: BaseMessage) -> BaseMessage | None:
     return None if form is message else form
 
 
-def _call_of(messages: Sequence[BaseMessage], p: int, call_id: str) -> dict | None:
+def _call_of(messages: Sequence[BaseMessage], p: int, call_id: str) -> ToolCall | None:
     """The tool call a tool result at `p` answers (the nearest earlier AIMessage making it)."""
     for j in range(p - 1, -1, -1):
         m = messages[j]

@@ -26,7 +26,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -386,7 +386,9 @@ class _Conversation:
         """Every message's row, in one memo pass."""
         return self.memo.each(self.messages, "row", self._row)
 
-    def _rows_of(self, lo: int, hi: int, kinds: type | tuple[type, ...]) -> list[_Row]:
+    def _rows_of(
+        self, lo: int, hi: int, kinds: type[BaseMessage] | tuple[type[BaseMessage], ...]
+    ) -> list[_Row]:
         """The rows of the messages [lo, hi) that are of `kinds`, in order: a walk reads
         rows `WALK` messages at a time, one memo pass each."""
         chosen = [m for m in self.messages[lo:hi] if isinstance(m, kinds)]
@@ -443,13 +445,13 @@ class _Conversation:
         return found[:limit][::-1]
 
     @cached_property
-    def calls(self) -> dict[str, dict[str, Any]]:
+    def calls(self) -> dict[str, Mapping[str, Any]]:
         return {
-            call["id"]: call
+            call_id: call
             for m in self.messages
             if isinstance(m, AIMessage)
             for call in m.tool_calls
-            if call.get("id")
+            if (call_id := call.get("id"))
         }
 
     def intent(self, section: Section, limit: int) -> list[str]:
@@ -598,7 +600,7 @@ class _Conversation:
         lines = []
         for k, label in enumerate(("Identifiers", "Numbers")):
             found = itertools.chain.from_iterable(
-                self.memo.each(self.messages, label, lambda m, k=k: self._names(m, k))
+                self.memo.each(self.messages, label, partial(self._names, k=k))
             )
             common = [w for w, _ in Counter(found).most_common(limit)]
             if common:

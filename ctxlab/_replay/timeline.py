@@ -85,7 +85,9 @@ class Timeline:
       and `trim` mark `dropped` (out of the request, no summary), from their turn on.
     """
 
-    def __init__(self, replay: Replay, trace: Trace | None, summaries: Sequence[str] = ()) -> None:
+    def __init__(
+        self, replay: Replay, trace: Trace | None, summaries: Sequence[str | None] = ()
+    ) -> None:
         self.replay = replay
         self.trace = trace
         self.summaries = list(summaries)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -27,7 +28,7 @@ from ctxlab._errors import QueryRefusedError, StoreError
 HEADER_BYTES = 3 * 4096
 """DuckDB's file header (one main header, two database headers) before the first block."""
 
-SANDBOX = {
+SANDBOX: dict[str, str | bool | int | float | list[str]] = {
     "enable_external_access": False,
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
@@ -71,7 +72,7 @@ def check_blocks(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     if row is None:
         return
     block_size = int(row[0])
-    last = con.execute("SELECT max(block_id) FROM pragma_metadata_info()").fetchone()[0]
+    last = _aggregate(con, "SELECT max(block_id) FROM pragma_metadata_info()")
     used = [] if last is None else [int(last)]
     tables = con.execute(
         "SELECT table_name FROM duckdb_tables() "
@@ -79,11 +80,12 @@ def check_blocks(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     ).fetchall()
     for (table,) in tables:
         quoted = '"' + table.replace('"', '""') + '"'
-        top = con.execute(
+        top = _aggregate(
+            con,
             "SELECT max(greatest(block_id, list_max(coalesce(additional_block_ids, [])))) "
             "FROM pragma_storage_info(?) WHERE persistent",
             [quoted],
-        ).fetchone()[0]
+        )
         if top is not None:
             used.append(int(top))
     if not used:
@@ -94,6 +96,14 @@ def check_blocks(con: duckdb.DuckDBPyConnection, path: Path) -> None:
             f"{path}: the store file is damaged (truncated: {size} bytes, its blocks need "
             f"{need}); it was left as it is: restore it from a copy or use another store file"
         )
+
+
+def _aggregate(con: duckdb.DuckDBPyConnection, sql: str, params: list[str] | None = None) -> Any:
+    """The value of an aggregate query without GROUP BY, which returns exactly one row (a NULL
+    over no rows), so its `fetchone()` is never None."""
+    row = con.execute(sql, params).fetchone()
+    assert row is not None, "an aggregate without GROUP BY returns one row"
+    return row[0]
 
 
 def first_line(exc: BaseException) -> str:

@@ -265,6 +265,17 @@ PARTS = {"turns": TURNS, "events": EVENTS, "files": FILES, "facts": FACTS}
 """Tables whose rows a sweep worker writes as Parquet for the writer to read (the `replays`
 row travels inline)."""
 
+
+def int_max(column: pl.Series) -> int:
+    """The largest value of an Int64 column (token counts of a replay's frames, survival
+    totals), 0 when it has none (no rows, or every value missing, as `baseline_tokens` may
+    be). polars types `Series.max()` for every dtype at once (dates, strings, ...); an Int64
+    column's is an int or None."""
+    top = column.max()
+    assert top is None or isinstance(top, int), f"{column.name} is {column.dtype}, not Int64"
+    return top or 0
+
+
 FACT_ROWS = FACTS.polars(drop=("replay_key",))
 """A replay's facts as `ctxlab._store.store.SavedReplay` carries them: the `facts` columns but its
 key."""

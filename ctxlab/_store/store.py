@@ -597,7 +597,7 @@ class Store:
         check_statements(sql, self.path)
         with self._connect(write=False, sandbox=True) as con:
             try:
-                return pl.from_arrow(con.sql(sql, params=list(params or [])).to_arrow_table())
+                return pl.DataFrame(con.sql(sql, params=list(params or [])).to_arrow_table())
             except duckdb.IOException:
                 raise  # a damaged block: `_connect` says so
             except (duckdb.PermissionException, duckdb.InvalidInputException) as exc:

@@ -45,7 +45,7 @@ import polars as pl
 from ctxlab._errors import SweepError, TraceFormatError
 from ctxlab._evaluate.evaluation import evaluate
 from ctxlab._ingest.load import load_all
-from ctxlab._replay.applies import check_policy
+from ctxlab._replay.applies import check_policy, with_settings
 from ctxlab._replay.policies.catalog import get
 from ctxlab._replay.replay import replay
 from ctxlab._replay.specs import SIZE_PARAMS, format_size, parse_value
@@ -125,7 +125,7 @@ def _grid_value(policy: Policy, name: str, given: Any) -> Any:
     """One grid value, read from its text (`--set` spellings) and checked on the policy."""
     try:
         value = parse_value(name, given, getattr(policy, name)) if isinstance(given, str) else given
-        dataclasses.replace(policy, **{name: value})
+        with_settings(policy, **{name: value})
     except (TypeError, ValueError) as exc:
         raise SweepError(f"grid {name}={given}: {exc}") from exc
     return value
@@ -196,7 +196,7 @@ def plan_cells(
     policies = []
     for point in points:
         try:
-            policies.append(dataclasses.replace(policy, **point))
+            policies.append(with_settings(policy, **point))
         except (TypeError, ValueError) as exc:
             raise SweepError(f"grid point {point}: {exc}") from exc
     name = summarizer_name(summarizer)
@@ -232,7 +232,7 @@ def run_cell(trace: Trace, policy: Policy, summarizer: Summarizer, cell: Cell) -
 
     Summariser cache entries written meanwhile (`LLM.take_pending`) travel with the result,
     so that the one writer stores them: workers never write the store themselves."""
-    result = replay(trace, dataclasses.replace(policy, **dict(cell.values)), summarizer=summarizer)
+    result = replay(trace, with_settings(policy, **dict(cell.values)), summarizer=summarizer)
     facts = evaluate(result).facts  # extraction is cached per trace: cells of one trace share it
     if cell.sweep_id not in _SENT:
         _SENT.clear()

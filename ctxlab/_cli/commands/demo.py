@@ -70,6 +70,7 @@ def _facts(trace: Trace) -> list[object]:
 def run(args: argparse.Namespace) -> int:
     from ctxlab._ingest.load import load_all
     from ctxlab._replay.replay import replay
+    from ctxlab._store.schema import int_max
     from ctxlab._store.store import Store
     from ctxlab.policies import DeepAgents
 
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     result = load_all([args.traces])
     loaded = f"ctxlab demo: {plural(len(result), 'trace')} loaded from {args.traces}"
     print(fit(loaded, paths=True) + "\n")
-    columns = (
+    columns: tuple[str, ...] = (
         "trace",
         "model",
         "messages",
@@ -96,7 +97,9 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for trace in result:
         for label, policy in settings.items():
-            replayed = replay(trace, policy)
+            # Policy.name is an instance attribute in its Protocol (policies/base.py), a ClassVar
+            # in every policy: drop this ignore once the Protocol reads it as a property
+            replayed = replay(trace, policy)  # type: ignore[arg-type]
             store.save(replayed, trace)
             frame = replayed.turns
             kinds = replayed.events["kind"].value_counts(sort=True).rows()
@@ -104,8 +107,8 @@ def run(args: argparse.Namespace) -> int:
                 [
                     trace.trace_id[:8],
                     label,
-                    int(frame["baseline_tokens"].max() or 0),
-                    int(frame["context_tokens"].max() or 0),
+                    int_max(frame["baseline_tokens"]),
+                    int_max(frame["context_tokens"]),
                     int(frame["context_tokens"].sum()),
                     ", ".join(f"{k} {n}" for k, n in kinds) or "-",
                 ]

@@ -135,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"ctxlab: error: {trace.trace_id}: {exc}", file=sys.stderr)
             return 2
     if args.dry_run:
+        assert model is not None, "--dry-run without --model was refused above"
         _dry_run(replays, model, judge, args)
     else:
         try:

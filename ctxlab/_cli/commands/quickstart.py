@@ -310,12 +310,12 @@ def open_lab(
             return code
         except (KeyboardInterrupt, _Stop):
             print("\nctxlab quickstart: stopping JupyterLab ...", flush=True)
-            code = _stop_lab(proc)
-            if code is None:
+            stopped = _stop_lab(proc)
+            if stopped is None:
                 print("ctxlab: error: JupyterLab did not stop; killed it", file=sys.stderr)
                 return 1
-            print(f"ctxlab quickstart: JupyterLab stopped (exit code {code})", flush=True)
-            return 0 if code in (0, -signal.SIGTERM) else code
+            print(f"ctxlab quickstart: JupyterLab stopped (exit code {stopped})", flush=True)
+            return 0 if stopped in (0, -signal.SIGTERM) else stopped
     finally:
         if proc.poll() is None:
             _stop_lab(proc)

@@ -227,6 +227,7 @@ def _print_table(
 ) -> None:
     """One trace's summary line, resolved settings and table of calls."""
     from ctxlab._replay.policy_settings import resolved, window_warning
+    from ctxlab._store.schema import int_max
 
     width = 10**6 if wide else None
     frame = result.turns
@@ -234,8 +235,8 @@ def _print_table(
     print(
         fit(
             f"{result.trace_id}: {plural(frame.height, 'turn')}, {plural(len(events), 'event')}"
-            f", max context {frame['context_tokens'].max() or 0:,} tokens (uncompacted "
-            f"{frame['baseline_tokens'].max() or 0:,})",
+            f", max context {int_max(frame['context_tokens']):,} tokens (uncompacted "
+            f"{int_max(frame['baseline_tokens']):,})",
             width,
         )
     )

@@ -30,6 +30,7 @@ import plotly.io as pio
 import polars as pl
 
 from ctxlab._messages import KINDS
+from ctxlab._store.schema import int_max
 from ctxlab._view.escape import esc
 from ctxlab._view.palette import (
     DEFAULT_EVENT_STYLE,
@@ -47,7 +48,7 @@ from ctxlab._view.plots.recorded import recorded_traces
 
 if TYPE_CHECKING:
     from ctxlab._replay.policies.base import Event
-    from ctxlab._replay.replay import Replay
+    from ctxlab._replay.replay import Counted, Replay
     from ctxlab._trace import Trace
 
 _TEMPLATE_LAYOUT = (
@@ -96,8 +97,9 @@ def _merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in top.items():
         below = out.get(key)
-        both = isinstance(below, Mapping) and isinstance(value, Mapping)
-        out[key] = _merged(below, value) if both else value
+        if isinstance(below, Mapping) and isinstance(value, Mapping):
+            value = _merged(below, value)
+        out[key] = value
     return out
 
 
@@ -183,7 +185,7 @@ def _event_hover(row: Mapping[str, Any]) -> str:
 
 
 def event_marker_dicts(
-    replay: Replay, *, y: str = "context_tokens", kinds: Sequence[str] = ()
+    replay: Replay | Counted, *, y: str = "context_tokens", kinds: Sequence[str] = ()
 ) -> list[dict[str, Any]]:
     """`event_markers` as plain trace dicts (not validated), read from the replay's events
     (no frame built): a live move redraws hundreds of markers.
@@ -197,9 +199,15 @@ def event_marker_dicts(
     by_kind: dict[str, list[Event]] = {kind: [] for kind in kinds}
     for e in events:
         by_kind.setdefault(e.kind, []).append(e)
-    level: dict[int, Any] = {}
+    level: dict[int | None, Any] = {}  # no turn: the event came after the last call
     if events:
-        turns = replay.counts if y in replay.counts.columns else replay.turns
+        from ctxlab._replay.replay import Replay  # at run time: a `Counted` has counts only
+
+        turns = (
+            replay.turns
+            if isinstance(replay, Replay) and y not in replay.counts.columns
+            else replay.counts
+        )
         level = dict(zip(turns["turn"].to_list(), turns[y].to_list(), strict=True))
     traces = []
     for kind in sorted(by_kind):
@@ -282,7 +290,7 @@ def event_markers(replay: Replay, *, y: str = "context_tokens") -> list[go.Scatt
 
 
 def context_trace_dicts(
-    replay: Replay,
+    replay: Replay | Counted,
     *,
     lines: Mapping[str, int] | None = None,
     baseline: bool = True,
@@ -330,7 +338,7 @@ def context_trace_dicts(
     if events:
         out.extend(event_marker_dicts(replay, kinds=event_kinds))
     if recorded is not None:
-        top = max(turns["context_tokens"].max() or 0, turns["baseline_tokens"].max() or 0)
+        top = max(int_max(turns["context_tokens"]), int_max(turns["baseline_tokens"]))
         out.extend(t.to_plotly_json() for t in recorded_traces(recorded, top=top))
     return out
 

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ctxlab._replay.replay import Replay
+    from ctxlab._replay.replay import Counted, Replay
     from ctxlab._trace import Trace
 
 
-def same_trace(replays: Sequence[Replay], trace: Trace | None, what: str) -> None:
+def same_trace(replays: Sequence[Replay | Counted], trace: Trace | None, what: str) -> None:
     """Raise `ValueError` naming both trace ids unless every replay in `replays` replays one
     trace and `trace` (when given) is that trace."""
     ids = list(dict.fromkeys(r.trace_id for r in replays))

@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
+from ctxlab._store.schema import int_max
 from ctxlab._view.escape import esc
 from ctxlab._view.palette import FACT_STATUS_COLORS, OKABE_ITO
 from ctxlab._view.plots.annotations import default_labels, trace_name
@@ -132,7 +133,7 @@ def retention(
     )
     fig.update_layout(legend={"y": -0.11, "traceorder": "normal"}, margin={"b": 90})
     fig.update_annotations(font_size=13)
-    top = max((int(ev.survival["total"].max() or 0) for ev in evaluations), default=0)
+    top = max((int_max(ev.survival["total"]) for ev in evaluations), default=0)
     for i in range(n):
         fig.update_yaxes(
             range=[0, 1] if shares else [0, max(top, 1) * 1.05],

@@ -25,6 +25,7 @@ from ctxlab import plots
 from ctxlab._cost.billing import COST_METHODS
 from ctxlab._evaluate.metrics import cache_frame
 from ctxlab._replay.replay import Counted, Replay
+from ctxlab._store.schema import int_max
 from ctxlab._trace import Trace
 from ctxlab._view.escape import esc
 from ctxlab._view.widgets.chart import ChartWidget
@@ -316,9 +317,9 @@ def token_metrics(replay: Replay | Counted) -> dict[str, Any]:
     for e in replay.event_list:
         kinds[e.kind] = kinds.get(e.kind, 0) + 1
     return {
-        "peak": int(counted.max() or 0),
+        "peak": int_max(counted),
         "cumulative": cumulative,
-        "baseline_peak": int(baseline.max() or 0),  # None: every baseline missing
+        "baseline_peak": int_max(baseline),
         "baseline_cumulative": base_cum,
         "saved": 1 - cumulative / base_cum if base_cum else 0.0,
         "events": sum(kinds.values()),

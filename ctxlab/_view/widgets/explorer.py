@@ -24,7 +24,7 @@ import ipywidgets as W
 import plotly.graph_objects as go
 
 from ctxlab import plots
-from ctxlab._replay.applies import check_policy
+from ctxlab._replay.applies import check_policy, with_settings
 from ctxlab._replay.policies.catalog import Pipeline, defaults, get
 from ctxlab._replay.replay import Counted, Replay, counted, replay, replay_with_run
 from ctxlab._trace import Trace
@@ -351,7 +351,8 @@ class ThresholdExplorer(W.VBox):
         if freeze_gc:
             gc.freeze()
         self.yaxis = YAxis(self._relayout)
-        shown = self._drawn = self._replay
+        shown = self._replay
+        self._drawn: Replay | Counted = shown
         first = token_metrics(shown)
         # every event kind drawn since the policy was picked keeps its marker trace (empty
         # when a move has none), so moves update the chart in place instead of rebuilding it
@@ -419,7 +420,8 @@ class ThresholdExplorer(W.VBox):
                 "trigger": params.get("trigger", ("fraction", 0.85)),
                 "keep": params.get("keep", ("fraction", 0.10)),
             }
-        return dataclasses.replace(base, **params) if dataclasses.is_dataclass(base) else base
+        settable = dataclasses.is_dataclass(base)  # else it has no controls (generic_controls)
+        return with_settings(base, **params) if settable else base
 
     # -- redraw ---------------------------------------------------------------------------
 

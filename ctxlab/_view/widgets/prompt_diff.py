@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -111,7 +111,9 @@ def summarisation_points(trace: Trace, policy: Any = None) -> list[Point]:
         candidates += [DeepAgents(stress=0.25), DeepAgents(stress=0.1)]
     for cand in candidates:
         try:
-            result = replay(trace, cand)
+            # Policy.name is an instance attribute in its Protocol (policies/base.py), a
+            # ClassVar in every policy: drop this ignore once the Protocol reads it as a property
+            result = replay(trace, cand)  # type: ignore[arg-type]
         except (TypeError, ValueError) as exc:
             if policy is not None:
                 raise ValueError(
@@ -338,6 +340,8 @@ class PromptDiff(W.VBox):
 
     def _bars(self) -> go.Figure:
         """Kept by A, kept by B and in the slice, per anchor kind or per fact category."""
+        kept_a: Mapping[str, Collection[str]]  # facts by category, or anchors by kind
+        kept_b: Mapping[str, Collection[str]]
         if self.view.value == "facts":
             in_slice = {k: set(v) for k, v in by_category(self.slice_facts).items()}
             cats = list(in_slice)

@@ -131,9 +131,10 @@ class Scrubber(W.VBox):
         if lines is None and policy is not None and trace is not None:
             lines = plots.thresholds(policy, trace)
         self.lines = dict(lines or {})
-        if not summaries:
-            summaries = [e.summary for e in replay.event_list if e.kind == "summarize"]
-        self.timeline = Timeline(replay, trace, summaries)
+        texts: Sequence[str | None] = summaries or [
+            e.summary for e in replay.event_list if e.kind == "summarize"
+        ]
+        self.timeline = Timeline(replay, trace, texts)
         n = replay.turns.height
         start = n - 1 if turn is None else max(0, min(turn, n - 1))
         self.slider = W.IntSlider(
