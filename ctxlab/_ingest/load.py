@@ -11,6 +11,7 @@ Only regular files are read, and never past `max_trace_bytes()` once decompresse
 from __future__ import annotations
 
 import bz2
+import errno
 import gzip
 import io
 import lzma
@@ -53,11 +54,19 @@ class TraceLoadWarning(UserWarning):
 
 
 class TraceList(list[Trace]):
-    """The loaded traces, plus `errors`: files or traces of a directory that failed to load."""
+    """The loaded traces, in file order, plus `errors` (files or traces of a directory that
+    failed to load, each once) and `skipped` (entries of a directory with a trace file's name
+    that are not regular files: pipes, sockets, devices, broken or looping links)."""
 
-    def __init__(self, traces: list[Trace], errors: list[TraceFormatError] | None = None) -> None:
+    def __init__(
+        self,
+        traces: list[Trace],
+        errors: list[TraceFormatError] | None = None,
+        skipped: list[TraceFormatError] | None = None,
+    ) -> None:
         super().__init__(traces)
         self.errors: list[TraceFormatError] = list(errors or [])
+        self.skipped: list[TraceFormatError] = list(skipped or [])
 
 
 def max_trace_bytes() -> int:
@@ -201,6 +210,10 @@ def read_values(path: Path, shared: SharedLines | None = None) -> list[tuple[Any
 
 
 _TOO_DEEP = "values nested too deeply to read (expected the nesting of a trace export)"
+_NO_MEMORY = (
+    "too large for memory (not enough memory to read this file); split it, or load it on a "
+    "machine with more memory"
+)
 
 
 def _describe(value: Any) -> str:
@@ -299,22 +312,124 @@ def _split(path: Path) -> tuple[list[langsmith.Run], list[Trace], str | None]:
     return runs, traces, shape
 
 
-def _files(path: Path) -> list[Path]:
-    return sorted(p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(SUFFIXES))
+def _files(path: Path) -> tuple[list[Path], list[TraceFormatError]]:
+    """The trace files under a directory, sorted, and the entries named like one that are not
+    regular files (each with why it was skipped): a FIFO would block a read, a device never
+    ends, a link loop or a dangling link has nothing to read."""
+    files: list[Path] = []
+    skipped: list[TraceFormatError] = []
+    for entry in sorted(path.rglob("*")):
+        if not entry.name.lower().endswith(SUFFIXES):
+            continue
+        try:
+            mode = os.stat(entry).st_mode
+        except OSError as exc:
+            why = "a link that loops" if exc.errno == errno.ELOOP else "a dangling link"
+            skipped.append(TraceFormatError(f"skipped: {why}", source=str(entry)))
+            continue
+        if stat.S_ISREG(mode):
+            files.append(entry)
+        elif not stat.S_ISDIR(mode):
+            skipped.append(TraceFormatError(f"skipped: {_NOT_REGULAR}", source=str(entry)))
+    return files, skipped
+
+
+def _file_order(traces: list[Trace], files: list[str]) -> list[Trace]:
+    """`traces` in the order of the files they came from (a stable sort: each file's own
+    order kept); LangSmith traces, built after every file was read, go back among them."""
+    rank = {name: i for i, name in enumerate(files)}
+    return sorted(traces, key=lambda t: rank.get(t.source, len(rank)))
+
+
+def _unique_ids(traces: list[Trace]) -> None:
+    """Give each trace of a load its own id: a repeated id (the same session exported twice,
+    ATIF's `NORMALIZED_SESSION_ID`) gets `-2`, `-3`, ... in load order; its subagents' ids,
+    which start with it, follow."""
+    taken = {t.trace_id for t in traces}
+    seen: set[str] = set()
+    for trace in traces:
+        old = trace.trace_id
+        if old not in seen:
+            seen.add(old)
+            continue
+        n = 2
+        while f"{old}-{n}" in taken:
+            n += 1
+        new = f"{old}-{n}"
+        taken.add(new)
+        seen.add(new)
+        _rename(trace, old, new)
+
+
+def _rename(trace: Trace, old: str, new: str) -> None:
+    """Rename a trace from `old` to `new`, and the subagents under it that carry its id."""
+    trace.trace_id = new + trace.trace_id[len(old) :]
+    for sub in trace.subagents:
+        if sub.parent_trace_id == old:
+            sub.parent_trace_id = new
+        if sub.trace_id.startswith(old + "/"):
+            _rename(sub, old, new)
+
+
+def _unshared_errors(
+    pieces: list[tuple[str, list[langsmith.Run]]],
+) -> tuple[list[langsmith.Run], list[TraceFormatError]]:
+    """The LangSmith runs of the files that read well on their own, and an error for each file
+    that does not.
+
+    Runs merge by id across files (a webhook delivery, then its patch), so a malformed copy of
+    a run in one file would replace the good record of another and fail under the good file's
+    name. A run found in several files is therefore checked piece by piece before the merge;
+    a file with a bad piece is reported once, by its own name, and none of its runs merge."""
+    files_of: dict[str, set[str]] = {}
+    for source, runs in pieces:
+        for run in runs:
+            files_of.setdefault(run.id, set()).add(source)
+    kept: list[langsmith.Run] = []
+    errors: list[TraceFormatError] = []
+    for source, runs in pieces:
+        try:
+            for run in runs:
+                if len(files_of[run.id]) > 1:
+                    langsmith.check_piece(run)
+        except TraceFormatError as exc:
+            errors.append(exc.located(source))
+            continue
+        kept.extend(runs)
+    return kept, errors
+
+
+def _once(errors: list[TraceFormatError]) -> list[TraceFormatError]:
+    """Each error once (a subagent file read with its session and again on its own)."""
+    seen: set[str] = set()
+    out = []
+    for error in errors:
+        if str(error) not in seen:
+            seen.add(str(error))
+            out.append(error)
+    return out
 
 
 def load_all(paths: list[str | Path]) -> TraceList:
-    """Traces from several files and directories; failures are collected, not raised."""
-    runs: list[langsmith.Run] = []
+    """Traces from several files and directories, in file order; failures are collected, not
+    raised, and each file is read on its own, so a bad file costs only itself."""
+    pieces: list[tuple[str, list[langsmith.Run]]] = []
     shapes: dict[str, str] = {}
     traces: list[Trace] = []
     errors: list[TraceFormatError] = []
+    skipped: list[TraceFormatError] = []
+    order: list[str] = []
     for given in paths:
         path = Path(given)
         if not path.exists():
             errors.append(TraceFormatError("no such file or directory", source=str(path)))
             continue
-        for file in _files(path) if path.is_dir() else [path]:
+        files = [path]
+        if path.is_dir():
+            files, passed = _files(path)
+            skipped.extend(passed)
+        for file in files:
+            order.append(str(file))
             try:
                 file_runs, file_traces, shape = _split(file)
             except TraceFormatError as exc:
@@ -323,10 +438,16 @@ def load_all(paths: list[str | Path]) -> TraceList:
             except RecursionError:
                 errors.append(TraceFormatError(_TOO_DEEP, source=str(file)))
                 continue
-            runs.extend(file_runs)
+            except MemoryError:
+                errors.append(TraceFormatError(_NO_MEMORY, source=str(file)))
+                continue
+            if file_runs:
+                pieces.append((str(file), file_runs))
             traces.extend(file_traces)
             if shape:
                 shapes[str(file)] = shape
+    runs, bad = _unshared_errors(pieces)
+    errors.extend(bad)
     if runs:
         built, failed = langsmith.traces_from_runs(runs, shapes)
         traces.extend(built)
@@ -335,7 +456,9 @@ def load_all(paths: list[str | Path]) -> TraceList:
         link = getattr(module, "link", None)
         if link is not None:
             traces = link(traces)
-    return TraceList(traces, errors)
+    traces = _file_order(traces, order)
+    _unique_ids(traces)
+    return TraceList(traces, _once(errors), skipped)
 
 
 def load(path: str | Path) -> TraceList:
@@ -346,7 +469,7 @@ def load(path: str | Path) -> TraceList:
     """
     result = load_all([path])
     if Path(path).is_dir():
-        for error in result.errors:
+        for error in [*result.errors, *result.skipped]:
             warnings.warn(str(error), TraceLoadWarning, stacklevel=2)
         return result
     if result.errors:
