@@ -6,7 +6,13 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ctxlab._errors import FlagError, StoreError, SweepError, TraceFormatError
+from ctxlab._errors import (
+    FlagError,
+    StoreError,
+    SweepError,
+    TraceFormatError,
+    UnsupportedSettingError,
+)
 
 if TYPE_CHECKING:
     from ctxlab._ingest.load import TraceList
@@ -35,7 +41,14 @@ def load_status(loaded: TraceList) -> int:
     return SOME_FAILED if len(loaded) else 2
 
 
-USER_ERRORS = (TraceFormatError, StoreError, SweepError, FlagError, OSError)
+USER_ERRORS = (
+    TraceFormatError,
+    StoreError,
+    SweepError,
+    FlagError,
+    UnsupportedSettingError,
+    OSError,
+)
 """What bad input raises: printed as one `ctxlab: error:` line with exit code 2, never as a
 traceback (`OSError`: a file that cannot be read or written, named by the error)."""
 

@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if args.db:
         from ctxlab._store.store import Store
 
+        flags.say_store_folder(args.db)
         store = Store(args.db)
     traces = [t for top in result for t in top.walk()]
     fitted = [c for t in traces for c in calibrate_models(t) if c.calls_with_usage]

@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     result = load_all(args.paths)
     flags.require_traces(result, args.paths)
+    flags.say_store_folder(args.db)
     store = Store(args.db)
     before = store.query("SELECT count(*) AS n FROM traces")["n"][0]
     store.add(result)
