@@ -103,7 +103,7 @@ RANGES: dict[str, Callable[[Any], str | None]] = {
     "trigger": _at_least(1, "tokens"),
     "n": _at_least(1, "turns"),
     "observations_n": _at_least(1, "turns"),
-    "attention_window": _at_least(1, "events"),
+    "attention_window": _at_least(0, "events"),
     "max_events": _at_least(1, "events"),
     "max_size": _at_least(1, "events"),
     "polling": _at_least(1, "turns"),
