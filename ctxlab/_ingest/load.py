@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from ctxlab._errors import TraceFormatError
+from ctxlab._ingest.boundary import check_trace
 from ctxlab._ingest.formats import langsmith, registry
 from ctxlab._ingest.formats.message_lists import looks_like_message_list, trace_from_list
 from ctxlab._ingest.shared_json import SharedLines
@@ -399,6 +400,20 @@ def _unshared_errors(
     return kept, errors
 
 
+def _checked(traces: list[Trace], errors: list[TraceFormatError]) -> list[Trace]:
+    """The traces replay and evaluation can walk (`boundary.check_trace`); each other one
+    becomes an error in `errors`, costing only itself."""
+    kept = []
+    for trace in traces:
+        try:
+            check_trace(trace)
+        except TraceFormatError as exc:
+            errors.append(exc)
+            continue
+        kept.append(trace)
+    return kept
+
+
 def _once(errors: list[TraceFormatError]) -> list[TraceFormatError]:
     """Each error once (a subagent file read with its session and again on its own)."""
     seen: set[str] = set()
@@ -456,7 +471,7 @@ def load_all(paths: list[str | Path]) -> TraceList:
         link = getattr(module, "link", None)
         if link is not None:
             traces = link(traces)
-    traces = _file_order(traces, order)
+    traces = _file_order(_checked(traces, errors), order)
     _unique_ids(traces)
     return TraceList(traces, _once(errors), skipped)
 
