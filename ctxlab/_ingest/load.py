@@ -19,7 +19,8 @@ import os
 import stat
 import warnings
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -27,19 +28,19 @@ import orjson
 
 from ctxlab._errors import TraceFormatError
 from ctxlab._ingest.boundary import check_trace
+from ctxlab._ingest.ceiling import (  # noqa: F401 - MAX_* re-exported: where users looked
+    CHUNK,
+    MAX_BYTES_VARIABLE,
+    MAX_TRACE_BYTES,
+    max_trace_bytes,
+    too_large,
+)
 from ctxlab._ingest.formats import langsmith, registry
 from ctxlab._ingest.formats.message_lists import looks_like_message_list, trace_from_list
 from ctxlab._ingest.shared_json import SharedLines
 from ctxlab._trace import Trace
 
 SUFFIXES = (".json", ".jsonl", ".ndjson", ".gz", ".xz", ".bz2", ".traj", ".eval", ".parquet")
-
-
-MAX_TRACE_BYTES = 1024**3
-"""Default ceiling on a trace file's size once decompressed; `CTXLAB_MAX_TRACE_BYTES` overrides
-it, so a small compressed bomb cannot exhaust memory."""
-
-MAX_BYTES_VARIABLE = "CTXLAB_MAX_TRACE_BYTES"
 
 
 # Recognised by magic bytes, since users rename files.
@@ -70,39 +71,25 @@ class TraceList(list[Trace]):
         self.skipped: list[TraceFormatError] = list(skipped or [])
 
 
-def max_trace_bytes() -> int:
-    """The decompressed-size ceiling: `CTXLAB_MAX_TRACE_BYTES` when set, else the default."""
-    raw = os.environ.get(MAX_BYTES_VARIABLE, "").strip()
-    if raw.isdigit() and int(raw) > 0:
-        return int(raw)
-    return MAX_TRACE_BYTES
-
-
-def _too_large(source: str, limit: int, what: str) -> TraceFormatError:
-    return TraceFormatError(
-        f"{what} exceeds {limit:,} bytes (the ceiling on a trace file's size; "
-        f"set {MAX_BYTES_VARIABLE} to raise it)",
-        source=source,
-    )
-
-
 def _decompress(
     data: bytes, name: str, opener: Callable[[BinaryIO], BinaryIO], source: str
 ) -> bytes:
-    """Every member of a compressed stream, read incrementally and never past the ceiling, so
-    a bomb is refused before it expands in memory."""
+    """Every member of a compressed stream, read a chunk at a time and refused as soon as it
+    passes the ceiling, so a bomb never expands in memory."""
     limit = max_trace_bytes()
+    out = bytearray()
     try:
         with opener(io.BytesIO(data)) as stream:
-            out = stream.read(limit + 1)
+            while chunk := stream.read(CHUNK):
+                out += chunk
+                if len(out) > limit:
+                    raise too_large(source, limit, f"decompressed {name} data")
     except (EOFError, OSError, ValueError, zlib.error, lzma.LZMAError) as exc:
         raise TraceFormatError(
             f"truncated or corrupt {name} data ({exc}); expected a complete {name} file",
             source=source,
         ) from exc
-    if len(out) > limit:
-        raise _too_large(source, limit, f"decompressed {name} data")
-    return out
+    return bytes(out)
 
 
 _NOT_REGULAR = "not a regular file (a pipe, device or socket); expected a trace file"
@@ -120,7 +107,7 @@ def _read_raw(path: Path, source: str) -> bytes:
                 raise TraceFormatError(_NOT_REGULAR, source=source)
             limit = max_trace_bytes()
             if info.st_size > limit:
-                raise _too_large(source, limit, "the file")
+                raise too_large(source, limit, "the file")
             return fh.read()
     except OSError as exc:
         raise TraceFormatError(f"cannot read file: {exc.strerror or exc}", source=source) from exc
@@ -159,6 +146,8 @@ def _json_error(
     column = pos - (text.rfind("\n", 0, pos) + 1) + 1
     stripped = text.rstrip()
     near = text[max(0, pos - 1) : pos + 9]
+    if "memory" in exc.msg.lower():  # orjson's "Not enough memory": the file is not at fault
+        return TraceFormatError(_NO_MEMORY, source=source)
     if "recursion limit" in exc.msg or "depth limit" in exc.msg:
         what = "JSON nested too deeply (more than 1,024 levels)"
     elif pos >= len(stripped):
@@ -182,33 +171,60 @@ def read_values(path: Path, shared: SharedLines | None = None) -> list[tuple[Any
     `shared` parses the lines instead of `orjson` alone: equal values, but a value repeated
     byte for byte is one object (`ctxlab._ingest.shared_json`; call its `unshare` before
     editing)."""
+    return list(iter_values(path, shared))
+
+
+def iter_values(path: Path, shared: SharedLines | None = None) -> Iterator[tuple[Any, int | None]]:
+    """`read_values` one value at a time: a JSONL file's lines are parsed as they are asked
+    for, so a caller that stops early (an unknown format on line 1) never parses the rest."""
     data = _read_bytes(path)
     source = str(path)
     opener = registry.container(data)
     if opener is not None:
-        return opener(data, source)
+        yield from opener(data, source)
+        return
     if not data or data.isspace():
         raise TraceFormatError("empty file; expected JSON or JSONL", source=source)
     try:
-        return [(orjson.loads(data), None)]
+        document = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         document_error = exc
-    lines = data.split(b"\n")
-    if len(lines) < 2:
+    else:
+        yield document, None
+        return
+    if b"\n" not in data.strip():
         raise _json_error(document_error, data, source)
-    values: list[tuple[Any, int | None]] = []
     parse = orjson.loads if shared is None else shared.loads
-    for number, line in enumerate(lines, start=1):
-        if not line or line.isspace():
-            continue
+    first = True
+    for number, line in _lines(data):
         try:
-            values.append((parse(line), number))
+            value = parse(line)
         except orjson.JSONDecodeError as exc:
-            if not values:  # not JSONL at all: report the document's own error
+            if first:  # not JSONL at all: report the document's own error
                 raise _json_error(document_error, data, source) from None
             raise _json_error(exc, line, source, number - 1) from None
-    return values
+        first = False
+        yield value, number
 
+
+def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """The non-blank lines of `data`, numbered from 1, found one at a time (`split` would
+    hold every line at once: 3.5 million of them for 10 MB of `{}` lines)."""
+    start, number, size = 0, 1, len(data)
+    while start < size:
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = size
+        line = data[start:end]
+        if line and not line.isspace():
+            yield number, line
+        start, number = end + 1, number + 1
+
+
+SNIFF_VALUES = 200
+"""Values a format is recognised from (`registry.detect`): the first lines of a JSONL file, or
+its one document. The rest is parsed only once a reader is chosen, and LangSmith records and
+message lists one at a time, so a file no reader claims stops at its first line."""
 
 _TOO_DEEP = "values nested too deeply to read (expected the nesting of a trace export)"
 _NO_MEMORY = (
@@ -260,16 +276,18 @@ def _split(path: Path) -> tuple[list[langsmith.Run], list[Trace], str | None]:
     file only) or message lists."""
     source = str(path)
     shared = SharedLines()
-    values = read_values(path, shared)
-    reader = registry.detect(values)
+    stream = iter_values(path, shared)
+    head = list(islice(stream, SNIFF_VALUES))
+    reader = registry.detect(head)
     if reader is not None:
+        values = head + list(stream)
         shared.unshare()  # their readers may edit what they parse; LangSmith's copy first
         return [], reader.read(values, source), None
     runs: list[langsmith.Run] = []
     traces: list[Trace] = []
     raw_runs: list[dict[str, Any]] = []
     webhook = False
-    for value, line in values:
+    for value, line in chain(head, stream):  # one at a time: a bad line stops the read
         items: list[Any]
         indexed = True
         if isinstance(value, dict) and isinstance(value.get("runs"), list):
