@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+import ctxlab
+
 WRAPPER = """
 import resource, subprocess, sys
 done = subprocess.run([sys.executable, "-m", "ctxlab._cli.main", "inspect", sys.argv[1]],
@@ -37,3 +41,22 @@ def test_ten_megabytes_of_empty_objects_cost_what_one_line_does(tmp_path: Path) 
     assert code == 2 and "line 1: unknown trace format" in err
     _, small_peak, _ = inspect_peak(small)
     assert big_peak - small_peak < 150_000, (big_peak, small_peak)
+
+
+def test_parquet_data_counts_against_the_one_ceiling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small Parquet file whose row groups decompress past `CTXLAB_MAX_TRACE_BYTES` is
+    refused before any column is read, as a gzip or an `.eval` member would be."""
+    from tests.langsmith_shapes import as_parquet
+    from tests.test_load_errors import GOOD, llm_run
+
+    runs = [*GOOD, llm_run("r2", [{"type": "human", "content": "x" * 400_000}], parent="t1")]
+    path = as_parquet(runs, tmp_path / "runs.parquet")
+    size = path.stat().st_size
+    assert size < 100_000
+    monkeypatch.setenv("CTXLAB_MAX_TRACE_BYTES", str(size + 1))
+    with pytest.raises(ctxlab.TraceFormatError, match="Parquet data, uncompressed, exceeds"):
+        ctxlab.load(path)
+    monkeypatch.delenv("CTXLAB_MAX_TRACE_BYTES")
+    assert [t.trace_id for t in ctxlab.load(path)] == ["t1"]
