@@ -214,3 +214,20 @@ def _remove(node: Any, path: tuple[Any, ...]) -> None:
     for item in items:
         if isinstance(item, dict | list):
             _remove(item, rest)
+
+
+def test_a_trace_built_by_hand_with_bad_blocks_still_replays() -> None:
+    """Past the loader (a `Trace` made in code), the counter and the fact extractor still
+    walk bad blocks where LangChain's own counter raises: a text block whose text is not text
+    is counted as its repr and read as no text, a tool definition that is not one as JSON."""
+
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from ctxlab._cost.tokens import blocks_size, tool_schema_chars
+
+    human = HumanMessage(content=[{"type": "text", "text": True}, {"type": "text"}, "ask"])
+    trace = ctxlab.from_messages([human, AIMessage(content="ok")], tools=[0, {"name": "ls"}])
+    assert blocks_size(human.content)[0] == len(repr(human.content[0])) + 0 + 3
+    assert tool_schema_chars([0]) == 1
+    for policy in POLICIES:
+        ctxlab.evaluate(ctxlab.replay(trace, policy))
