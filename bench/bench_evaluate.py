@@ -12,6 +12,7 @@ the number of policies, so they are timed apart, once, and added to the total on
     .venv/bin/python -m bench.bench_evaluate                 # 1,000-turn synthetic + real traces
     .venv/bin/python -m bench.bench_evaluate --quick         # 200 turns, no real traces
     .venv/bin/python -m bench.bench_evaluate --real-only
+    .venv/bin/python -m bench.bench_evaluate --long-runs     # one message of n equal characters
 
 Timings follow `bench.bench_replay.timed` (garbage collected before, collector paused during).
 """
@@ -98,12 +99,73 @@ def real_traces() -> list[Trace]:
     return out
 
 
+LONG_RUN_SIZES = (60_000, 120_000, 240_000, 480_000, 960_000)
+"""Lengths of the one long message `long_runs` times: linear growth shows as a flat cost per
+character from 60,000 on (issue 34: 240,000 cost 8 s, 30 µs a character, before)."""
+
+
+def long_run_trace(chars: int, char: str, role: str) -> Trace:
+    """A four-message conversation whose `role` message ("user" or "tool") is `chars` copies
+    of `char`, loaded from a JSON file as a user's would be (separator lines, padding, hex
+    dumps and minified files are ordinary tool output)."""
+    import json
+    import tempfile
+
+    from ctxlab._ingest.load import load
+
+    big = char * chars
+    call = {"name": "bash", "arguments": json.dumps({"command": "cat dump"})}
+    messages = [
+        {"role": "user", "content": big if role == "user" else "show the dump"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c1", "type": "function", "function": call}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": big if role == "tool" else "ok"},
+        {"role": "assistant", "content": "done"},
+    ]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "long.json"
+        path.write_text(json.dumps(messages))
+        return load(path)[0]
+
+
+def long_runs(repeat: int) -> None:
+    """`evaluate` against load + replay (Deep Agents) on one message of n equal characters:
+    cost per character and the ratio, for a user message and a tool output, ASCII and not."""
+    print(
+        f"{'message':>14s} {'chars':>9s} {'load+replay':>12s} {'evaluate':>9s} "
+        f"{'ns/char':>8s} {'ratio':>6s}"
+    )
+    for role, char in (("user", "a"), ("tool", "a"), ("user", "0"), ("user", "é"), ("tool", "=")):
+        for chars in LONG_RUN_SIZES:
+            runs = []
+            for _ in range(repeat):  # a fresh trace each time: nothing cached from the last
+                trace, load_s = timed(long_run_trace, chars, char, role)
+                result, replay_s = timed(replay, trace, "deepagents")
+                _, eval_s = timed(evaluate, result)
+                runs.append((load_s + replay_s, eval_s))
+            before = min(r[0] for r in runs)
+            eval_s = min(r[1] for r in runs)
+            print(
+                f"{role + ' ' + repr(char):>14s} {chars:>9,} {before:>11.3f}s "
+                f"{eval_s:>8.3f}s {eval_s / chars * 1e9:>8.0f} {eval_s / before:>6.2f}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200 turns, no real traces")
     parser.add_argument("--real-only", action="store_true", help="only the real traces")
     parser.add_argument("--repeat", type=int, default=3, help="best of N (default 3)")
+    parser.add_argument(
+        "--long-runs", action="store_true", help="one message of n equal characters only"
+    )
     args = parser.parse_args()
+    if args.long_runs:
+        long_runs(args.repeat)
+        return
     if not args.real_only:
         turns = 200 if args.quick else 1000
         trace = make_trace(turns, fmt="anthropic", seed=1, model="claude-sonnet-4-5")

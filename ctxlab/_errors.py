@@ -39,6 +39,12 @@ class TraceFormatError(ValueError):
         return TraceFormatError(self.reason, source=source, line=self.line, run_id=self.run_id)
 
 
+class UnsupportedSettingError(ValueError):
+    """A policy's settings ask for what this trace does not give: a fraction of the window,
+    stress mode or a window-sized policy on a trace whose model window is unknown. The
+    message says what to pass (`window=N`, or a model with a known profile)."""
+
+
 class StoreError(RuntimeError):
     """The store file cannot be used as asked; the message names the file and what to do."""
 

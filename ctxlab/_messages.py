@@ -64,11 +64,20 @@ def _blocks_text(message: BaseMessage) -> str:
     content = message.content
     if all(
         isinstance(b, str)
-        or (isinstance(b, dict) and b.get("type") == "text" and b.keys() <= {"type", "text"})
+        or (
+            isinstance(b, dict)
+            and b.get("type") == "text"
+            and isinstance(b.get("text"), str)
+            and b.keys() <= {"type", "text"}
+        )
         for b in content
     ):
         return "\n".join(b if isinstance(b, str) else b["text"] for b in content)
-    return "\n".join(b["text"] for b in message.content_blocks if b["type"] == "text")
+    # a text block without text (refused at load, possible in a Trace built by hand) is skipped
+    blocks = message.content_blocks
+    return "\n".join(
+        b["text"] for b in blocks if b["type"] == "text" and isinstance(b.get("text"), str)
+    )
 
 
 def readable_text(message: BaseMessage) -> str:

@@ -305,7 +305,10 @@ def test_a_subclass_with_other_stages_gets_the_full_engine() -> None:
 
 def test_a_refused_setting_raises_as_the_replay_does() -> None:
     trace = make_trace(10, seed=1)
-    bad = replace(ObservationMasking(), n=0)
+    with pytest.raises(ValueError, match="n must be a whole number of turns, 1 or more"):
+        replace(ObservationMasking(), n=0)  # refused when built; past that check (below),
+    bad = ObservationMasking()  # the replay's own check still holds
+    object.__setattr__(bad, "n", 0)
     with pytest.raises(ValueError, match="n must be a positive integer") as quick:
         counted(trace, bad)
     with pytest.raises(ValueError) as full:

@@ -15,7 +15,6 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 import ctxlab
 from ctxlab import policies
 from ctxlab._errors import TraceFormatError
-from ctxlab._ingest.formats import inspect_eval_zip
 from ctxlab._messages import is_summary
 
 BROWSER = "real-traces/inspect-ai-log/2025-05-12T20-27-36-04-00_browser.json.gz"
@@ -637,12 +636,14 @@ def test_other_zips_are_refused(tmp_path: Path) -> None:
 
 
 def test_zip_bomb_is_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The members count against the one ceiling every container has."""
     sample = agent_sample()
     sample["attachments"]["pad"] = "0" * 200_000  # compresses to a few hundred bytes
     path = write_eval(tmp_path / "bomb.eval", evallog([sample]))
     assert path.stat().st_size < 20_000
-    monkeypatch.setattr(inspect_eval_zip, "MAX_UNCOMPRESSED_BYTES", 100_000)
-    assert "decompresses to more than 100,000 bytes" in load_error(path)
+    monkeypatch.setenv("CTXLAB_MAX_TRACE_BYTES", "100000")
+    error = load_error(path)
+    assert "exceeds 100,000 bytes" in error and "CTXLAB_MAX_TRACE_BYTES" in error
 
 
 def test_corrupt_zip_members(tmp_path: Path) -> None:

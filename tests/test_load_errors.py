@@ -169,5 +169,7 @@ def test_cli_entry_point_inspect_json(tmp_path: Path) -> None:
         "recorded_compactions",
         "recorded_input_tokens",
         "notes",
+        "source",
     }
+    assert row["source"] == str(good)
     assert row["messages"] == 2 and row["turns"] == 1 and row["trace_id"] == "t1"

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -101,7 +103,8 @@ def fraction(text: str) -> float:
 
 
 def text_file(text: str) -> str:
-    """`--summary-text-file`: an existing, readable file (its text is read later)."""
+    """`--summary-text-file`: an existing, readable file of UTF-8 text (checked here, while
+    the command line is read; its text is read again when the summariser is built)."""
     path = Path(text)
     if not path.exists():
         problem = "no such file"
@@ -112,7 +115,14 @@ def text_file(text: str) -> str:
     elif not os.access(path, os.R_OK):
         problem = "cannot be read"
     else:
-        return text
+        try:
+            path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problem = f"not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#04x})"
+        except OSError as exc:
+            problem = f"cannot be read ({exc.strerror or exc})"
+        else:
+            return text
     raise argparse.ArgumentTypeError(f"invalid value {text!r}: {problem}; give a UTF-8 text file")
 
 
@@ -124,6 +134,50 @@ def sql_text(text: str) -> str:
             "'SELECT * FROM replay_summary'"
         )
     return text
+
+
+def say_store_folder(db: str) -> None:
+    """Create the store file's missing folder, saying so in one line on stderr (a `--db` path
+    with a typo would otherwise leave a new folder tree behind without a word)."""
+    folder = Path(db).expanduser().parent
+    if folder.exists():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"ctxlab: created folder {folder} for the store {db}", file=sys.stderr)
+
+
+QUERY_TIMEOUT = 60.0
+"""`ctxlab query`'s default time limit, in seconds (`--timeout`)."""
+QUERY_MEMORY = "2GB"
+"""`ctxlab query`'s default DuckDB memory limit (`--memory-limit`)."""
+
+
+def seconds(text: str) -> float | None:
+    """`query --timeout`: seconds above 0, or 0 / `none` for no limit."""
+    if text.strip().lower() in {"0", "none"}:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(
+            f"invalid value {text!r}: use a number of seconds above 0, e.g. 60, or 0 for no limit"
+        )
+    return value
+
+
+_MEMORY = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)\s*", re.I)
+
+
+def memory_size(text: str) -> str:
+    """`query --memory-limit`: a size DuckDB reads (`512MB`, `4GB`, `1.5GiB`), above 0."""
+    match = _MEMORY.fullmatch(text)
+    if match is None or float(match.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(
+            f"invalid value {text!r}: use a size with its unit, e.g. 512MB or 4GB"
+        )
+    return f"{match.group(1)}{match.group(2).upper()}"
 
 
 def require_traces(found: TraceList, paths: list[str]) -> None:

@@ -1,7 +1,8 @@
 """The `ctxlab` command: one subcommand per module in `ctxlab._cli.commands`, mirroring the API.
 
 Exit codes: 0 success, 2 bad input (a file that is not a trace, a bad flag value, a store file
-that cannot be used or is busy, a refused query), with one clear line per problem on stderr.
+that cannot be used or is busy, a refused query), with one clear line per problem on stderr;
+3 when some input files failed to load and the rest were processed (`output.load_status`).
 Every command raises these errors (`ctxlab._cli.output.USER_ERRORS`) and `main` prints them in one
 place, so each has the same line and exit code whichever command meets it.
 """

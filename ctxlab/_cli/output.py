@@ -4,16 +4,51 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from ctxlab._errors import FlagError, StoreError, SweepError, TraceFormatError
+from ctxlab._errors import (
+    FlagError,
+    StoreError,
+    SweepError,
+    TraceFormatError,
+    UnsupportedSettingError,
+)
+
+if TYPE_CHECKING:
+    from ctxlab._ingest.load import TraceList
 
 
-def report_errors(errors: Sequence[TraceFormatError]) -> None:
+SOME_FAILED = 3
+"""Exit code when some inputs failed to load and the rest were processed (their output
+printed, stored): distinct from 2, bad input with nothing done."""
+
+
+def report_errors(
+    errors: Sequence[TraceFormatError], skipped: Sequence[TraceFormatError] = ()
+) -> None:
+    """One line per file that failed (`ctxlab: error:`) or was skipped (`ctxlab: warning:`)."""
     for error in errors:
         print(f"ctxlab: error: {error}", file=sys.stderr)
+    for entry in skipped:
+        print(f"ctxlab: warning: {entry}", file=sys.stderr)
 
 
-USER_ERRORS = (TraceFormatError, StoreError, SweepError, FlagError, OSError)
+def load_status(loaded: TraceList) -> int:
+    """The exit code after a load: 0 when every file loaded, `SOME_FAILED` when some did and
+    some did not, 2 when nothing loaded."""
+    if not loaded.errors:
+        return 0
+    return SOME_FAILED if len(loaded) else 2
+
+
+USER_ERRORS = (
+    TraceFormatError,
+    StoreError,
+    SweepError,
+    FlagError,
+    UnsupportedSettingError,
+    OSError,
+)
 """What bad input raises: printed as one `ctxlab: error:` line with exit code 2, never as a
 traceback (`OSError`: a file that cannot be read or written, named by the error)."""
 

@@ -160,8 +160,8 @@ def blocks_size(blocks: Iterable[Any]) -> tuple[int, int]:
             chars += len(block)
         elif isinstance(block, dict):
             kind = block.get("type", "")
-            if kind == "text":
-                chars += len(block.get("text", ""))
+            if kind == "text" and isinstance(text := block.get("text", ""), str):
+                chars += len(text)
             elif kind in _IMAGE_TYPES:
                 images += 1
             else:
@@ -322,6 +322,9 @@ def tool_schema_chars(tools: Iterable[Any]) -> int:
     for tool in tools:
         if isinstance(tool, dict):
             as_dict = tool
+        elif not hasattr(tool, "tool_call_schema"):  # not a tool (a loaded `0`): as JSON
+            total += len(json.dumps(tool, default=repr))
+            continue
         else:
             from langchain_core.utils.pydantic import model_json_schema
 

@@ -11,6 +11,7 @@ Only regular files are read, and never past `max_trace_bytes()` once decompresse
 from __future__ import annotations
 
 import bz2
+import errno
 import gzip
 import io
 import lzma
@@ -18,26 +19,28 @@ import os
 import stat
 import warnings
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
 
 from ctxlab._errors import TraceFormatError
+from ctxlab._ingest.boundary import check_trace
+from ctxlab._ingest.ceiling import (  # noqa: F401 - MAX_* re-exported: where users looked
+    CHUNK,
+    MAX_BYTES_VARIABLE,
+    MAX_TRACE_BYTES,
+    max_trace_bytes,
+    too_large,
+)
 from ctxlab._ingest.formats import langsmith, registry
 from ctxlab._ingest.formats.message_lists import looks_like_message_list, trace_from_list
 from ctxlab._ingest.shared_json import SharedLines
 from ctxlab._trace import Trace
 
 SUFFIXES = (".json", ".jsonl", ".ndjson", ".gz", ".xz", ".bz2", ".traj", ".eval", ".parquet")
-
-
-MAX_TRACE_BYTES = 1024**3
-"""Default ceiling on a trace file's size once decompressed; `CTXLAB_MAX_TRACE_BYTES` overrides
-it, so a small compressed bomb cannot exhaust memory."""
-
-MAX_BYTES_VARIABLE = "CTXLAB_MAX_TRACE_BYTES"
 
 
 # Recognised by magic bytes, since users rename files.
@@ -53,46 +56,40 @@ class TraceLoadWarning(UserWarning):
 
 
 class TraceList(list[Trace]):
-    """The loaded traces, plus `errors`: files or traces of a directory that failed to load."""
+    """The loaded traces, in file order, plus `errors` (files or traces of a directory that
+    failed to load, each once) and `skipped` (entries of a directory with a trace file's name
+    that are not regular files: pipes, sockets, devices, broken or looping links)."""
 
-    def __init__(self, traces: list[Trace], errors: list[TraceFormatError] | None = None) -> None:
+    def __init__(
+        self,
+        traces: list[Trace],
+        errors: list[TraceFormatError] | None = None,
+        skipped: list[TraceFormatError] | None = None,
+    ) -> None:
         super().__init__(traces)
         self.errors: list[TraceFormatError] = list(errors or [])
-
-
-def max_trace_bytes() -> int:
-    """The decompressed-size ceiling: `CTXLAB_MAX_TRACE_BYTES` when set, else the default."""
-    raw = os.environ.get(MAX_BYTES_VARIABLE, "").strip()
-    if raw.isdigit() and int(raw) > 0:
-        return int(raw)
-    return MAX_TRACE_BYTES
-
-
-def _too_large(source: str, limit: int, what: str) -> TraceFormatError:
-    return TraceFormatError(
-        f"{what} exceeds {limit:,} bytes (the ceiling on a trace file's size; "
-        f"set {MAX_BYTES_VARIABLE} to raise it)",
-        source=source,
-    )
+        self.skipped: list[TraceFormatError] = list(skipped or [])
 
 
 def _decompress(
     data: bytes, name: str, opener: Callable[[BinaryIO], io.BufferedIOBase], source: str
 ) -> bytes:
-    """Every member of a compressed stream, read incrementally and never past the ceiling, so
-    a bomb is refused before it expands in memory."""
+    """Every member of a compressed stream, read a chunk at a time and refused as soon as it
+    passes the ceiling, so a bomb never expands in memory."""
     limit = max_trace_bytes()
+    out = bytearray()
     try:
         with opener(io.BytesIO(data)) as stream:
-            out = stream.read(limit + 1)
+            while chunk := stream.read(CHUNK):
+                out += chunk
+                if len(out) > limit:
+                    raise too_large(source, limit, f"decompressed {name} data")
     except (EOFError, OSError, ValueError, zlib.error, lzma.LZMAError) as exc:
         raise TraceFormatError(
             f"truncated or corrupt {name} data ({exc}); expected a complete {name} file",
             source=source,
         ) from exc
-    if len(out) > limit:
-        raise _too_large(source, limit, f"decompressed {name} data")
-    return out
+    return bytes(out)
 
 
 _NOT_REGULAR = "not a regular file (a pipe, device or socket); expected a trace file"
@@ -110,7 +107,7 @@ def _read_raw(path: Path, source: str) -> bytes:
                 raise TraceFormatError(_NOT_REGULAR, source=source)
             limit = max_trace_bytes()
             if info.st_size > limit:
-                raise _too_large(source, limit, "the file")
+                raise too_large(source, limit, "the file")
             return fh.read()
     except OSError as exc:
         raise TraceFormatError(f"cannot read file: {exc.strerror or exc}", source=source) from exc
@@ -149,6 +146,8 @@ def _json_error(
     column = pos - (text.rfind("\n", 0, pos) + 1) + 1
     stripped = text.rstrip()
     near = text[max(0, pos - 1) : pos + 9]
+    if "memory" in exc.msg.lower():  # orjson's "Not enough memory": the file is not at fault
+        return TraceFormatError(_NO_MEMORY, source=source)
     if "recursion limit" in exc.msg or "depth limit" in exc.msg:
         what = "JSON nested too deeply (more than 1,024 levels)"
     elif pos >= len(stripped):
@@ -172,35 +171,66 @@ def read_values(path: Path, shared: SharedLines | None = None) -> list[tuple[Any
     `shared` parses the lines instead of `orjson` alone: equal values, but a value repeated
     byte for byte is one object (`ctxlab._ingest.shared_json`; call its `unshare` before
     editing)."""
+    return list(iter_values(path, shared))
+
+
+def iter_values(path: Path, shared: SharedLines | None = None) -> Iterator[tuple[Any, int | None]]:
+    """`read_values` one value at a time: a JSONL file's lines are parsed as they are asked
+    for, so a caller that stops early (an unknown format on line 1) never parses the rest."""
     data = _read_bytes(path)
     source = str(path)
     opener = registry.container(data)
     if opener is not None:
-        return opener(data, source)
+        yield from opener(data, source)
+        return
     if not data or data.isspace():
         raise TraceFormatError("empty file; expected JSON or JSONL", source=source)
     try:
-        return [(orjson.loads(data), None)]
+        document = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         document_error = exc
-    lines = data.split(b"\n")
-    if len(lines) < 2:
+    else:
+        yield document, None
+        return
+    if b"\n" not in data.strip():
         raise _json_error(document_error, data, source)
-    values: list[tuple[Any, int | None]] = []
     parse = orjson.loads if shared is None else shared.loads
-    for number, line in enumerate(lines, start=1):
-        if not line or line.isspace():
-            continue
+    first = True
+    for number, line in _lines(data):
         try:
-            values.append((parse(line), number))
+            value = parse(line)
         except orjson.JSONDecodeError as exc:
-            if not values:  # not JSONL at all: report the document's own error
+            if first:  # not JSONL at all: report the document's own error
                 raise _json_error(document_error, data, source) from None
             raise _json_error(exc, line, source, number - 1) from None
-    return values
+        first = False
+        yield value, number
 
+
+def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """The non-blank lines of `data`, numbered from 1, found one at a time (`split` would
+    hold every line at once: 3.5 million of them for 10 MB of `{}` lines)."""
+    start, number, size = 0, 1, len(data)
+    while start < size:
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = size
+        line = data[start:end]
+        if line and not line.isspace():
+            yield number, line
+        start, number = end + 1, number + 1
+
+
+SNIFF_VALUES = 200
+"""Values a format is recognised from (`registry.detect`): the first lines of a JSONL file, or
+its one document. The rest is parsed only once a reader is chosen, and LangSmith records and
+message lists one at a time, so a file no reader claims stops at its first line."""
 
 _TOO_DEEP = "values nested too deeply to read (expected the nesting of a trace export)"
+_NO_MEMORY = (
+    "too large for memory (not enough memory to read this file); split it, or load it on a "
+    "machine with more memory"
+)
 
 
 def _describe(value: Any) -> str:
@@ -246,16 +276,18 @@ def _split(path: Path) -> tuple[list[langsmith.Run], list[Trace], str | None]:
     file only) or message lists."""
     source = str(path)
     shared = SharedLines()
-    values = read_values(path, shared)
-    reader = registry.detect(values)
+    stream = iter_values(path, shared)
+    head = list(islice(stream, SNIFF_VALUES))
+    reader = registry.detect(head)
     if reader is not None:
+        values = head + list(stream)
         shared.unshare()  # their readers may edit what they parse; LangSmith's copy first
         return [], reader.read(values, source), None
     runs: list[langsmith.Run] = []
     traces: list[Trace] = []
     raw_runs: list[dict[str, Any]] = []
     webhook = False
-    for value, line in values:
+    for value, line in chain(head, stream):  # one at a time: a bad line stops the read
         items: list[Any]
         indexed = True
         if isinstance(value, dict) and isinstance(value.get("runs"), list):
@@ -299,22 +331,138 @@ def _split(path: Path) -> tuple[list[langsmith.Run], list[Trace], str | None]:
     return runs, traces, shape
 
 
-def _files(path: Path) -> list[Path]:
-    return sorted(p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(SUFFIXES))
+def _files(path: Path) -> tuple[list[Path], list[TraceFormatError]]:
+    """The trace files under a directory, sorted, and the entries named like one that are not
+    regular files (each with why it was skipped): a FIFO would block a read, a device never
+    ends, a link loop or a dangling link has nothing to read."""
+    files: list[Path] = []
+    skipped: list[TraceFormatError] = []
+    for entry in sorted(path.rglob("*")):
+        if not entry.name.lower().endswith(SUFFIXES):
+            continue
+        try:
+            mode = os.stat(entry).st_mode
+        except OSError as exc:
+            why = "a link that loops" if exc.errno == errno.ELOOP else "a dangling link"
+            skipped.append(TraceFormatError(f"skipped: {why}", source=str(entry)))
+            continue
+        if stat.S_ISREG(mode):
+            files.append(entry)
+        elif not stat.S_ISDIR(mode):
+            skipped.append(TraceFormatError(f"skipped: {_NOT_REGULAR}", source=str(entry)))
+    return files, skipped
+
+
+def _file_order(traces: list[Trace], files: list[str]) -> list[Trace]:
+    """`traces` in the order of the files they came from (a stable sort: each file's own
+    order kept); LangSmith traces, built after every file was read, go back among them."""
+    rank = {name: i for i, name in enumerate(files)}
+    return sorted(traces, key=lambda t: rank.get(t.source, len(rank)))
+
+
+def _unique_ids(traces: list[Trace]) -> None:
+    """Give each trace of a load its own id: a repeated id (the same session exported twice,
+    ATIF's `NORMALIZED_SESSION_ID`) gets `-2`, `-3`, ... in load order; its subagents' ids,
+    which start with it, follow."""
+    taken = {t.trace_id for t in traces}
+    seen: set[str] = set()
+    for trace in traces:
+        old = trace.trace_id
+        if old not in seen:
+            seen.add(old)
+            continue
+        n = 2
+        while f"{old}-{n}" in taken:
+            n += 1
+        new = f"{old}-{n}"
+        taken.add(new)
+        seen.add(new)
+        _rename(trace, old, new)
+
+
+def _rename(trace: Trace, old: str, new: str) -> None:
+    """Rename a trace from `old` to `new`, and the subagents under it that carry its id."""
+    trace.trace_id = new + trace.trace_id[len(old) :]
+    for sub in trace.subagents:
+        if sub.parent_trace_id == old:
+            sub.parent_trace_id = new
+        if sub.trace_id.startswith(old + "/"):
+            _rename(sub, old, new)
+
+
+def _unshared_errors(
+    pieces: list[tuple[str, list[langsmith.Run]]],
+) -> tuple[list[langsmith.Run], list[TraceFormatError]]:
+    """The LangSmith runs of the files that read well on their own, and an error for each file
+    that does not.
+
+    Runs merge by id across files (a webhook delivery, then its patch), so a malformed copy of
+    a run in one file would replace the good record of another and fail under the good file's
+    name. A run found in several files is therefore checked piece by piece before the merge;
+    a file with a bad piece is reported once, by its own name, and none of its runs merge."""
+    files_of: dict[str, set[str]] = {}
+    for source, runs in pieces:
+        for run in runs:
+            files_of.setdefault(run.id, set()).add(source)
+    kept: list[langsmith.Run] = []
+    errors: list[TraceFormatError] = []
+    for source, runs in pieces:
+        try:
+            for run in runs:
+                if len(files_of[run.id]) > 1:
+                    langsmith.check_piece(run)
+        except TraceFormatError as exc:
+            errors.append(exc.located(source))
+            continue
+        kept.extend(runs)
+    return kept, errors
+
+
+def _checked(traces: list[Trace], errors: list[TraceFormatError]) -> list[Trace]:
+    """The traces replay and evaluation can walk (`boundary.check_trace`); each other one
+    becomes an error in `errors`, costing only itself."""
+    kept = []
+    for trace in traces:
+        try:
+            check_trace(trace)
+        except TraceFormatError as exc:
+            errors.append(exc)
+            continue
+        kept.append(trace)
+    return kept
+
+
+def _once(errors: list[TraceFormatError]) -> list[TraceFormatError]:
+    """Each error once (a subagent file read with its session and again on its own)."""
+    seen: set[str] = set()
+    out = []
+    for error in errors:
+        if str(error) not in seen:
+            seen.add(str(error))
+            out.append(error)
+    return out
 
 
 def load_all(paths: list[str | Path]) -> TraceList:
-    """Traces from several files and directories; failures are collected, not raised."""
-    runs: list[langsmith.Run] = []
+    """Traces from several files and directories, in file order; failures are collected, not
+    raised, and each file is read on its own, so a bad file costs only itself."""
+    pieces: list[tuple[str, list[langsmith.Run]]] = []
     shapes: dict[str, str] = {}
     traces: list[Trace] = []
     errors: list[TraceFormatError] = []
+    skipped: list[TraceFormatError] = []
+    order: list[str] = []
     for given in paths:
         path = Path(given)
         if not path.exists():
             errors.append(TraceFormatError("no such file or directory", source=str(path)))
             continue
-        for file in _files(path) if path.is_dir() else [path]:
+        files = [path]
+        if path.is_dir():
+            files, passed = _files(path)
+            skipped.extend(passed)
+        for file in files:
+            order.append(str(file))
             try:
                 file_runs, file_traces, shape = _split(file)
             except TraceFormatError as exc:
@@ -323,10 +471,16 @@ def load_all(paths: list[str | Path]) -> TraceList:
             except RecursionError:
                 errors.append(TraceFormatError(_TOO_DEEP, source=str(file)))
                 continue
-            runs.extend(file_runs)
+            except MemoryError:
+                errors.append(TraceFormatError(_NO_MEMORY, source=str(file)))
+                continue
+            if file_runs:
+                pieces.append((str(file), file_runs))
             traces.extend(file_traces)
             if shape:
                 shapes[str(file)] = shape
+    runs, bad = _unshared_errors(pieces)
+    errors.extend(bad)
     if runs:
         built, failed = langsmith.traces_from_runs(runs, shapes)
         traces.extend(built)
@@ -335,7 +489,9 @@ def load_all(paths: list[str | Path]) -> TraceList:
         link = getattr(module, "link", None)
         if link is not None:
             traces = link(traces)
-    return TraceList(traces, errors)
+    traces = _file_order(_checked(traces, errors), order)
+    _unique_ids(traces)
+    return TraceList(traces, _once(errors), skipped)
 
 
 def load(path: str | Path) -> TraceList:
@@ -346,7 +502,7 @@ def load(path: str | Path) -> TraceList:
     """
     result = load_all([path])
     if Path(path).is_dir():
-        for error in result.errors:
+        for error in [*result.errors, *result.skipped]:
             warnings.warn(str(error), TraceLoadWarning, stacklevel=2)
         return result
     if result.errors:

@@ -18,10 +18,12 @@ locked, so `SET` cannot undo any of it.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from ctxlab._errors import QueryRefusedError, StoreError
 
@@ -41,6 +43,31 @@ READING = ("SELECT", "EXPLAIN", "PRAGMA", "CALL")
 """Statement types user SQL may have. SELECT covers WITH, FROM-first, DESCRIBE, SHOW and
 SUMMARIZE; PRAGMA and CALL are DuckDB's table-function forms (`PRAGMA table_info('turns')`),
 harmless under the sandbox's locked configuration."""
+
+
+def sandbox(memory_limit: str | None = None) -> dict[str, Any]:
+    """The connection settings for user SQL, with DuckDB's `memory_limit` when given (set
+    before `lock_configuration`, so the query cannot raise it)."""
+    if memory_limit is None:
+        return SANDBOX
+    return {"memory_limit": memory_limit, **SANDBOX}
+
+
+def run_limited(
+    con: duckdb.DuckDBPyConnection, sql: str, params: list[Any], timeout: float | None
+) -> pa.Table:
+    """`sql`'s result as an Arrow table, interrupted after `timeout` seconds (DuckDB has no
+    statement timeout of its own: a timer calls `interrupt`, which ends the query with an
+    `InterruptException` at its next check)."""
+    if timeout is None:
+        return con.sql(sql, params=params).to_arrow_table()
+    timer = threading.Timer(timeout, con.interrupt)
+    timer.daemon = True
+    timer.start()
+    try:
+        return con.sql(sql, params=params).to_arrow_table()
+    finally:
+        timer.cancel()
 
 
 def check_statements(sql: str, path: Path) -> None:

@@ -40,7 +40,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 import ctxlab
 from ctxlab._errors import QueryRefusedError, StoreBusyError, StoreError
 from ctxlab._store.defaults import DEFAULT_PATH
-from ctxlab._store.safety import SANDBOX, check_blocks, check_statements, first_line
+from ctxlab._store.safety import check_blocks, check_statements, first_line, run_limited
+from ctxlab._store.safety import sandbox as safety_sandbox
 from ctxlab._store.schema import (
     CALIBRATIONS,
     EVENTS,
@@ -313,13 +314,13 @@ class Store:
 
     @contextlib.contextmanager
     def _connect(
-        self, *, write: bool, sandbox: bool = False
+        self, *, write: bool, sandbox: bool = False, memory_limit: str | None = None
     ) -> Iterator[duckdb.DuckDBPyConnection]:
         """A connection for one operation; `sandbox`: the settings user SQL runs under
         (`ctxlab._store.safety.SANDBOX`). A damaged block met on the way is a `StoreError`."""
         if write and self.read_only:
             raise StoreError(f"{self.path} was opened read-only; open Store(path) to write")
-        config = SANDBOX if sandbox else {}
+        config = safety_sandbox(memory_limit) if sandbox else {}
         deadline = time.monotonic() + self.timeout
         delay = 0.02
         while True:
@@ -588,16 +589,36 @@ class Store:
 
     # ------------------------------------------------------------------ reads
 
-    def query(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
+    def query(
+        self,
+        sql: str,
+        params: Sequence[Any] | None = None,
+        *,
+        timeout: float | None = None,
+        memory_limit: str | None = None,
+    ) -> pl.DataFrame:
         """Read-only SQL over the store's tables and views, as a polars frame.
 
         Runs in a sandbox (`ctxlab._store.safety`): statements that would write, attach,
         copy, export or load extensions raise `QueryRefusedError`, and no file but the store
-        can be read; an error in the SQL is a `StoreError` naming the file."""
+        can be read; an error in the SQL is a `StoreError` naming the file. `timeout`
+        (seconds) and `memory_limit` (a DuckDB size, `"2GB"`) bound the query: past either it
+        stops with a `StoreError` saying which."""
         check_statements(sql, self.path)
-        with self._connect(write=False, sandbox=True) as con:
+        with self._connect(write=False, sandbox=True, memory_limit=memory_limit) as con:
             try:
-                return pl.DataFrame(con.sql(sql, params=list(params or [])).to_arrow_table())
+                return pl.DataFrame(run_limited(con, sql, list(params or []), timeout))
+            except duckdb.InterruptException as exc:
+                raise StoreError(
+                    f"{self.path}: query stopped after {timeout:g} s (its time limit; "
+                    "ctxlab query --timeout sets it)"
+                ) from exc
+            except duckdb.OutOfMemoryException as exc:
+                limit = memory_limit or "DuckDB's default"
+                raise StoreError(
+                    f"{self.path}: query stopped at its memory limit ({limit}; ctxlab query "
+                    f"--memory-limit sets it): {first_line(exc)}"
+                ) from exc
             except duckdb.IOException:
                 raise  # a damaged block: `_connect` says so
             except (duckdb.PermissionException, duckdb.InvalidInputException) as exc:

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from ctxlab._cli import flags
-from ctxlab._cli.output import report_errors
+from ctxlab._cli.output import load_status, report_errors
 from ctxlab._cli.tables import add_wide_flag, fit, plural, table
 
 COLUMNS = (
@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if args.db:
         from ctxlab._store.store import Store
 
+        flags.say_store_folder(args.db)
         store = Store(args.db)
     rows = calibrate(result, store)
     fitted = [r for r in rows if r.calls_with_usage]
@@ -91,8 +92,8 @@ def run(args: argparse.Namespace) -> int:
         if store is not None:
             line += f"; {plural(len(fitted), 'fit')} saved in {args.db}"
         print(fit(line, paths=True))
-    report_errors(result.errors)
-    return 2 if result.errors else 0
+    report_errors(result.errors, result.skipped)
+    return load_status(result)
 
 
 def _cells(row: dict[str, Any]) -> list[Any]:

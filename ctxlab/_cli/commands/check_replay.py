@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ctxlab._cli import flags
 from ctxlab._cli.commands.replay import add_policy_flags, build_policy
-from ctxlab._cli.output import report_errors
+from ctxlab._cli.output import load_status, report_errors
 from ctxlab._cli.tables import add_wide_flag, clip, fit, plural, table, terminal_width
 
 if TYPE_CHECKING:
@@ -103,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         for c in checks:
             _print(c, args.wide)
-    report_errors(loaded.errors)
-    return 2 if loaded.errors else 0
+    report_errors(loaded.errors, loaded.skipped)
+    return load_status(loaded)
 
 
 def _percent(value: float | None) -> str:

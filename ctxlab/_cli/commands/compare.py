@@ -21,7 +21,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ctxlab._cli import flags
-from ctxlab._cli.output import report_errors
+from ctxlab._cli.output import load_status, report_errors
 from ctxlab._cli.tables import add_wide_flag, table
 from ctxlab._errors import FlagError
 
@@ -145,5 +145,5 @@ def run(args: argparse.Namespace) -> int:
     elif rows:
         cells = [[r[c] for c in COLUMNS] for r in rows]
         print(table(COLUMNS, cells, wide=args.wide, whole=("policy",), legend=LEGEND))
-    report_errors(loaded.errors)
-    return 2 if loaded.errors else 0
+    report_errors(loaded.errors, loaded.skipped)
+    return load_status(loaded)

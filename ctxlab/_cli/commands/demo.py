@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctxlab._cli.output import report_errors
+from ctxlab._cli.output import load_status, report_errors
 from ctxlab._cli.tables import add_wide_flag, fit, plural, table
 from ctxlab._store.defaults import DEFAULT_PATH
 
@@ -120,5 +120,5 @@ def run(args: argparse.Namespace) -> int:
     columns = ("trace", "policy", "peak_uncompacted", "peak_context", "cumulative_input", "events")
     print(table(columns, rows, wide=args.wide, legend=REPLAY_LEGEND))
     print(f'\nNext: .venv/bin/ctxlab query --db {args.db} "SELECT * FROM replay_summary"')
-    report_errors(result.errors)
-    return 2 if result.errors else 0
+    report_errors(result.errors, result.skipped)
+    return load_status(result)

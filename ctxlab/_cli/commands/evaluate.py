@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxlab._cli import flags
 from ctxlab._cli.commands.replay import add_policy_flags, build_policy
-from ctxlab._cli.output import report_errors
+from ctxlab._cli.output import load_status, report_errors
 from ctxlab._cli.tables import add_wide_flag, clip, table, terminal_width
 from ctxlab._errors import FlagError
 from ctxlab._store.defaults import DEFAULT_PATH
@@ -152,8 +152,8 @@ def run(args: argparse.Namespace) -> int:
             print(probes.SKIPPED, file=sys.stderr if args.format == "json" else sys.stdout)
         elif judge is None:
             print(probes.NO_JUDGE, file=sys.stderr if args.format == "json" else sys.stdout)
-    report_errors(loaded.errors)
-    return 2 if loaded.errors else 0
+    report_errors(loaded.errors, loaded.skipped)
+    return load_status(loaded)
 
 
 def _evaluate(

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
+from typing import Any
 
 from ctxlab._cli import flags
-from ctxlab._cli.output import report_errors
+from ctxlab._cli.output import load_status, report_errors
 from ctxlab._cli.tables import add_wide_flag, fit, plural, table
+from ctxlab._errors import TraceFormatError
 
 COLUMNS = (
     "trace_id",
@@ -39,9 +41,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "paths", nargs="+", metavar="PATH", help="trace file, .gz file or directory"
     )
-    parser.add_argument("--json", action="store_true", help='print {"traces": [...]} as JSON')
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"traces": [...], "formats": {...}, "errors": [...], "skipped": [...]} as '
+        "JSON; each trace names its source file, each error its file",
+    )
     add_wide_flag(parser)
     parser.set_defaults(run=run)
+
+
+def _problem(error: TraceFormatError) -> dict[str, Any]:
+    """A file that failed or was skipped, for `--json`: where (`source`, `line`, `run_id`)
+    and what (`error`, the same one line stderr shows)."""
+    return {
+        "source": error.source,
+        "line": error.line,
+        "run_id": error.run_id,
+        "error": str(error),
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,10 +67,16 @@ def run(args: argparse.Namespace) -> int:
 
     result = load_all(args.paths)
     flags.require_traces(result, args.paths)
-    summaries = [t.summary() for t in result]
+    summaries = [{**t.summary(), "source": t.source} for t in result]
     formats = dict(sorted(Counter(s["format"] for s in summaries).items()))
     if args.json:
-        print(json.dumps({"traces": summaries, "formats": formats}, indent=2))
+        out = {
+            "traces": summaries,
+            "formats": formats,
+            "errors": [_problem(e) for e in result.errors],
+            "skipped": [_problem(e) for e in result.skipped],
+        }
+        print(json.dumps(out, indent=2))
     elif summaries:
         rows = [[s[c] for c in COLUMNS] for s in summaries]
         print(table(COLUMNS, rows, wide=args.wide, legend=LEGEND))
@@ -61,5 +85,5 @@ def run(args: argparse.Namespace) -> int:
         for s in summaries:
             for note in s["notes"]:
                 print(fit(f"note: {s['trace_id']}: {note}", None if not args.wide else 10**6))
-    report_errors(result.errors)
-    return 2 if result.errors else 0
+    report_errors(result.errors, result.skipped)
+    return load_status(result)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ctxlab._cli import flags
-from ctxlab._cli.output import report_errors
+from ctxlab._cli.output import load_status, report_errors
 from ctxlab._cli.tables import fit, plural
 from ctxlab._store.defaults import DEFAULT_PATH
 
@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     result = load_all(args.paths)
     flags.require_traces(result, args.paths)
+    flags.say_store_folder(args.db)
     store = Store(args.db)
     before = store.query("SELECT count(*) AS n FROM traces")["n"][0]
     store.add(result)
@@ -42,5 +43,5 @@ def run(args: argparse.Namespace) -> int:
         read += f" (and {plural(subagents, 'subagent conversation')})"
     stored = f"{after - before:,} new in {args.db}, {plural(after, 'trace')} stored in all"
     print(fit(f"{read}; {stored}", paths=True))
-    report_errors(result.errors)
-    return 2 if result.errors else 0
+    report_errors(result.errors, result.skipped)
+    return load_status(result)

@@ -1,6 +1,9 @@
-"""`ctxlab query --db FILE "SQL" [--format table|csv|json] [--wide]`: read the store with SQL.
+"""`ctxlab query --db FILE "SQL" [--format table|csv|json] [--wide] [--timeout S]
+[--memory-limit SIZE]`: read the store with SQL.
 
-The table fits the terminal (`ctxlab._cli.tables`); CSV and JSON carry every value in full."""
+The table fits the terminal (`ctxlab._cli.tables`); CSV and JSON carry every value in full. A
+query is stopped after `--timeout` seconds (default 60) and at `--memory-limit` (default
+2GB), each with one line saying which limit it met."""
 
 from __future__ import annotations
 
@@ -33,6 +36,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--db", default=str(DEFAULT_PATH), metavar="FILE", help="store file (default: %(default)s)"
     )
+    parser.add_argument(
+        "--timeout",
+        type=flags.seconds,
+        default=flags.QUERY_TIMEOUT,
+        metavar="SECONDS",
+        help="stop a query running longer (0: no limit; default: %(default)g)",
+    )
+    parser.add_argument(
+        "--memory-limit",
+        type=flags.memory_size,
+        default=flags.QUERY_MEMORY,
+        metavar="SIZE",
+        help="DuckDB's memory limit for the query, e.g. 512MB or 8GB (default: %(default)s)",
+    )
     add_format_flags(parser)
     parser.set_defaults(run=run)
 
@@ -62,5 +79,7 @@ def render(frame: pl.DataFrame, fmt: str, wide: bool = False) -> str:
 def run(args: argparse.Namespace) -> int:
     from ctxlab._store.store import Store
 
-    print(render(Store(args.db, read_only=True).query(args.sql), args.format, args.wide))
+    store = Store(args.db, read_only=True)
+    frame = store.query(args.sql, timeout=args.timeout, memory_limit=args.memory_limit)
+    print(render(frame, args.format, args.wide))
     return 0

@@ -22,7 +22,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ctxlab._cli import flags
-from ctxlab._cli.output import report_errors
+from ctxlab._cli.output import load_status, report_errors
 from ctxlab._cli.tables import add_wide_flag, fit, plural, table
 from ctxlab._errors import FlagError
 from ctxlab._replay.specs import split_assignment
@@ -198,8 +198,8 @@ def run(args: argparse.Namespace) -> int:
             _print_table(result, policy, _given(args), args.all_turns, args.wide)
     else:
         _print(results, args.format)
-    report_errors(loaded.errors)
-    return 2 if loaded.errors else 0
+    report_errors(loaded.errors, loaded.skipped)
+    return load_status(loaded)
 
 
 def _given(args: argparse.Namespace) -> dict[str, str]:

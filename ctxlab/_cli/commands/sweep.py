@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
             raise FlagError("--grid", spec, str(exc.__cause__ or exc)) from None
     grid = parse_grid(args.grid)
     summarizer = Fixed.from_file(args.summary_text_file) if args.summary_text_file else None
+    flags.say_store_folder(args.db)
     result = sweep(
         args.paths,
         policy,

@@ -278,6 +278,13 @@ class _Builder:
         if self.call is not None and self.call["tool_calls"]:
             self._finish(None)  # the request ended without its span: its tool uses are done
         call_id = event.get(key)
+        if not isinstance(call_id, str):
+            raise _fail(
+                f"{event['type']} needs a string '{key}' naming its tool use",
+                self.source,
+                line,
+                event,
+            )
         if call_id not in self.open_tool_calls:
             raise _fail(
                 f"{event['type']} answers {call_id!r}, which is no earlier tool use "

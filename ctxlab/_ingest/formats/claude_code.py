@@ -26,6 +26,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
+from ctxlab._errors import TraceFormatError
 from ctxlab._ingest.formats.claude_code_chain import Conversation, build, check_parents
 from ctxlab._ingest.formats.claude_code_lines import MESSAGE_TYPES, Line, Parsed, parse
 from ctxlab._ingest.inputs import Inputs
@@ -197,7 +198,12 @@ def _attach_files(trace: Trace, main: Conversation, parsed: Parsed, source: str)
     calls = _task_calls(main)
     used = set(parsed.agent_calls.values())
     for path in _agent_files(source):
-        agent, conversation = _read_agent_file(path)
+        try:
+            agent, conversation = _read_agent_file(path)
+        except (TraceFormatError, RecursionError) as exc:  # a folder also reads it alone
+            why = exc.reason if isinstance(exc, TraceFormatError) else "nested too deeply"
+            trace.notes.append(f"Subagent file {path.name} left out: {why}.")
+            continue
         agent_id = _agent_id(agent, str(path))
         trace.metadata["agent_files"].append(str(path))
         if agent_id.startswith(HARNESS_PREFIX):

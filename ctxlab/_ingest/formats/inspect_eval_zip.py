@@ -21,12 +21,11 @@ import orjson
 import zstandard
 
 from ctxlab._errors import TraceFormatError
+from ctxlab._ingest.ceiling import max_trace_bytes, too_large
 
 MAGIC = b"PK\x03\x04"
 """A zip file's local-header signature."""
 
-MAX_UNCOMPRESSED_BYTES = 2 * 1024**3
-"""Most bytes the members ctxlab reads may decompress to, all together."""
 
 HEADERS = ("header.json", "_journal/start.json")
 """Where the eval spec lives: the finished log's header, else the journal of a running one."""
@@ -79,12 +78,8 @@ def _read_member(
         for chunk in _chunks(archive, data, info):
             budget[0] -= len(chunk)
             if budget[0] < 0:
-                raise TraceFormatError(
-                    f"zip member {info.filename!r}: the log decompresses to more than "
-                    f"{MAX_UNCOMPRESSED_BYTES:,} bytes (a zip bomb or an unusually large "
-                    "log); expected an Inspect .eval log under that size",
-                    source=source,
-                )
+                limit = max_trace_bytes()
+                raise too_large(source, limit, f"the .eval log (at member {info.filename!r})")
             out += chunk
     except (
         zipfile.BadZipFile,
@@ -142,7 +137,7 @@ def open_eval(data: bytes, source: str) -> list[tuple[Any, int | None]]:
                 f"_journal/start.json and samples/<id>_epoch_<n>.json members; got {shown}",
                 source=source,
             )
-        budget = [MAX_UNCOMPRESSED_BYTES]
+        budget = [max_trace_bytes()]  # the members ctxlab reads, all together
         header = _json_member(archive, data, header_name, budget, source)
         if not isinstance(header, dict):
             raise TraceFormatError(

@@ -335,14 +335,20 @@ def _decode(raw: Any, run: Run, what: str, memo: Memo | None = None) -> list[Bas
         ) from exc
 
 
-def call_inputs(run: Run, memo: Memo | None = None) -> list[BaseMessage]:
-    """The as-sent messages of a model call, from any input shape."""
-    inputs = run.inputs or {}
+def _raw_inputs(inputs: dict[str, Any]) -> Any:
+    """The messages value of a model call's inputs, in any input shape; None without one."""
     raw = inputs.get("messages")
     if raw is None and isinstance(inputs.get("input"), list):
         raw = inputs["input"]  # OpenAI Responses
     if raw is None and isinstance(inputs.get("prompts"), list):
         raw = [str(p) for p in inputs["prompts"][:1]]
+    return raw
+
+
+def call_inputs(run: Run, memo: Memo | None = None) -> list[BaseMessage]:
+    """The as-sent messages of a model call, from any input shape."""
+    inputs = run.inputs or {}
+    raw = _raw_inputs(inputs)
     if raw is None:
         hint = ""
         if run.extra.get("inputs_s3_urls"):
@@ -365,6 +371,19 @@ def call_inputs(run: Run, memo: Memo | None = None) -> list[BaseMessage]:
         content = system if isinstance(system, str | list) else str(system)
         messages.insert(0, SystemMessage(content=content))
     return messages
+
+
+def check_piece(run: Run) -> None:
+    """Raise `TraceFormatError` if what this piece of a run carries cannot be read: a model
+    call's input messages and output, when present. A piece may lack either (a delivery, then
+    its patch); the merge fills them in. Run on pieces found in several files, before they
+    merge, so a bad copy is blamed on its own file."""
+    if run.run_type != "llm":
+        return
+    if run.inputs and _raw_inputs(run.inputs) is not None:
+        call_inputs(run)
+    if run.outputs:
+        call_output(run)
 
 
 def _generation_message(gen: Any) -> Any:

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from ctxlab._errors import TraceFormatError
+from ctxlab._ingest.ceiling import max_trace_bytes, too_large
 
 MAGIC = b"PAR1"
 
@@ -93,6 +94,23 @@ def _check_columns(columns: list[str], source: str) -> None:
         )
 
 
+def _check_size(data: bytes, source: str) -> None:
+    """Refuse a file whose row groups say they decompress past the ceiling every trace file
+    has (`ctxlab._ingest.ceiling`), before any column is read."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(io.BytesIO(data)).metadata
+    except (OSError, ValueError) as exc:
+        raise TraceFormatError(
+            f"unreadable Parquet file ({exc}); expected a complete Parquet file", source=source
+        ) from exc
+    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    limit = max_trace_bytes()
+    if size > limit:
+        raise too_large(source, limit, "the Parquet data, uncompressed,")
+
+
 def open_parquet(data: bytes, source: str) -> list[tuple[Any, int | None]]:
     """The rows of a bulk-export Parquet file as one list of run dicts."""
     import polars as pl  # imported here: most loads never meet a Parquet file
@@ -104,6 +122,7 @@ def open_parquet(data: bytes, source: str) -> list[tuple[Any, int | None]]:
             f"unreadable Parquet file ({exc}); expected a complete Parquet file",
             source=source,
         ) from exc
+    _check_size(data, source)
     columns = list(schema)
     _check_columns(columns, source)
     wanted = [c for c in (*TEXT_COLUMNS, *JSON_COLUMNS) if c in schema]

@@ -431,13 +431,16 @@ def decode_messages(raw: Iterable[Any], memo: Memo | None = None) -> list[BaseMe
     if not isinstance(raw, list | tuple):
         raise MessageDecodeError(f"expected a list of messages, got {describe(raw)}")
     out: list[BaseMessage] = []
-    for item in raw:
+    for index, item in enumerate(raw):
         key = _memo_key(item) if memo is not None else None
         hit = memo.get(key) if key is not None else None
         if hit is not None and hit[0] == item:
             decoded = hit[1]
         else:
-            decoded = decode_message(item)
+            try:
+                decoded = decode_message(item)
+            except MessageDecodeError as exc:  # say which message of the list
+                raise MessageDecodeError(f"message {index}: {exc}") from exc
             if key is not None:
                 memo[key] = (item, decoded)
         for msg in decoded:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain_core.messages import HumanMessage
 
+from ctxlab._errors import UnsupportedSettingError
 from ctxlab._replay.policies.cache_aligned import aligned, aligned_params
 from ctxlab._replay.policies.engine import (
     AUTO,
@@ -162,7 +163,7 @@ class Codex(StagePolicy):
         elif window is not None:
             limit = int(window * self.auto_compact_fraction)
         else:
-            raise ValueError(
+            raise UnsupportedSettingError(
                 "codex: needs the model's window (window=N) or auto_compact_token_limit"
             )
         return aligned([CodexStage(limit, int(self.user_message_max_tokens))], self, trace, window)

@@ -64,6 +64,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxlab._cost import tokens as tk
 from ctxlab._cost.profiles import profile as lookup_profile
+from ctxlab._errors import UnsupportedSettingError
 from ctxlab._messages import AUTO, chars_per_token, kind_of, message_text, summary_message
 from ctxlab._replay.policies._engine_counts import (
     COUNTS_REFERENCES,
@@ -161,7 +162,7 @@ class Context:
         """A `("tokens", N)` / `("fraction", f)` size as tokens (fractions need a window)."""
         if kind == "fraction":
             if self.window is None:
-                raise ValueError(
+                raise UnsupportedSettingError(
                     f"{what}: a fraction needs the model's window (pass window=N or a model "
                     "with a known profile)"
                 )

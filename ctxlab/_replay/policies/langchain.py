@@ -26,6 +26,7 @@ from langchain_core.messages import (
 )
 
 from ctxlab._cost import tokens as tk
+from ctxlab._errors import UnsupportedSettingError
 from ctxlab._messages import chars_per_token, summary_message
 from ctxlab._replay.policies._engine_counts import (
     Grown,
@@ -588,7 +589,9 @@ class TrimStage:
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         limit = self.max_tokens if self.max_tokens is not None else ctx.window
         if limit is None:
-            raise ValueError("sliding-window: max_tokens needs a value (or a known window)")
+            raise UnsupportedSettingError(
+                "sliding-window: max_tokens needs a value (or a known window)"
+            )
         new = appended(self.prev_in, items) if self.fast else None
         if new is not None:
             self._index(items, len(self.prev_in))  # type: ignore[arg-type]

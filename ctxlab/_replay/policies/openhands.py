@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from ctxlab._cost import tokens as tk
+from ctxlab._errors import UnsupportedSettingError
 from ctxlab._replay.policies.base import Event
 from ctxlab._replay.policies.cache_aligned import aligned, aligned_params
 from ctxlab._replay.policies.engine import (
@@ -236,7 +237,9 @@ class WindowStage(RebuildStage):
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         view = self.view(items)
         if ctx.window is None:
-            raise ValueError("openhands-conversation-window needs the model's window (window=N)")
+            raise UnsupportedSettingError(
+                "openhands-conversation-window needs the model's window (window=N)"
+            )
         if self.count(view, ctx) <= ctx.window:
             return view
         first = first_user_index(view)

@@ -16,6 +16,7 @@ from langchain_core.messages import SystemMessage
 
 from ctxlab._cost import tokens as tk
 from ctxlab._cost.profiles import profile as lookup_profile
+from ctxlab._errors import UnsupportedSettingError
 from ctxlab._messages import AUTO, chars_per_token
 from ctxlab._replay.policies.deepagents.filesystem import NUM_CHARS_PER_TOKEN
 from ctxlab._replay.policies.deepagents.run import DeepAgentsRun
@@ -138,7 +139,9 @@ class DeepAgents:
         trigger, keep, truncate = self.trigger, self.keep, self.truncate_args_settings
         if self.stress is not None:
             if not has_profile:
-                raise ValueError("stress mode needs a window (a model profile or window=N)")
+                raise UnsupportedSettingError(
+                    "stress mode needs a window (a model profile or window=N)"
+                )
             trigger = ("fraction", self.stress) if trigger == AUTO else trigger
             keep = ("fraction", round(self.stress / 10, 6)) if keep == AUTO else keep
             if truncate == AUTO:
@@ -157,7 +160,10 @@ class DeepAgents:
         keep = tuple(keep)
         validate_size(keep[0], keep[1], "keep")
         if (any("fraction" in c for c in clauses) or keep[0] == "fraction") and not has_profile:
-            raise ValueError("Model profile information is required to use fractional limits")
+            raise UnsupportedSettingError(
+                "Model profile information is required to use fractional limits (pass "
+                "window=N or a model with a known profile)"
+            )
         truncate = dict(truncate) if truncate is not None else None
         budget = None
         if window is not None:

@@ -1,0 +1,136 @@
+"""The last check of a loaded trace: every message and tool definition holds what replay and
+evaluation walk, or the trace is refused with a located `TraceFormatError`.
+
+Each reader checks the fields it reads (`ctxlab._ingest.formats.fields`), but what a reader
+passes through untouched (content blocks, tool-call arguments, tool schemas) reaches the token
+counter, the policies and fact extraction as it was in the file. A text block whose `text` is
+`true` or missing, a tool definition that is `0`, arguments nested a thousand levels deep all
+loaded and then failed in a replay or an evaluation with a `TypeError`, `KeyError` or
+`RecursionError` naming no file. This check runs once per trace at the end of `ctxlab.load`,
+for every format, and names the file, the message (its position in the history, or the call
+whose input or output holds it), the field path and what was expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from ctxlab._errors import TraceFormatError
+from ctxlab._ingest.formats.fields import describe
+from ctxlab._trace import Trace
+
+MAX_NESTING = 100
+"""Deepest nesting of objects and lists allowed inside one message or tool definition. Real
+exports nest a few tens of levels at most (JSON schemas of tool parameters); the token counter
+and the fact extractor walk values recursively and must stay far from Python's recursion
+limit (1,000 frames)."""
+
+TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
+"""Content-block types whose `text` every step reads as a string."""
+
+
+def check_trace(trace: Trace) -> None:
+    """Raise `TraceFormatError` for the first message or tool definition of `trace` (or of its
+    subagents) that replay or evaluation could not walk."""
+    for where, message in _messages(trace):
+        problem = _message_problem(message)
+        if problem is not None:
+            raise TraceFormatError(f"{where}: {problem}", source=trace.source)
+    for i, tool in enumerate(trace.tools):
+        if not isinstance(tool, dict):
+            raise TraceFormatError(
+                f"tools[{i}]: expected a tool definition (an object), got {describe(tool)}",
+                source=trace.source,
+            )
+        if _too_deep(tool):
+            raise TraceFormatError(
+                f"tools[{i}]: {_nested_words()}; expected a tool definition",
+                source=trace.source,
+            )
+    for sub in trace.subagents:
+        check_trace(sub)
+
+
+def _messages(trace: Trace) -> Iterator[tuple[str, BaseMessage]]:
+    """Every distinct message the trace holds, with where it is, in words."""
+    seen: set[int] = set()
+
+    def fresh(message: BaseMessage) -> bool:
+        if id(message) in seen:
+            return False
+        seen.add(id(message))
+        return True
+
+    for position, message in enumerate(trace.messages):
+        if fresh(message):
+            yield f"message {position} ({message.type})", message
+    for message in trace.inserted:
+        if fresh(message):
+            yield f"inserted message ({message.type})", message
+    for kind, turns in (("call", trace.turns), ("harness call", trace.harness_calls)):
+        for turn in turns:
+            for k, message in enumerate(turn.inputs):
+                if fresh(message):
+                    yield f"{kind} {turn.index} input {k} ({message.type})", message
+            if turn.output is not None and fresh(turn.output):
+                yield f"{kind} {turn.index} output", turn.output
+
+
+def _message_problem(message: BaseMessage) -> str | None:
+    content = message.content
+    if isinstance(content, list):
+        for i, block in enumerate(content):
+            problem = _block_problem(block)
+            if problem is not None:
+                return f"field 'content[{i}]{problem}"
+    elif not isinstance(content, str):
+        return f"field 'content': expected text or a list of blocks, got {describe(content)}"
+    if isinstance(message, AIMessage):
+        for i, call in enumerate(message.tool_calls):
+            if _too_deep(call.get("args")):
+                return f"field 'tool_calls[{i}].args': {_nested_words()}"
+    for name in ("additional_kwargs", "response_metadata"):
+        if _too_deep(getattr(message, name, None)):
+            return f"field {name!r}: {_nested_words()}"
+    return None
+
+
+def _block_problem(block: Any) -> str | None:
+    """The rest of the error for one content block (after `content[i]`), or None."""
+    if isinstance(block, str):
+        return None
+    if not isinstance(block, dict):
+        return f"': expected a content block (an object) or text, got {describe(block)}"
+    if block.get("type") in TEXT_TYPES:
+        text = block.get("text")
+        if not isinstance(text, str):
+            got = "no 'text'" if "text" not in block else describe(text)
+            return f".text': expected the block's text (a string), got {got}"
+    if _too_deep(block):
+        return f"': {_nested_words()}"
+    return None
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether `value` nests objects and lists more than `MAX_NESTING` levels (walked without
+    recursion, so the check itself cannot overflow)."""
+    if not isinstance(value, dict | list | tuple):
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list | tuple))
+    return False
+
+
+def _nested_words() -> str:
+    return f"nested more than {MAX_NESTING} levels deep (expected the nesting of a trace export)"
+
+
+__all__ = ["MAX_NESTING", "check_trace"]
