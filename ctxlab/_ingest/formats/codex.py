@@ -638,6 +638,7 @@ def _session_meta(state: _Rollout, payload: dict[str, Any], where: _Where) -> No
         if k in payload
     }
     state.metadata.update(meta)
+    _recorded_limits(state, payload, where)
     provider = payload.get("model_provider")
     state.provider = where.text(provider, "payload.model_provider", optional=True) or state.provider
     base = payload.get("base_instructions")
@@ -649,11 +650,23 @@ def _session_meta(state: _Rollout, payload: dict[str, Any], where: _Where) -> No
         state.add_input(SystemMessage(content=text))
 
 
+_RECORDED_LIMITS = ("model_context_window", "model_auto_compact_token_limit")
+"""Settings Codex writes into `turn_context` (and some builds into `session_meta`) that fix
+when it compacts; check-replay runs the `codex` preset with them."""
+
+
+def _recorded_limits(state: _Rollout, payload: dict[str, Any], where: _Where) -> None:
+    for key in _RECORDED_LIMITS:
+        if payload.get(key) is not None:
+            state.metadata[key] = where.count(payload[key], f"payload.{key}")
+
+
 def _turn_context(state: _Rollout, payload: dict[str, Any], where: _Where) -> None:
     state.model = where.text(payload.get("model"), "payload.model", optional=True) or state.model
     effort = payload.get("effort")
     if effort is not None:
         state.metadata["effort"] = where.text(effort, "payload.effort")
+    _recorded_limits(state, payload, where)
     base = payload.get("base_instructions")
     if isinstance(base, str) and base and state.system is None and not state.history:
         state.system = base
