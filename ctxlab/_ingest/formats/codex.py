@@ -28,7 +28,9 @@ from langchain_core.messages import (
 )
 
 from ctxlab._errors import TraceFormatError
-from ctxlab._ingest.formats.messages import MessageDecodeError, parse_arguments
+from ctxlab._ingest.formats import redaction
+from ctxlab._ingest.formats.messages import MessageDecodeError
+from ctxlab._ingest.formats.redaction import arguments_or_text
 from ctxlab._ingest.inputs import Context, Inputs, Recorder
 from ctxlab._messages import summary_message
 from ctxlab._trace import RecordedCompaction, Trace, Turn
@@ -259,6 +261,7 @@ class _Rollout:
     compaction_tasks: list[tuple[int, int]] = field(default_factory=list)
     encrypted: int = 0
     web_searches: int = 0
+
     rebuilt_lines: list[int] = field(default_factory=list)
     remote_lines: list[int] = field(default_factory=list)
 
@@ -591,7 +594,7 @@ def _response_item(state: _Rollout, item: dict[str, Any], where: _Where) -> None
         if kind == "function_call":
             name = where.text(item.get("name"), "payload.name")
             try:
-                args = parse_arguments(item.get("arguments"))
+                args = arguments_or_text(item.get("arguments"))[0]
             except MessageDecodeError as exc:
                 raise where.fail(f"'payload.arguments': {exc}") from exc
         elif kind == "custom_tool_call":
@@ -758,6 +761,7 @@ def _trace(state: _Rollout, source: str, legacy: bool) -> Trace:
     if legacy:
         notes.append("This early rollout format records no model names or usage.")
     notes.extend(state.notes)
+    notes.extend(redaction.notes(state.history))
     trace_id = str(state.metadata.get("id") or Path(source).name.split(".")[0])
     return Trace(
         trace_id=trace_id,
