@@ -44,7 +44,22 @@ def _count_any_agent(path: Path) -> dict[str, int]:
     }
 
 
+def _count_openhands_resolver(path: Path) -> list[dict[str, int]]:
+    """openhands-resolver lines: one call per agent action (every action but the first,
+    the user's message); messages = every action and observation; calls = `metrics.costs`."""
+    out = []
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        for text in lines:
+            line = json.loads(text)
+            actions = [e for e in line["history"] if "action" in e]
+            observations = [e for e in line["history"] if "observation" in e]
+            assert len(line["metrics"]["costs"]) == len(actions) - 1
+            out.append({"turns": len(actions) - 1, "messages": len(actions) + len(observations)})
+    return out
+
+
 CORPUS = {path: _count_any_agent for path in sorted((DATA / "any-agent").glob("*.json.gz"))}
+RESOLVER = DATA / "openhands-resolver" / "output.jsonl.gz"
 
 
 @pytest.mark.parametrize("path", sorted(CORPUS), ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -79,3 +94,15 @@ def test_any_agent_tool_results_answer_the_calls_that_asked() -> None:
     assert "2025" in trace.messages[3].content
     # each later call saw the earlier answer and tool result
     assert [t.position for t in trace.turns] == [2, 4, 6, 7]
+
+
+def test_openhands_resolver_output_loads_with_the_counts_read_directly() -> None:
+    expected = _count_openhands_resolver(RESOLVER)
+    traces = ctxlab.load(RESOLVER)
+    assert [t.trace_id for t in traces] == ["neubig/pr-viewer#5", "neubig/pr-viewer#1"]
+    assert [{"turns": len(t.turns), "messages": len(t.messages)} for t in traces] == expected
+    first = traces[0]
+    assert first.format == "openhands-legacy"
+    assert "<execute_bash>\ntouch LICENSE\n</execute_bash>" in first.messages[1].content
+    assert first.messages[2].content.startswith("OBSERVATION:")
+    assert all(t.inputs[-1] is not None for t in first.turns)
