@@ -106,3 +106,17 @@ def test_openhands_resolver_output_loads_with_the_counts_read_directly() -> None
     assert "<execute_bash>\ntouch LICENSE\n</execute_bash>" in first.messages[1].content
     assert first.messages[2].content.startswith("OBSERVATION:")
     assert all(t.inputs[-1] is not None for t in first.turns)
+
+
+def test_the_corpus_table_in_the_docs_holds_the_counts_read_directly() -> None:
+    """docs/formats.md's corpus rows say what the stdlib scripts above find."""
+    docs = (DATA.parents[1] / "docs" / "formats.md").read_text()
+    for path, count in CORPUS.items():
+        row = next(line for line in docs.splitlines() if f"any-agent/{path.name} |" in line)
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        expected = count(path)
+        assert cells[4:7] == [
+            str(expected["turns"]),
+            str(expected["messages"]),
+            f"{expected['input_tokens']:,}",
+        ]
