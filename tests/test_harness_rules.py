@@ -176,3 +176,17 @@ def test_a_redacted_copy_reads_replays_and_checks_as_the_original(
         assert abs(first.token_error_median - second.token_error_median) <= 0.01
     row = _check_json(copy, capsys)[0]
     assert row["turn_agreement"] == first.turn_agreement
+
+
+def test_inspect_presets_take_the_logs_compaction_config() -> None:
+    """The react solver's `compaction=` parameters are in the log's plan; check-replay runs
+    the preset with them (threshold 4000 tokens here, not 90% of an unknown window)."""
+    logs = Path(__file__).resolve().parent / "data" / "inspect_ai"
+    (trim,) = ctxlab.load(logs / "react-trim.eval")
+    assert trim.metadata["compaction_config"]["type"] == "trim"
+    settings = recorded_settings(trim, "inspect-trim")
+    assert {k: v for k, (v, _) in settings.items()} == {"threshold": "4000", "preserve": "0.8"}
+    (summary,) = ctxlab.load(logs / "react-summary.eval")
+    assert {k: v for k, (v, _) in recorded_settings(summary, "inspect-summary").items()} == {
+        "threshold": "4000"
+    }

@@ -25,6 +25,7 @@ paired after the automatic ones but left out of `turn_agreement`: thresholds can
 from __future__ import annotations
 
 import dataclasses
+import json
 import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -88,6 +89,8 @@ def recorded_settings(trace: Trace, policy: str) -> dict[str, tuple[str, str]]:
     """
     if policy == "codex":
         return _codex_settings(trace)
+    if policy.startswith("inspect-"):
+        return _inspect_settings(trace, policy)
     if policy == "claude-code":
         return _claude_code_settings(trace)
     if policy != "deepagents":
@@ -126,6 +129,29 @@ def _codex_settings(trace: Trace) -> dict[str, tuple[str, str]]:
             str(limit),
             "the rollout's model_auto_compact_token_limit",
         )
+    return out
+
+
+INSPECT_SETTINGS = {
+    "inspect-summary": ("threshold", "instructions"),
+    "inspect-edit": ("threshold", "keep_thinking_turns", "keep_tool_uses", "keep_tool_inputs"),
+    "inspect-trim": ("threshold", "preserve"),
+}
+"""Parameters of each Inspect preset an Inspect log records in its plan's compaction config."""
+
+
+def _inspect_settings(trace: Trace, policy: str) -> dict[str, tuple[str, str]]:
+    config = trace.metadata.get("compaction_config")
+    if not isinstance(config, dict):
+        return {}
+    kind = config.get("type")
+    out: dict[str, tuple[str, str]] = {}
+    for key in INSPECT_SETTINGS.get(policy, ()):
+        value = config.get(key)
+        if value is None or isinstance(value, dict | list):
+            continue
+        text = json.dumps(value) if isinstance(value, bool) else str(value)
+        out[key] = (text, f"the log's plan: react(compaction={kind}(..., {key}={value!r}))")
     return out
 
 
