@@ -37,24 +37,41 @@ def arguments_or_text(raw: Any) -> tuple[dict[str, Any], bool]:
         raise
 
 
-def _has_marker(value: Any) -> bool:
-    kind = type(value)
-    if kind is str:
-        return MARK in value
-    if kind is dict:
-        return any(_has_marker(v) for v in value.values())
-    if kind is list or kind is tuple:
-        return any(_has_marker(v) for v in value)
+def _block_marked(block: Any) -> bool:
+    """A content block whose text (or a tool result's text) holds a marker."""
+    if type(block) is str:
+        return MARK in block
+    if type(block) is not dict:
+        return False
+    for key in ("text", "thinking", "content", "input"):
+        value = block.get(key)
+        if type(value) is str:
+            if MARK in value:
+                return True
+        elif type(value) is list and any(_block_marked(b) for b in value):
+            return True
+    return False
+
+
+def _marked(message: BaseMessage) -> bool:
+    """Whether a redaction marker is where redaction puts one: the content's texts, a tool
+    result's text, a tool call's argument values. A shallow look, on purpose: walking every
+    nested value cost a quarter of a Claude Code session's load time."""
+    content = message.content
+    if type(content) is str:
+        if MARK in content:
+            return True
+    elif any(_block_marked(b) for b in content):
+        return True
+    for call in getattr(message, "tool_calls", None) or ():
+        if any(type(v) is str and MARK in v for v in call["args"].values()):
+            return True
     return False
 
 
 def redacted_messages(messages: Sequence[BaseMessage]) -> int:
-    """How many messages hold a redaction marker (in their content or tool-call arguments)."""
-    return sum(
-        1
-        for m in messages
-        if _has_marker(m.content) or _has_marker(getattr(m, "tool_calls", None) or ())
-    )
+    """How many messages hold a redaction marker (in their texts or tool-call arguments)."""
+    return sum(1 for m in messages if _marked(m))
 
 
 def notes(messages: Sequence[BaseMessage]) -> list[str]:
