@@ -288,8 +288,14 @@ def test_a_preset_with_a_token_trigger_flags_late_triggers_too(shared: Any) -> N
 
     folder = shared / "data" / "real-traces" / "claude-code-session-compacted"
     main_trace = next(t for top in ctxlab.load(folder) for t in top.walk() if t.turns)
-    policy = get("claude-code", window=60_000)
+    policy = get("claude-code", window=60_000, counted_as="file")
     assert policy.thresholds(main_trace) == {"window": 60_000, "trigger": 60_000 - 20_000 - 13_000}
+    # counted as Claude Code counts (the default), the trigger in the policy's own count is
+    # where that estimate reaches the same 27,000
+    estimated = get("claude-code", window=60_000)
+    counted = estimated.harness_count(main_trace)
+    trigger = estimated.thresholds(main_trace)["trigger"]
+    assert trigger == counted.policy(27_000) and counted.harness(trigger) >= 27_000
     result = replay(main_trace, policy)
     row = summary(result, main_trace)
     late = result.turns["late_trigger"].to_list()

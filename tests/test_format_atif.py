@@ -331,3 +331,62 @@ def test_continuation_files_join_into_one_run_with_a_recorded_compaction(tmp_pat
     (alone,) = ctxlab.load(tmp_path / "trajectory.json")
     assert len(alone.turns) == 2 and alone.compactions == []
     assert any("continuation trajectory.cont-1.json was not loaded" in n for n in alone.notes)
+
+
+def _managed_run() -> tuple[dict[str, Any], dict[str, Any]]:
+    """A run whose harness compacted (a v1.7 `context_management` step replacing the context)
+    and then continued in a second file named by an object reference."""
+    head = conformant()
+    head["schema_version"] = "ATIF-v1.7"
+    head["trajectory_id"] = "run-1"
+    head["steps"].append(
+        {"step_id": 5, "source": "user", "message": "Summary: GOOGL trades at $185.35.",
+         "extra": {"context_management": {"type": "compaction", "boundary": "replace"}}}
+    )  # fmt: skip
+    head["steps"].append(
+        {"step_id": 6, "source": "agent", "message": "Anything else?",
+         "metrics": {"prompt_tokens": 90, "completion_tokens": 5}}
+    )  # fmt: skip
+    head["continued_trajectory_ref"] = {"trajectory_path": "cont.json"}
+    tail = {
+        "schema_version": "ATIF-v1.7",
+        "trajectory_id": "run-1-cont",
+        "agent": head["agent"],
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "Later summary.",
+             "extra": {"context_management": {"type": "compaction", "boundary": "replace"}}},
+            {"step_id": 2, "source": "agent", "message": "Done.",
+             "metrics": {"prompt_tokens": 40, "completion_tokens": 2}},
+        ],
+    }  # fmt: skip
+    return head, tail
+
+
+def test_context_management_steps_are_recorded_compactions(tmp_path: Path) -> None:
+    head, _ = _managed_run()
+    head.pop("continued_trajectory_ref")
+    (trace,) = ctxlab.load(write(tmp_path, head))
+    (compaction,) = trace.compactions
+    assert compaction.turn == 2 and compaction.kind == "summarize"
+    assert (compaction.pre_tokens, compaction.post_tokens) == (600, 90)
+    assert compaction.summary == "Summary: GOOGL trades at $185.35."
+    after = trace.turns[2]
+    assert after.compacted
+    assert [m.text for m in after.inputs] == [
+        "You are a finance agent.",
+        "Summary: GOOGL trades at $185.35.",
+    ]
+    assert [m.text for m in trace.inserted] == ["Summary: GOOGL trades at $185.35."]
+    assert all("Summary:" not in m.text for m in trace.messages)
+    assert any("context_management" in note for note in trace.notes)
+
+
+def test_a_continuation_named_by_an_object_is_joined(tmp_path: Path) -> None:
+    head, tail = _managed_run()
+    write(tmp_path, head, "run.json")
+    write(tmp_path, tail, "cont.json")
+    (trace,) = ctxlab.load(tmp_path)
+    assert len(trace.turns) == 4
+    assert [c.turn for c in trace.compactions] == [2, 3]
+    assert trace.compactions[1].summary == "Later summary."
+    assert [m.text for m in trace.turns[3].inputs][-1] == "Later summary."

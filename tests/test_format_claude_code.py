@@ -459,14 +459,14 @@ BAD = {
         "'message.usage.input_tokens'",
     ),
     "missing parent": (_user("u2", "nowhere", "hi"), 2, "'parentUuid': 'nowhere'"),
-    "tool input not an object": (
+    "tool input neither an object nor text": (
         _entry(
             "assistant",
             "u2",
             "a1",
             message={
                 "id": "m",
-                "content": [{"type": "tool_use", "id": "t", "name": "Bash", "input": "ls"}],
+                "content": [{"type": "tool_use", "id": "t", "name": "Bash", "input": 5}],
             },
         ),
         2,

@@ -432,7 +432,7 @@ def _bad(tmp_path: Path, bad: dict[str, Any]) -> ctxlab.TraceFormatError:
             _line(
                 2,
                 "response_item",
-                {"type": "function_call", "name": "f", "arguments": "{oops", "call_id": "c"},
+                {"type": "function_call", "name": "f", "arguments": 5, "call_id": "c"},
             ),
             "'payload.arguments'",
         ),

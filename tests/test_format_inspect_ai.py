@@ -138,6 +138,12 @@ def test_log_inspect_wrote_with_a_subagent_and_a_grader() -> None:
     assert len(trace.turns) == 3 and trace.recorded_input_tokens == 1765
     # model_graded_qa's grader runs in the scorer span: a harness call, not a turn
     assert [h.output.text for h in trace.harness_calls] == ["GRADE: C"]
+    (grader,) = trace.harness_calls
+    assert grader.name == "scorer"
+    share = grader.input_tokens / (grader.input_tokens + trace.recorded_input_tokens)
+    (note,) = [n for n in trace.notes if "scorer model calls" in n]
+    assert note.startswith(f"1 scorer model calls (mockllm/model: {grader.input_tokens:,} input")
+    assert f"{share:.0%} of the sample's input tokens" in note
     (sub,) = trace.subagents
     (researcher_call,) = [
         c for m in trace.messages if isinstance(m, AIMessage) for c in m.tool_calls

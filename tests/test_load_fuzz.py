@@ -10,6 +10,7 @@ parent-id cycles. Hypothesis is derandomized so a failure reproduces in CI.
 from __future__ import annotations
 
 import bz2
+import copy
 import gzip
 import lzma
 import random
@@ -184,7 +185,9 @@ def _mutate_values(values: list[Any], kind: str, rng: random.Random) -> None:
         if kind == "remove":
             del node[key]
         else:
-            node[key] = rng.choice(SWAPS)
+            # a fresh copy: the containers of SWAPS would otherwise be shared between the
+            # mutations of one run and could end up holding themselves (orjson then fails)
+            node[key] = copy.deepcopy(rng.choice(SWAPS))
         return
     holders = _dicts_with(values, ID_KEYS)
     if len(holders) < 2:

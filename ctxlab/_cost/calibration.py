@@ -26,6 +26,7 @@ excludes the cache) and is summed instead.
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -535,10 +536,114 @@ def _without_usage(trace: Trace, model: str | None, store: Store | None) -> Bill
     return Biller("estimated", model, default_fit(model, trace.provider))
 
 
+COUNTED_AS = ("usage", "first_call", "file")
+"""How a harness preset counts the parts of the request its file lacks (`counted_as`), best
+first: `usage` fits the recording's own usage, `first_call` adds what the first call's recorded
+input exceeds the file by, `file` counts only what the file holds (the estimate turned off)."""
+
+SCALE_RANGE = (0.5, 2.5)
+"""Scales of the policy's counter against recorded usage a `usage` fit may take: beyond them
+the usage differences are not measuring message growth (a model switch, a cache quirk), and
+the estimate falls back to `first_call`."""
+
+
+@dataclass(frozen=True, slots=True)
+class CountedAs:
+    """How a harness preset's decisions counted the request: what the harness itself counts
+    (`harness ≈ added_tokens + scale · policy count`) estimated from the recording.
+
+    A harness compacts on the tokens it sends: system prompt, tool schemas, messages, as the
+    provider counts them. A Claude Code file holds neither its system prompt nor its tool
+    schemas and a Codex rollout no tool schemas, so the policy's count of the file alone runs
+    short by a near-constant part (`added_tokens`), and its characters-per-token counter by a
+    factor (`scale`). `method` is one of `COUNTED_AS`; `calls` the recorded calls the estimate
+    came from.
+    """
+
+    method: str
+    added_tokens: int = 0
+    scale: float = 1.0
+    calls: int = 0
+
+    def harness(self, tokens: int) -> int:
+        """The policy's count of a request as the harness would have counted it."""
+        return round(self.added_tokens + self.scale * tokens)
+
+    def policy(self, tokens: int) -> int:
+        """The policy's count at which the harness's count reaches `tokens` (a threshold)."""
+        return max(1, math.ceil((tokens - self.added_tokens) / self.scale))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON `counted_as` object (`ctxlab check-replay --json`)."""
+        return {
+            "method": self.method,
+            "added_tokens": self.added_tokens,
+            "scale": round(self.scale, 4),
+            "calls": self.calls,
+        }
+
+
+FILE_ONLY = CountedAs("file")
+"""No estimate: the policy counts what the file holds."""
+
+
+def counted_as(trace: Trace, chars_per_token: float, method: str = "usage") -> CountedAs:
+    """Estimate what `trace`'s harness counted beyond the policy's count of the file.
+
+    The policy's count of call t is its tool schemas plus the history before t (`Turn.position`,
+    `chars_per_token` characters a token). Over the calls before the first recorded compaction,
+    where the history is what the harness sent, the recorded input is compared with it:
+
+    * `usage`: consecutive calls differ by the messages added between them, so the weighted
+      median of Δrecorded / Δcounted is the scale, and the median of recorded − scale · counted
+      what the file lacks (the calibration's offset, in the policy's own units). Fitted on the
+      later half of those calls, the sizes a threshold decides at: tokens per character drift
+      as a session moves from prose to code (on the shared Claude Code session a fit over all
+      calls undercounted its last calls by 8%, one over the later half by 3%). Needs two
+      differences and a scale inside `SCALE_RANGE`, else `first_call`;
+    * `first_call`: scale 1, added = the first call's recorded input minus its count;
+    * `file` (or no recorded usage): nothing added.
+    """
+    if method not in COUNTED_AS:
+        raise ValueError(f"counted_as must be one of {', '.join(COUNTED_AS)}, got {method!r}")
+    if method == "file":
+        return FILE_ONLY
+    stop = min((c.turn for c in trace.compactions), default=len(trace.turns))
+    stop = min([stop, *(t.index for t in trace.turns if t.compacted)])
+    tools = tk.tool_schema_tokens(trace.tools, chars_per_token) if trace.tools else 0
+    prefix = [0]
+    for message in trace.messages:
+        prefix.append(prefix[-1] + tk.message_tokens(message, chars_per_token))
+    points = [
+        (billed, tools + prefix[min(turn.position, len(trace.messages))])
+        for turn in trace.turns[:stop]
+        if (billed := billed_input(turn))
+    ]
+    if not points:
+        return FILE_ONLY
+    if method == "usage":
+        late = points[len(points) // 2 :] if len(points) >= 2 * MIN_DELTAS_SCALE + 2 else points
+        deltas = [
+            (b2 - b1, c2 - c1)
+            for (b1, c1), (b2, c2) in zip(late, late[1:], strict=False)
+            if c2 > c1 and b2 > b1
+        ]
+        if len(deltas) >= MIN_DELTAS_SCALE:
+            scale = _weighted_median([db / dc for db, dc in deltas], [dc for _, dc in deltas])
+            if SCALE_RANGE[0] <= scale <= SCALE_RANGE[1]:
+                added = statistics.median(b - scale * c for b, c in late)
+                return CountedAs("usage", max(0, round(added)), scale, len(late))
+    billed, counted = points[0]
+    return CountedAs("first_call", max(0, billed - counted), 1.0, 1)
+
+
 __all__ = [
+    "COUNTED_AS",
     "DEFAULT_FITS",
+    "FILE_ONLY",
     "METHODS",
     "Biller",
+    "CountedAs",
     "Fit",
     "TraceCalibration",
     "base_tokens",
@@ -547,6 +652,7 @@ __all__ = [
     "calibrate",
     "calibrate_trace",
     "calibrate_models",
+    "counted_as",
     "default_fit",
     "model_family",
     "models",

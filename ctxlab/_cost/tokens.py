@@ -29,6 +29,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from ctxlab._cost.redacted import hidden_in
+
 CHARS_PER_TOKEN = 4.0
 """LangChain's default; every chat model except ChatAnthropic is counted with it."""
 ANTHROPIC_CHARS_PER_TOKEN = 3.3
@@ -183,7 +185,8 @@ def _measure(message: BaseMessage) -> tuple[int, int]:
     else:
         chars = repr_len(content)
     if not listed and isinstance(message, AIMessage) and message.tool_calls:
-        chars += repr_len(message.tool_calls)
+        chars += repr_len(message.tool_calls) + hidden_in(message.tool_calls)
+    chars += hidden_in(content)  # redaction markers count as the text they hide
     if isinstance(message, ToolMessage):
         chars += len(message.tool_call_id)
     role = _ROLES.get(type(message))

@@ -25,10 +25,12 @@ paired after the automatic ones but left out of `turn_agreement`: thresholds can
 from __future__ import annotations
 
 import dataclasses
+import json
 import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ctxlab._cost.calibration import CountedAs
 from ctxlab._ingest.recorded import recorded_compactions
 from ctxlab._trace import RecordedCompaction, Trace
 
@@ -70,17 +72,27 @@ INSPECT_PRESETS = {
 
 def recorded_settings(trace: Trace, policy: str) -> dict[str, tuple[str, str]]:
     """Parameters of `policy` the recording fixes: name -> (value as `--set` spells it, where
-    it came from). Only `deepagents` reads them today, from what LangSmith keeps of the chat
-    model (`Trace.metadata`, see `ctxlab._ingest.formats.langsmith.recorded_model_settings`):
+    it came from). The presets apply the same values by default (`ctxlab.replay(trace,
+    "codex")` reads the rollout's window too); check-replay names them in a note and in the
+    JSON's `recorded_settings`.
 
-    * `window`: the recorded model profile's `max_input_tokens` (a harness run with its own
-      profile computes its fractions from it, not from the public model data);
-    * `chars_per_token`: LangChain's counter for the recorded model type, 3.3 for
-      `anthropic-chat` and 4 for every other (a wrapper or a test model named like Claude still
-      counts 4);
-    * `use_usage_metadata`: the middleware scales its count by the last recorded usage, so a
-      check of its decisions does too when the trace recorded usage.
+    * `deepagents`, from what LangSmith keeps of the chat model (`Trace.metadata`, see
+      `ctxlab._ingest.formats.langsmith.recorded_model_settings`): `window`, the recorded
+      model profile's `max_input_tokens`; `chars_per_token`, LangChain's counter for the
+      recorded model type (3.3 for `anthropic-chat`, 4 for every other); `use_usage_metadata`,
+      as the middleware scales its count by the last recorded usage;
+    * `codex`: `window`, the model's window behind the rollout's `model_context_window`
+      (`ctxlab._replay.policies.codex.window_from_recorded`), and
+      `auto_compact_token_limit`, the rollout's `model_auto_compact_token_limit`;
+    * `claude-code`: `window`, Claude Code's window for the recorded model id
+      (`ctxlab._replay.policies.claude_code.claude_code_window`), with the recorded version.
     """
+    if policy == "codex":
+        return _codex_settings(trace)
+    if policy.startswith("inspect-"):
+        return _inspect_settings(trace, policy)
+    if policy == "claude-code":
+        return _claude_code_settings(trace)
     if policy != "deepagents":
         return {}
     out: dict[str, tuple[str, str]] = {}
@@ -98,6 +110,64 @@ def recorded_settings(trace: Trace, policy: str) -> dict[str, tuple[str, str]]:
     if any(t.input_tokens is not None for t in trace.turns):
         out["use_usage_metadata"] = ("true", "the middleware scales its count by recorded usage")
     return out
+
+
+def _codex_settings(trace: Trace) -> dict[str, tuple[str, str]]:
+    from ctxlab._replay.policies.codex import EFFECTIVE_PERCENT, window_from_recorded
+
+    out: dict[str, tuple[str, str]] = {}
+    recorded = trace.metadata.get("model_context_window")
+    if isinstance(recorded, int) and recorded > 0:
+        window = window_from_recorded(recorded)
+        why = f"the rollout's model_context_window {recorded:,}"
+        if window != recorded:
+            why += f", {EFFECTIVE_PERCENT}% of the model's window"
+        out["window"] = (str(window), why)
+    limit = trace.metadata.get("model_auto_compact_token_limit")
+    if isinstance(limit, int) and limit > 0:
+        out["auto_compact_token_limit"] = (
+            str(limit),
+            "the rollout's model_auto_compact_token_limit",
+        )
+    return out
+
+
+INSPECT_SETTINGS = {
+    "inspect-summary": ("threshold", "instructions"),
+    "inspect-edit": ("threshold", "keep_thinking_turns", "keep_tool_uses", "keep_tool_inputs"),
+    "inspect-trim": ("threshold", "preserve"),
+}
+"""Parameters of each Inspect preset an Inspect log records in its plan's compaction config."""
+
+
+def _inspect_settings(trace: Trace, policy: str) -> dict[str, tuple[str, str]]:
+    config = trace.metadata.get("compaction_config")
+    if not isinstance(config, dict):
+        return {}
+    kind = config.get("type")
+    out: dict[str, tuple[str, str]] = {}
+    for key in INSPECT_SETTINGS.get(policy, ()):
+        value = config.get(key)
+        if value is None or isinstance(value, dict | list):
+            continue
+        text = json.dumps(value) if isinstance(value, bool) else str(value)
+        out[key] = (text, f"the log's plan: react(compaction={kind}(..., {key}={value!r}))")
+    return out
+
+
+def _claude_code_settings(trace: Trace) -> dict[str, tuple[str, str]]:
+    from ctxlab._replay.policies.claude_code import claude_code_window
+
+    if not trace.model or not trace.format.startswith("claude-code"):
+        return {}  # the window rule is Claude Code's: a trace of another harness keeps its own
+    window = claude_code_window(trace.model)
+    version = trace.metadata.get("version")
+    why = f"Claude Code{' ' + version if isinstance(version, str) else ''}'s window for " + (
+        f"{trace.model} (1M: the model id ends in [1m])"
+        if window > 200_000
+        else f"{trace.model} (200k: the model id does not ask for the 1M context)"
+    )
+    return {"window": (str(window), why)}
 
 
 def preset_for(trace: Trace) -> tuple[str, str | None]:
@@ -145,6 +215,11 @@ class Paired:
     replayed: Event | None
     replayed_tokens: int | None
     note: str | None = None
+    replayed_policy_tokens: int | None = None
+    """`replayed_tokens` as the policy counted the file alone (equal to it unless the replay's
+    `counted_as` added what the file lacks)."""
+    replayed_tokens_before: int | None = None
+    """The paired event's count when it fired, in `replayed_tokens`' terms."""
 
     @property
     def counted(self) -> bool:
@@ -188,7 +263,8 @@ class Paired:
             "counted": self.counted,
             "agrees": self.agrees,
             "token_error": self.token_error,
-            "replayed_tokens_before": e.tokens_before if e is not None else None,
+            "replayed_tokens_before": self.replayed_tokens_before,
+            "replayed_policy_tokens": self.replayed_policy_tokens,
             "recorded_post_tokens": r.post_tokens,
             "recorded_summary": r.summary,
             "replayed_summary": e.summary if e is not None else None,
@@ -208,6 +284,8 @@ class Check:
     unpaired: list[Event] = field(default_factory=list)
     """Replayed compactions no recorded one was paired with (the replay's extra ones)."""
     notes: list[str] = field(default_factory=list)
+    counted_as: CountedAs | None = None
+    """How the replay counted the parts the file lacks (`Replay.counted_as`)."""
 
     @property
     def turn_agreement(self) -> float | None:
@@ -234,6 +312,7 @@ class Check:
             "params": self.params,
             "unpaired_replayed_turns": [e.turn for e in self.unpaired],
             "notes": list(self.notes),
+            "counted_as": self.counted_as.as_dict() if self.counted_as is not None else None,
         }
 
 
@@ -256,13 +335,23 @@ def check(trace: Trace, replay: Replay) -> Check:
         if i not in match and j not in taken:
             match[i] = j
             taken.add(j)
+    counted = replay.counted_as
+    harness = counted.harness if counted is not None else (lambda tokens: tokens)
     context = [c.context_tokens for c in replay.calls]
     lowest = _lowest_threshold(replay, trace)
+    lowest = harness(lowest) if lowest is not None else None
     events = []
     for i, r in enumerate(recorded):
         event = replayed[match[i]] if i in match else None
         before = context[r.turn - 1] if 0 < r.turn <= len(context) else None
-        paired = Paired(r, event, before)
+        fired = event.tokens_before if event is not None else None
+        paired = Paired(
+            r,
+            event,
+            harness(before) if before is not None else None,
+            replayed_policy_tokens=before,
+            replayed_tokens_before=harness(fired) if fired is not None else None,
+        )
         events.append(dataclasses.replace(paired, note=_note(paired, lowest)))
     result = Check(
         trace_id=trace.trace_id,
@@ -270,11 +359,28 @@ def check(trace: Trace, replay: Replay) -> Check:
         params=replay.params,
         events=events,
         unpaired=[e for j, e in enumerate(replayed) if j not in taken],
+        counted_as=counted,
     )
+    if counted is not None and counted.method != "file":
+        result.notes.append(_counted_note(counted))
     median = result.token_error_median
     if median is not None and median > TOKEN_GOAL:
         result.notes.append(_count_gap(trace, replay, median))
     return result
+
+
+def _counted_note(counted: CountedAs) -> str:
+    """What the replay added to its count of the file, and from what."""
+    how = {
+        "usage": f"fitted to the recorded usage of {counted.calls} calls before any compaction",
+        "first_call": "the first call's recorded input minus what the file holds",
+    }[counted.method]
+    return (
+        f"counted as the harness counts (counted_as={counted.method}): "
+        f"{counted.added_tokens:,} tokens the file lacks (system prompt, tool schemas) + "
+        f"{counted.scale:.3f} x the policy's count, {how}; set counted_as=file to count the "
+        "file alone"
+    )
 
 
 def _count_gap(trace: Trace, replay: Replay, median: float) -> str:
@@ -283,8 +389,11 @@ def _count_gap(trace: Trace, replay: Replay, median: float) -> str:
     text = f"pre-compaction tokens differ by a median {median:.0%} (goal {TOKEN_GOAL:.0%})"
     first = trace.turns[0].input_tokens if trace.turns else None
     if first is not None and replay.calls:
+        ours = replay.calls[0].context_tokens
+        if replay.counted_as is not None:
+            ours = replay.counted_as.harness(ours)
         text += (
-            f"; at the first call the replay counts {replay.calls[0].context_tokens:,} tokens "
+            f"; at the first call the replay counts {ours:,} tokens "
             f"where the recording says {first:,}"
         )
     if trace.notes:
@@ -322,8 +431,8 @@ def _note(p: Paired, lowest: int | None) -> str | None:
     elif not p.agrees and p.calls_apart is not None:
         side = "earlier" if p.calls_apart < 0 else "later"
         why = f"the replay compacted {abs(p.calls_apart)} calls {side}"
-        if p.replayed.tokens_before is not None:
-            why += f", at {p.replayed.tokens_before:,} tokens"
+        if p.replayed_tokens_before is not None:
+            why += f", at {p.replayed_tokens_before:,} tokens"
         if r.pre_tokens is not None:
             why += f" (the recording compacted after a call of {r.pre_tokens:,})"
         parts.append(why)

@@ -251,9 +251,12 @@ def _unknown(value: Any) -> str:
     )
 
 
-def _items(value: dict[str, Any], source: str, line: int | None) -> list[Any]:
-    """The run records of an ingestion-ops object, `{"post": [...], "patch": [...]}`."""
-    items: list[Any] = []
+def _items(value: dict[str, Any], source: str, line: int | None) -> list[tuple[str, Any]]:
+    """The run records of an ingestion-ops object, `{"post": [...], "patch": [...]}`, each with
+    its name in the file (`patch[0]`). The JS SDK writes patches without `id`: they name their
+    run by `trace_id` and `dotted_order`, whose last segment ends in the run's id
+    (`langsmith.id_from_dotted`), so the id is taken from there."""
+    items: list[tuple[str, Any]] = []
     for key in ("post", "patch"):
         part = value.get(key)
         if part is None:
@@ -264,7 +267,24 @@ def _items(value: dict[str, Any], source: str, line: int | None) -> list[Any]:
                 source=source,
                 line=line,
             )
-        items.extend(part)
+        for index, item in enumerate(part):
+            name = f"{key}[{index}]"
+            if isinstance(item, dict) and "id" not in item and "run_id" not in item:
+                rid = langsmith.id_from_dotted(item.get("dotted_order"))
+                if rid is None:
+                    missing = (
+                        "dotted_order"
+                        if "dotted_order" not in item
+                        else "run id at the end of its dotted_order"
+                    )
+                    raise TraceFormatError(
+                        f"{name}: no 'id', and no {missing} to take it from "
+                        f"(keys: {', '.join(sorted(item)) or 'none'})",
+                        source=source,
+                        line=line,
+                    )
+                item = {**item, "id": rid}
+            items.append((name, item))
     return items
 
 
@@ -288,18 +308,18 @@ def _split(path: Path) -> tuple[list[langsmith.Run], list[Trace], str | None]:
     raw_runs: list[dict[str, Any]] = []
     webhook = False
     for value, line in chain(head, stream):  # one at a time: a bad line stops the read
-        items: list[Any]
+        items: list[tuple[str, Any]]
         indexed = True
         if isinstance(value, dict) and isinstance(value.get("runs"), list):
-            items, webhook = value["runs"], True
+            items, webhook = [(f"item {i}", v) for i, v in enumerate(value["runs"])], True
         elif (
             isinstance(value, dict) and ("post" in value or "patch" in value) and "id" not in value
         ):
             items = _items(value, source, line)
         elif langsmith.looks_like_run(value):
-            items, indexed = [value], False
+            items, indexed = [("", value)], False
         elif isinstance(value, list) and any(langsmith.looks_like_run(v) for v in value):
-            items = value
+            items = [(f"item {i}", v) for i, v in enumerate(value)]
         elif looks_like_message_list(value):
             stem = path.name.split(".")[0]
             trace_id = stem if line is None else f"{stem}:{line}"
@@ -307,8 +327,8 @@ def _split(path: Path) -> tuple[list[langsmith.Run], list[Trace], str | None]:
             continue
         else:
             raise TraceFormatError(_unknown(value), source=source, line=line)
-        for index, item in enumerate(items):
-            where = f"item {index}: " if indexed else ""
+        for name, item in items:
+            where = f"{name}: " if indexed else ""
             if not langsmith.looks_like_run(item):
                 raise TraceFormatError(
                     f"{where}expected a LangSmith run record (an object with 'id' and "

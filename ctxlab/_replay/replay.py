@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from ctxlab._cost.billing import BillerLike, Billing, bill
+from ctxlab._cost.calibration import CountedAs
 from ctxlab._messages import KINDS
 from ctxlab._replay.policies._engine_facts import turn_table
 from ctxlab._replay.policies.base import Call, Event, Files, Policy, PolicyRun
@@ -64,6 +65,10 @@ class Replay:
     summarizer: Summarizer | None = field(default=None, repr=False, compare=False)
     biller: BillerLike | None = field(default=None, repr=False, compare=False)
     """What bills the requests (`ctxlab._cost.calibration.Biller`); None: `biller_for(trace)`."""
+    counted_as: CountedAs | None = None
+    """How a harness preset counted the request parts the file lacks (system prompt, tool
+    schemas) in its decisions: method, tokens added, scale (`ctxlab._cost.calibration.CountedAs`).
+    None: the policy counts the file as it is (every non-harness policy)."""
 
     @cached_property
     def billing(self) -> Billing:
@@ -204,4 +209,12 @@ def replay_with_run(
         trace=trace,
         source_policy=policy,
         summarizer=summarizer,
+        counted_as=harness_count(policy, trace),
     ), run
+
+
+def harness_count(policy: Policy, trace: Trace) -> CountedAs | None:
+    """`policy.harness_count(trace)` for the harness presets that estimate what a file lacks
+    (Claude Code, Codex), else None."""
+    method = getattr(policy, "harness_count", None)
+    return method(trace) if method is not None else None

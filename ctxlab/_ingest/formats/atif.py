@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab._errors import TraceFormatError
-from ctxlab._ingest.inputs import Inputs
+from ctxlab._ingest.inputs import Inputs, Part
 from ctxlab._trace import RecordedCompaction, Trace, Turn
 
 if TYPE_CHECKING:
@@ -176,6 +176,14 @@ class _Builder:
     context), for `link` to join the segments of one run."""
     aggregated: int = 0
     unmatched: int = 0
+    compactions: list[RecordedCompaction] = field(default_factory=list)
+    inserted: list[BaseMessage] = field(default_factory=list)
+    context: list[Part] | None = None
+    """After a `context_management` step that replaced the context: the request's leading
+    parts (system prompt, the compacted context), then the history from `boundary` on."""
+    boundary: int = 0
+    announced: dict[str, Any] | None = None
+    """A compaction step waiting for the agent step that first sees its context."""
 
     def step(self, raw: Any, index: int) -> None:
         where = self.where
@@ -194,6 +202,21 @@ class _Builder:
             self.deviations.add("steps with source 'assistant' are read as agent steps")
         message = _content(step.get("message"), "message", where)
         self.before = len(self.messages)
+        managed = _opt_obj(
+            _opt_obj(step.get("extra"), "extra", where).get("context_management"),
+            "extra.context_management",
+            where,
+        )
+        if managed.get("type") == "compaction":
+            self.compacted(managed, message, kind)
+            self.results(
+                _list(
+                    _opt_obj(step.get("observation"), "observation", where).get("results"),
+                    "observation.results",
+                    where,
+                )
+            )
+            return
         copied = step.get("is_copied_context")
         if copied is not None and not isinstance(copied, bool):
             raise where.error(f"field 'is_copied_context' must be a boolean, got {copied!r}")
@@ -211,6 +234,38 @@ class _Builder:
         self.results(results)
         if copied and self.copied_prefix == self.before:
             self.copied_prefix = len(self.messages)
+
+    def compacted(self, managed: dict[str, Any], message: str | list[Any], kind: str) -> None:
+        """A step that records the harness's own compaction (`extra.context_management =
+        {"type": "compaction", "boundary": "replace" | ...}`): its message is the compacted
+        context the next calls see (a summary: `Trace.inserted`, not the history). With
+        `boundary: "replace"` it replaces everything before it but the system prompt; with any
+        other boundary it is added to the context."""
+        summary: BaseMessage = (
+            SystemMessage(content=message) if kind == "system" else HumanMessage(content=message)
+        )
+        self.inserted.append(summary)
+        head: list[Part]
+        if managed.get("boundary") == "replace":
+            head = [(self.messages, 0, 1 if self.has_system else 0)]
+        elif self.context is not None:
+            head = [*self.context, (self.messages, self.boundary, len(self.messages))]
+        else:
+            head = [(self.messages, 0, len(self.messages))]
+        self.context = [*head, ([summary], 0, 1)]
+        self.boundary = len(self.messages)
+        trigger = managed.get("trigger")
+        self.announced = {
+            "summary": summary.text,
+            "trigger": trigger if trigger in ("auto", "manual") else "auto",
+        }
+
+    def inputs(self, position: int) -> Inputs:
+        """What the call at `position` received: every step before it, or after a recorded
+        compaction the compacted context and the steps since."""
+        if self.context is None:
+            return Inputs.prefix(self.messages, position)
+        return Inputs([*self.context, (self.messages, self.boundary, position)])
 
     def system(self, message: str | list[Any], has_results: bool) -> None:
         if not self.messages and not self.turns:
@@ -284,11 +339,25 @@ class _Builder:
         self.aggregated += count is not None and count > 1
         timestamp = _opt_str(step.get("timestamp"), "timestamp", where)
         details = (usage or {}).get("input_token_details", {})
+        announced, self.announced = self.announced, None
+        if announced is not None:
+            self.compactions.append(
+                RecordedCompaction(
+                    turn=len(self.turns),
+                    kind="summarize",
+                    trigger=announced["trigger"],
+                    pre_tokens=self.turns[-1].input_tokens if self.turns else None,
+                    post_tokens=prompt,
+                    summary=announced["summary"] or None,
+                    started_at=timestamp,
+                )
+            )
         self.turns.append(
             Turn(
                 index=len(self.turns),
                 position=position,
-                inputs=Inputs.prefix(self.messages, position),
+                inputs=self.inputs(position),
+                compacted=announced is not None,
                 output=output,
                 model=model,
                 run_id=str(where.step),
@@ -347,6 +416,12 @@ def _notes(builder: _Builder, tools: list[Any]) -> list[str]:
             "Agent steps that aggregate several model calls (llm_call_count > 1) are read as one "
             f"call each, with the summed metrics: {builder.aggregated}."
         )
+    if builder.compactions:
+        notes.append(
+            f"Steps recording the harness's own compaction (extra.context_management type "
+            f"'compaction'): {len(builder.compactions)}; each is a recorded compaction, its "
+            "message the compacted context the next calls received (in Trace.inserted)."
+        )
     if builder.unmatched:
         notes.append(
             "Observation results naming a call no step made are read as user messages: "
@@ -386,6 +461,8 @@ def _trajectory(root: Any, where: _Where, fallback_id: str) -> Trace:
         turns=builder.turns,
         tools=tools,
         model=model or (models.most_common(1)[0][0] if models else None),
+        inserted=builder.inserted,
+        compactions=builder.compactions,
         metadata={
             "schema_version": version,
             "session_id": session,
@@ -480,7 +557,9 @@ def _join(head: Trace, segment: Trace) -> None:
             )
         )
     head.inserted.extend(carried)
-    if segment.turns:
+    head.inserted.extend(segment.inserted)
+    head.compactions.extend(replace(c, turn=c.turn + first) for c in segment.compactions)
+    if segment.turns and not any(c.turn == 0 for c in segment.compactions):
         head.compactions.append(
             RecordedCompaction(
                 turn=first,
@@ -504,18 +583,43 @@ def _join(head: Trace, segment: Trace) -> None:
     head.metadata["continued_trajectory_ref"] = segment.metadata.get("continued_trajectory_ref")
 
 
+def _ref_name(ref: Any) -> str | None:
+    """How a `continued_trajectory_ref` names its file: a path, or (v1.7 objects) its
+    `trajectory_path`, `trajectory_id` or `session_id`; None when it names nothing."""
+    if isinstance(ref, str):
+        return ref or None
+    if isinstance(ref, dict):
+        return next((str(ref[k]) for k in KEYS if ref.get(k) is not None), None)
+    return None
+
+
+def _continues(ref: Any, head: Trace, candidate: Trace) -> bool:
+    """Whether `candidate` is the continuation `ref` (a path beside `head`'s file, or an
+    object naming it) points at."""
+    return (
+        _matches(ref, head, candidate)
+        if isinstance(ref, dict)
+        else _same_file(ref, head, candidate)
+    )
+
+
 def _continue(traces: list[Trace], taken: set[int]) -> None:
     """Join every run split over files by `continued_trajectory_ref`, in chain order."""
     for head in traces:
         while id(head) not in taken:
             ref = head.metadata.get("continued_trajectory_ref")
-            if not isinstance(ref, str) or not ref:
+            named = _ref_name(ref)
+            if named is None:
                 break
             segment = next(
-                (t for t in traces if t is not head and id(t) not in taken
-                 and _same_file(ref, head, t)),
+                (
+                    t
+                    for t in traces
+                    if t is not head and id(t) not in taken and _continues(ref, head, t)
+                ),
                 None,
-            )  # fmt: skip
+            )
+            ref = named
             if segment is None:
                 head.notes.append(f"The continuation {ref} was not loaded with this trajectory.")
                 break

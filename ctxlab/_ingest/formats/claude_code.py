@@ -27,6 +27,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from ctxlab._errors import TraceFormatError
+from ctxlab._ingest.formats import redaction
 from ctxlab._ingest.formats.claude_code_chain import Conversation, build, check_parents
 from ctxlab._ingest.formats.claude_code_lines import MESSAGE_TYPES, Line, Parsed, parse
 from ctxlab._ingest.inputs import Inputs
@@ -96,6 +97,7 @@ def _trace(
             f"Calls used {len(models)} models ({counts}); the trace's model is the one with the "
             "most calls, and each turn keeps its own."
         )
+    extra.extend(redaction.notes(conversation.messages))
     return Trace(
         trace_id=trace_id,
         format=NAME,

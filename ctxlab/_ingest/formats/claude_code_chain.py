@@ -25,6 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from ctxlab._errors import TraceFormatError
 from ctxlab._ingest.formats.claude_code_lines import MESSAGE_TYPES, Line
+from ctxlab._ingest.formats.redaction import arguments_or_text
 from ctxlab._ingest.inputs import Context, Recorder
 from ctxlab._trace import RecordedCompaction, Turn
 
@@ -136,6 +137,14 @@ def _dropped_branches(messages: list[Line], by_uuid: dict[str, Line], included: 
     return sum(1 for line in messages if line.uuid not in inner and line.uuid not in included)
 
 
+def _input_as_args(block: dict[str, Any]) -> dict[str, Any]:
+    """A `tool_use` block whose `input` is text (redacted, or cut mid-JSON) with the text kept
+    as its arguments (`redaction.arguments_or_text`); any other block as it is."""
+    if block["type"] != "tool_use" or not isinstance(block.get("input"), str):
+        return block
+    return {**block, "input": arguments_or_text(block["input"])[0]}
+
+
 def _ai_message(lines: list[Line]) -> tuple[AIMessage, Line]:
     """One API message from its streamed lines, and the line whose usage is final."""
     blocks: list[dict[str, Any]] = []
@@ -148,6 +157,7 @@ def _ai_message(lines: list[Line]) -> tuple[AIMessage, Line]:
                 seen_calls.add(block["id"])
             blocks.append(block)
     last = next((line for line in reversed(lines) if line.usage is not None), lines[-1])
+    blocks = [_input_as_args(b) for b in blocks]
     calls = [
         {"name": b["name"], "args": b["input"], "id": b["id"], "type": "tool_call"}
         for b in blocks

@@ -28,7 +28,9 @@ from langchain_core.messages import (
 )
 
 from ctxlab._errors import TraceFormatError
-from ctxlab._ingest.formats.messages import MessageDecodeError, parse_arguments
+from ctxlab._ingest.formats import redaction
+from ctxlab._ingest.formats.messages import MessageDecodeError
+from ctxlab._ingest.formats.redaction import arguments_or_text
 from ctxlab._ingest.inputs import Context, Inputs, Recorder
 from ctxlab._messages import summary_message
 from ctxlab._trace import RecordedCompaction, Trace, Turn
@@ -259,6 +261,7 @@ class _Rollout:
     compaction_tasks: list[tuple[int, int]] = field(default_factory=list)
     encrypted: int = 0
     web_searches: int = 0
+
     rebuilt_lines: list[int] = field(default_factory=list)
     remote_lines: list[int] = field(default_factory=list)
 
@@ -591,7 +594,7 @@ def _response_item(state: _Rollout, item: dict[str, Any], where: _Where) -> None
         if kind == "function_call":
             name = where.text(item.get("name"), "payload.name")
             try:
-                args = parse_arguments(item.get("arguments"))
+                args = arguments_or_text(item.get("arguments"))[0]
             except MessageDecodeError as exc:
                 raise where.fail(f"'payload.arguments': {exc}") from exc
         elif kind == "custom_tool_call":
@@ -638,6 +641,7 @@ def _session_meta(state: _Rollout, payload: dict[str, Any], where: _Where) -> No
         if k in payload
     }
     state.metadata.update(meta)
+    _recorded_limits(state, payload, where)
     provider = payload.get("model_provider")
     state.provider = where.text(provider, "payload.model_provider", optional=True) or state.provider
     base = payload.get("base_instructions")
@@ -649,11 +653,23 @@ def _session_meta(state: _Rollout, payload: dict[str, Any], where: _Where) -> No
         state.add_input(SystemMessage(content=text))
 
 
+_RECORDED_LIMITS = ("model_context_window", "model_auto_compact_token_limit")
+"""Settings Codex writes into `turn_context` (and some builds into `session_meta`) that fix
+when it compacts; check-replay runs the `codex` preset with them."""
+
+
+def _recorded_limits(state: _Rollout, payload: dict[str, Any], where: _Where) -> None:
+    for key in _RECORDED_LIMITS:
+        if payload.get(key) is not None:
+            state.metadata[key] = where.count(payload[key], f"payload.{key}")
+
+
 def _turn_context(state: _Rollout, payload: dict[str, Any], where: _Where) -> None:
     state.model = where.text(payload.get("model"), "payload.model", optional=True) or state.model
     effort = payload.get("effort")
     if effort is not None:
         state.metadata["effort"] = where.text(effort, "payload.effort")
+    _recorded_limits(state, payload, where)
     base = payload.get("base_instructions")
     if isinstance(base, str) and base and state.system is None and not state.history:
         state.system = base
@@ -745,6 +761,7 @@ def _trace(state: _Rollout, source: str, legacy: bool) -> Trace:
     if legacy:
         notes.append("This early rollout format records no model names or usage.")
     notes.extend(state.notes)
+    notes.extend(redaction.notes(state.history))
     trace_id = str(state.metadata.get("id") or Path(source).name.split(".")[0])
     return Trace(
         trace_id=trace_id,

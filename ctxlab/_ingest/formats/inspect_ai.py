@@ -548,7 +548,7 @@ def _walk(s: _Sample, events: list[Any]) -> _Events:
                 if event.get("cache") == "read":
                     found.cached += 1
                 if scoring or any(k == "scorer" for _, k in chain):
-                    found.scorer_calls.append(call)
+                    found.scorer_calls.append(replace(call, role="scorer"))  # harness call name
                 else:
                     found.calls.append(call)
 
@@ -784,6 +784,7 @@ def _sample_trace(log: _Log, sample: Any, index: int) -> Trace:
             attach(sub, child)
 
     attach(trace, None)
+    trace.notes.extend(_scorer_note(trace, len(found.scorer_calls)))
     if all(t.input_tokens is None for t in trace.turns):
         trace.notes.append("The log records no token usage for this sample's model calls.")
     if found.cached:
@@ -792,6 +793,24 @@ def _sample_trace(log: _Log, sample: Any, index: int) -> Trace:
             "is what the cache recorded."
         )
     return trace
+
+
+def _scorer_note(trace: Trace, scorers: int) -> list[str]:
+    """Scorer (grader) model calls are the eval's, not the agent's: kept in `harness_calls`
+    (named `scorer`), never replayed; the note says how much of the billed input they are,
+    which can be most of it (a model-graded scorer re-reads the whole transcript)."""
+    if not scorers:
+        return []
+    calls = [c for c in trace.harness_calls if c.name == "scorer"]
+    scored = sum(c.input_tokens or 0 for c in calls)
+    agent = sum(t.input_tokens or 0 for t in trace.turns)
+    share = f", {scored / (scored + agent):.0%} of the sample's input tokens" if scored else ""
+    models = sorted({c.model for c in calls if c.model})
+    return [
+        f"{scorers} scorer model calls ({', '.join(models) or 'model not recorded'}: "
+        f"{scored:,} input tokens{share}) are kept in harness_calls as 'scorer' calls, not "
+        "replayed as the agent's turns."
+    ]
 
 
 def read(values: list[tuple[Any, int | None]], source: str) -> list[Trace]:
@@ -817,4 +836,22 @@ def read(values: list[tuple[Any, int | None]], source: str) -> list[Trace]:
         raise TraceFormatError(
             f"samples: expected a list of samples, got {_type_name(samples)}", source=source
         )
-    return [_sample_trace(log, sample, i) for i, sample in enumerate(samples)]
+    traces = [_sample_trace(log, sample, i) for i, sample in enumerate(samples)]
+    config = _compaction_config(doc.get("plan"))
+    if config is not None:
+        for trace in traces:
+            trace.metadata["compaction_config"] = config
+    return traces
+
+
+def _compaction_config(plan: Any) -> dict[str, Any] | None:
+    """The compaction a solver of the plan was given (`react(compaction=...)`: `{"type":
+    "summary" | "edit" | "trim" | "native" | "auto", "threshold", ...}`), as the log records
+    its parameters; the `inspect-*` presets run with it (`check_replay.recorded_settings`)."""
+    steps = plan.get("steps") if isinstance(plan, dict) else None
+    for step in steps if isinstance(steps, list) else []:
+        params = step.get("params") if isinstance(step, dict) else None
+        config = params.get("compaction") if isinstance(params, dict) else None
+        if isinstance(config, dict) and isinstance(config.get("type"), str):
+            return config
+    return None

@@ -109,6 +109,13 @@ def _dotted_id(segment: str) -> str | None:
     return segment[segment.find("Z") + 1 :] or None
 
 
+def id_from_dotted(dotted: Any) -> str | None:
+    """The run id a dotted order ends in (its last `<timestamp>Z<uuid>` segment), or None."""
+    if not isinstance(dotted, str) or not dotted:
+        return None
+    return _dotted_id(dotted.split(".")[-1])
+
+
 def _parent_from_dotted(dotted: str | None) -> str | None:
     if not dotted or "." not in dotted:
         return None

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 NAME = "openhands"
 DESCRIPTION = (
     "an OpenHands event stream (a list of events with 'source' and 'action' or 'observation') "
-    "or evaluation output (JSONL lines with 'instance_id' and 'history')"
+    "or evaluation / resolver output (JSONL lines with 'instance_id' or 'issue' and 'history')"
 )
 
 SKIPPED = frozenset(
@@ -60,7 +60,8 @@ def _is_event(value: Any) -> bool:
 
 
 def _is_instance(value: Any) -> bool:
-    if not (isinstance(value, dict) and "instance_id" in value):
+    """An evaluation line (`instance_id`) or a resolver line (`issue`, no `instance_id`)."""
+    if not (isinstance(value, dict) and ("instance_id" in value or "issue" in value)):
         return False
     history = value.get("history")
     return isinstance(history, list) and (not history or _is_event(history[0]))
@@ -631,6 +632,9 @@ def _instance(value: Any, where: _Where, stem: str) -> Trace:
             line=where.line,
         )
     instance_id = value.get("instance_id")
+    issue = value.get("issue") if isinstance(value.get("issue"), dict) else {}
+    if instance_id is None and issue.get("repo") and issue.get("number") is not None:
+        instance_id = f"{issue.get('owner')}/{issue['repo']}#{issue['number']}"  # resolver
     trace_id = str(instance_id) if instance_id is not None else f"{stem}:{where.line}"
     trace, builder = _build(history, where, trace_id)
     metadata = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}

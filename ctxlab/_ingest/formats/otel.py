@@ -17,6 +17,8 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from ctxlab._errors import TraceFormatError
 from ctxlab._ingest.formats.langsmith import fingerprint, looks_like_summary
+from ctxlab._ingest.formats.otel_any_agent import NOTE as ANY_AGENT_NOTE
+from ctxlab._ingest.formats.otel_any_agent import complete, is_any_agent
 from ctxlab._ingest.formats.otel_messages import Call, Memo, is_model_call, lacks_ids, read_call
 from ctxlab._ingest.formats.otel_spans import (
     Span,
@@ -24,6 +26,7 @@ from ctxlab._ingest.formats.otel_spans import (
     looks_like_attribute_map,
     looks_like_span,
     otlp_batches,
+    span_list,
     spans_of,
 )
 from ctxlab._ingest.inputs import Inputs, Recorder
@@ -42,6 +45,8 @@ def _claims(value: Any) -> bool:
         return True
     if isinstance(value, dict) and isinstance(value.get("data"), list):
         value = value["data"]
+    if span_list(value) is not None:
+        return True
     if isinstance(value, list):
         if not value:
             return False
@@ -228,6 +233,11 @@ def _trace(trace_id: str, spans: list[Span], source: str, memo: Memo) -> Trace |
             calls.append(_with_call_ids(read_call(span, memo), memo))
         except SpanError as exc:
             raise TraceFormatError(str(exc), source=source, line=span.line) from exc
+    if is_any_agent(spans):
+        try:
+            calls = complete(calls, spans)
+        except SpanError as exc:
+            raise TraceFormatError(str(exc), source=source) from exc
     if all(c.inputs is None and c.output is None for c in calls):
         raise TraceFormatError(
             f"trace {trace_id}: no model-call span records its messages (message content "
@@ -249,7 +259,10 @@ def _trace(trace_id: str, spans: list[Span], source: str, memo: Memo) -> Trace |
         provider=next((t.provider for t in turns if t.provider), None),
         inserted=inserted,
         metadata={"conventions": conventions, "spans": len(spans), "root_span_id": _root(spans)},
-        notes=_notes(calls, history, tools, dropped),
+        notes=[
+            *([ANY_AGENT_NOTE] if is_any_agent(spans) else []),
+            *_notes(calls, history, tools, dropped),
+        ],
     )
 
 

@@ -38,7 +38,10 @@ from langchain_core.messages import (
 from ctxlab._ingest.formats.messages import MessageDecodeError, decode_messages, parse_arguments
 from ctxlab._ingest.formats.otel_spans import Event, Span, SpanError
 
-LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
+LLM_OPERATIONS = frozenset(
+    {"chat", "text_completion", "generate_content", "completion", "call_llm"}
+)
+"""`gen_ai.operation.name` of a model call (`call_llm`: any-agent, `otel_any_agent`)."""
 """`gen_ai.operation.name` values of a model call (not embeddings, tools or agents)."""
 
 EVENT_ROLES = {

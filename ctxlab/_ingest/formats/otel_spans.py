@@ -212,7 +212,11 @@ def _text_id(value: Any, what: str) -> str | None:
         return value[2:] if value.startswith("0x") else value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    raise SpanError(f"{what} must be a string, got {_kind(value)}")
+    if isinstance(value, float) and value.is_integer():
+        # a 128-bit trace id written as a JSON integer (any-agent) is past what the JSON
+        # parser keeps exactly; the spans of one trace still share the one rounded value
+        return str(int(value))
+    raise SpanError(f"{what} must be a string or an integer, got {_kind(value)}")
 
 
 def _first(obj: dict[str, Any], *keys: str) -> Any:
@@ -275,6 +279,8 @@ def span_from(obj: dict[str, Any], *, default_trace: str, line: int | None, orde
         "trace id",
     )
     parent = obj.get("parentSpanContext")
+    if not isinstance(parent, dict):
+        parent = obj.get("parent")  # any-agent's AgentTrace: the parent's span context
     parent_id = _text_id(
         _first(obj, "parentSpanId", "parent_span_id", "parent_id", "parentObservationId")
         or (parent.get("spanId") if isinstance(parent, dict) else None),
@@ -325,6 +331,15 @@ def looks_like_attribute_map(obj: Any) -> bool:
     )
 
 
+def span_list(obj: Any) -> list[Any] | None:
+    """The spans of a `{"spans": [...]}` document (any-agent's `AgentTrace.model_dump`: spans
+    as the Python SDK's `ReadableSpan.to_json()` writes them, plus `final_output`), or None."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("spans"), list):
+        return None
+    spans = obj["spans"]
+    return spans if spans and looks_like_span(spans[0]) else None
+
+
 def otlp_batches(obj: Any) -> list[Any] | None:
     """The resource-span batches of an OTLP JSON (or Tempo) document, or None."""
     if not isinstance(obj, dict):
@@ -371,6 +386,8 @@ def spans_of(values: list[tuple[Any, int | None]], source: str, stem: str) -> li
                 continue
             if isinstance(value, dict) and isinstance(value.get("data"), list):
                 value = value["data"]  # Phoenix REST page
+            elif span_list(value) is not None:
+                value = span_list(value)  # any-agent's AgentTrace ({"spans": [...], ...})
             items = value if isinstance(value, list) else [value]
             default = stem if line is None else f"{stem}:{line}"
             for index, item in enumerate(items):

@@ -34,6 +34,7 @@ from ctxlab._ingest.formats import (
     langsmith_copied,
     langsmith_parquet,
     openhands,
+    openhands_legacy,
     otel,
     swe_agent,
 )
@@ -45,6 +46,7 @@ FORMATS: tuple[ModuleType, ...] = (
     claude_code,
     codex,
     openhands,
+    openhands_legacy,
     atif,
     inspect_ai,
     swe_agent,

@@ -1,7 +1,15 @@
 """OpenAI Codex CLI's local compaction (`codex-rs/core/src/codex/compact.rs`).
 
-Auto-compaction fires when the request reaches `auto_compact_token_limit`, 90% of the model's
-context window. The new history is the initial context (system prompt), then the user's own
+Auto-compaction fires when the tokens of the last response (its input and output, as the API
+counted them) reach `auto_compact_token_limit`: the configured `model_auto_compact_token_limit`,
+at most 90% of the model's context window (`ModelInfo::auto_compact_token_limit`,
+`codex-rs/protocol/src/openai_models.rs`). The window a rollout records (`model_context_window`
+in `turn_context` and `token_count`) is the usable part, `effective_context_window_percent` = 95%
+of it, so a recorded 258,400 is a 272,000 window and a 244,800 limit
+(`ctxlab._evaluate.check_replay.recorded_settings` reads both back). The rollout holds no tool
+schemas; `counted_as` estimates what it lacks from its own usage.
+
+The new history is the initial context (system prompt), then the user's own
 messages, most recent first, up to `COMPACT_USER_MESSAGE_MAX_TOKENS = 20_000` tokens (the one
 that does not fit is cut in the middle), restored to chronological order, then the summary as
 a user message prefixed with the "another language model started to solve this problem"
@@ -15,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain_core.messages import HumanMessage
 
+from ctxlab._cost.calibration import CountedAs, counted_as
 from ctxlab._errors import UnsupportedSettingError
 from ctxlab._replay.policies.cache_aligned import aligned, aligned_params
 from ctxlab._replay.policies.engine import (
@@ -128,16 +137,32 @@ class CodexStage(RebuildStage):
         return self.commit(ctx, view, after, "summarize", reason, path, summary=text.strip())
 
 
+EFFECTIVE_PERCENT = 95
+"""`default_effective_context_window_percent()` in codex-rs/protocol/src/openai_models.rs: the
+share of the window a rollout reports as `model_context_window`."""
+
+
+def window_from_recorded(recorded: int) -> int:
+    """The model's window behind a rollout's `model_context_window`: Codex versions with
+    `effective_context_window_percent` record 95% of it (258,400 for 272,000); a value that is
+    not 95% of a whole thousand was recorded whole (older versions)."""
+    whole, rest = divmod(recorded * 100, EFFECTIVE_PERCENT)
+    return whole if rest == 0 and whole % 1000 == 0 else recorded
+
+
 @dataclass(frozen=True)
 class Codex(StagePolicy):
-    """`auto_compact_token_limit = 0.9 * window`; user messages kept up to 20,000 tokens."""
+    """`auto_compact_token_limit = min(configured, 0.9 * window)`; user messages kept up to
+    20,000 tokens; counted as Codex counts (`counted_as`, one of
+    `ctxlab._cost.calibration.COUNTED_AS`; `file` turns the estimate off)."""
 
     name: ClassVar[str] = "codex"
     source: ClassVar[str] = (
         "openai/codex codex-rs/core/src/codex/compact.rs (COMPACT_USER_MESSAGE_MAX_TOKENS=20_000, "
-        "build_compacted_history), model family auto_compact_token_limit = 90% of the context "
-        "window; prompt and prefix verbatim (Apache-2.0) from "
-        "codex-rs/core/templates/compact/prompt.md @11baefb5183c and "
+        "build_compacted_history); ModelInfo::auto_compact_token_limit = min(configured, 90% "
+        "of context_window) and effective_context_window_percent = 95 in "
+        "codex-rs/protocol/src/openai_models.rs @0d4367d0e6a9; prompt and prefix verbatim "
+        "(Apache-2.0) from codex-rs/core/templates/compact/prompt.md @11baefb5183c and "
         "codex-rs/core/templates/compact/summary_prefix.md @50a533337862"
     )
 
@@ -145,6 +170,7 @@ class Codex(StagePolicy):
     auto_compact_fraction: float = 0.9
     auto_compact_token_limit: int | None = None
     user_message_max_tokens: int = 20_000
+    counted_as: str = "usage"
     model: str | None = None
     cache_aligned: bool = False
     """Compact only at a call whose cache is cold anyway, or when the window forces it
@@ -154,19 +180,47 @@ class Codex(StagePolicy):
         """Parameters as given; `cache_aligned` only when set."""
         return aligned_params(super().params())
 
-    def stages(self, trace: Trace, window: int | None) -> list[Stage]:
-        """One compaction stage."""
-        if self.auto_compact_token_limit is not None:
-            limit = int(self.auto_compact_token_limit)
+    def window_for(self, trace: Trace) -> int | None:
+        """`"auto"`: the window the rollout records (`window_from_recorded`), else the model's
+        profile; else the one given."""
+        recorded = trace.metadata.get("model_context_window")
+        if self.window == AUTO and isinstance(recorded, int) and recorded > 0:
+            return window_from_recorded(recorded)
+        return super().window_for(trace)
+
+    def limit(self, window: int | None, recorded: int | None = None) -> int:
+        """The auto-compact limit as Codex counts: the configured one (else the one the
+        rollout `recorded`), at most 90% of the window."""
+        configured = self.auto_compact_token_limit
+        configured = recorded if configured is None else configured
+        if configured is not None:
+            limit = int(configured)
             if window is not None:
                 limit = min(limit, int(window * self.auto_compact_fraction))
-        elif window is not None:
-            limit = int(window * self.auto_compact_fraction)
-        else:
-            raise UnsupportedSettingError(
-                "codex: needs the model's window (window=N) or auto_compact_token_limit"
-            )
-        return aligned([CodexStage(limit, int(self.user_message_max_tokens))], self, trace, window)
+            return limit
+        if window is not None:
+            return int(window * self.auto_compact_fraction)
+        raise UnsupportedSettingError(
+            "codex: needs the model's window (window=N) or auto_compact_token_limit"
+        )
+
+    def stages(self, trace: Trace, window: int | None) -> list[Stage]:
+        """One compaction stage, its limit moved into the policy's own count by `counted_as`."""
+        recorded = trace.metadata.get("model_auto_compact_token_limit")
+        limit = self.limit(window, recorded if isinstance(recorded, int) else None)
+        stage = CodexStage(self.harness_count(trace).policy(limit), self.user_message_max_tokens)
+        return aligned([stage], self, trace, window)
+
+    def harness_count(self, trace: Trace) -> CountedAs:
+        """How this policy's decisions on `trace` counted what the file lacks."""
+        return counted_as(trace, self.counter_chars_per_token(trace), self.counted_as)
 
 
-__all__ = ["CODEX_COMPACT_PROMPT", "CODEX_SUMMARY_PREFIX", "Codex", "CodexStage"]
+__all__ = [
+    "CODEX_COMPACT_PROMPT",
+    "CODEX_SUMMARY_PREFIX",
+    "EFFECTIVE_PERCENT",
+    "Codex",
+    "CodexStage",
+    "window_from_recorded",
+]
