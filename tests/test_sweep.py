@@ -486,3 +486,22 @@ def test_a_temp_folder_too_long_for_the_fork_server_still_sweeps(tmp_path: Path)
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-1] == "2"
+
+
+def test_cli_sweep_from_a_folder_holding_a_ctxlab_folder(tmp_path: Path) -> None:
+    """Run from the parent of a clone (any folder with a `ctxlab/` in it), the workers import
+    the installed ctxlab, not that folder as a namespace package (it has no `__version__`)."""
+    (tmp_path / "ctxlab").mkdir()
+    script = Path(sys.executable).with_name("ctxlab")
+    done = subprocess.run(
+        [str(script), "sweep", str(SHORT), "--db", "s.duckdb", "--policy", "deepagents"]
+        + ["--window", "200000", "--grid", "trigger=fraction:0.5,fraction:0.85", "--workers", "2"],
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "100"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "fraction:0.85" in done.stdout
+    assert "Traceback" not in done.stderr

@@ -286,10 +286,39 @@ def _worker_context() -> multiprocessing.context.BaseContext:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
     try:
-        multiprocessing.forkserver.ensure_running()
+        with _server_imports_this_ctxlab():
+            multiprocessing.forkserver.ensure_running()
     except OSError:
         return multiprocessing.get_context("spawn")
     return ctx
+
+
+@contextlib.contextmanager
+def _server_imports_this_ctxlab() -> Iterator[None]:
+    """While the fork server starts: it imports the ctxlab this process runs, not a `ctxlab/`
+    folder in the working directory.
+
+    The server runs `python -c ...`, which puts the working directory first on its path, and
+    Python 3.11's server ignores the parent's path it is handed; a folder named `ctxlab` there
+    (the parent of a clone, an empty folder) is then imported as a namespace package ahead of
+    an editable install, and every worker fails. `PYTHONSAFEPATH` keeps the working directory
+    off the path; the folder holding this ctxlab goes on it when the path would not find it
+    (an editable install, a checkout run in place)."""
+    import ctxlab
+
+    root = str(Path(ctxlab.__file__).resolve().parent.parent)
+    saved = {name: os.environ.get(name) for name in ("PYTHONSAFEPATH", "PYTHONPATH")}
+    os.environ["PYTHONSAFEPATH"] = "1"
+    if root not in sys.path:
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, saved["PYTHONPATH"]]))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 _WORKER: dict[str, Any] = {}
