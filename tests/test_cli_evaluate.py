@@ -21,6 +21,7 @@ from ctxlab._evaluate.facts import CATEGORIES
 from ctxlab._replay.replay import replay
 from ctxlab._store.store import Store
 from ctxlab.policies import get
+from tests.cli_text import messages
 from tests.context_model import ContextModel
 
 REPO = Path(__file__).resolve().parents[1]
@@ -173,8 +174,8 @@ def test_bad_flags_are_one_line_and_exit_2(capsys, tmp_path: Path, argv, message
         capsys, ["evaluate", str(LONG), "--store", str(tmp_path / "s.duckdb"), *argv]
     )
     assert code == 2 and out == ""
-    assert err.startswith("ctxlab: error: ") and len(err.strip().splitlines()) == 1
-    assert message in err
+    assert err.startswith("ctxlab: error: ") and len(messages(err)) == 1
+    assert message in messages(err)[0]
     assert not (tmp_path / "s.duckdb").exists()
 
 
