@@ -505,3 +505,5 @@ def test_cli_sweep_from_a_folder_holding_a_ctxlab_folder(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     assert "fraction:0.85" in done.stdout
     assert "Traceback" not in done.stderr
+    lines = done.stdout.splitlines() + done.stderr.replace("\r", "\n").splitlines()
+    assert all(len(line) <= 100 for line in lines), lines

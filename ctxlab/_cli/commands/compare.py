@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxlab._cli import flags
 from ctxlab._cli.output import report_errors
-from ctxlab._cli.tables import add_wide_flag, table
+from ctxlab._cli.tables import add_wide_flag, fit, table
 from ctxlab._errors import FlagError
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 result = replay(trace, policy, summarizer=summarizer)
             except ValueError as exc:
-                print(f"ctxlab: error: {trace.trace_id}: {name}: {exc}", file=sys.stderr)
+                print(fit(f"ctxlab: error: {trace.trace_id}: {name}: {exc}"), file=sys.stderr)
                 return 2
             price = _given(args.price, args.model or trace.model)
             row = summary(result, trace, model=args.model, window=args.window, price=price)
