@@ -40,11 +40,13 @@ SLOW_FILES = (
     "test_docs_examples.py",  # 55
     "test_browser.py",  # 42
     "test_notebooks.py",  # 38
+    "test_figure_layout.py",  # new: 8 figures x 2 sizes drawn in chromium, and exported
     "test_cli_evaluate.py",  # 29
     "test_plots.py",  # 25
     "test_conformance_deepagents.py",  # 23
     "test_samples_script.py",  # 17
     "test_sweep_needed_lost.py",  # 16
+    "test_cli_widths.py",  # new: five commands on three real files
     "test_cli_tables.py",  # 16
     "test_cache_deepagents.py",  # 12
     "test_store_hardening.py",  # 12
