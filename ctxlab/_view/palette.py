@@ -92,12 +92,12 @@ kept, summary and offloaded blocks, and a warning colour for lost."""
 EVENT_STYLE: dict[str, tuple[str, str]] = {
     "offload_tool_result": ("triangle-down", OKABE_ITO["yellow"]),
     "offload_human_message": ("triangle-down", TOL_MUTED["rose"]),
-    "truncate_args": ("square", TOL_MUTED["teal"]),
+    "truncate_args": ("square", TOL_MUTED["olive"]),
     "summarize": ("diamond", OKABE_ITO["green"]),
     "tail_clip": ("x", TOL_MUTED["purple"]),
     "overflow_error": ("star", OKABE_ITO["black"]),
 }
-DEFAULT_EVENT_STYLE = ("circle", TOL_MUTED["olive"])
+DEFAULT_EVENT_STYLE = ("circle", TOL_MUTED["indigo"])
 """Marker of an event kind `EVENT_STYLE` does not list (a third-party policy's own kinds)."""
 
 SERIES_COLORS = [

@@ -527,8 +527,9 @@ def events_timeline(
     fig = go.Figure()
     n_turns = replay.counts.height
     kinds = sorted(set(events["kind"].to_list())) if not events.is_empty() else []
-    for kind in kinds:
-        rows = events.filter(pl.col("kind") == kind).to_dicts()
+    rows_of = {kind: events.filter(pl.col("kind") == kind).to_dicts() for kind in kinds}
+    named = {kind: f"{kind} ({len(rows):,})" for kind, rows in rows_of.items()}
+    for kind, rows in rows_of.items():
         saved = [
             max(0, (r["tokens_before"] or 0) - (r["tokens_after"] or 0))
             if r["tokens_after"] is not None
@@ -536,24 +537,39 @@ def events_timeline(
             for r in rows
         ]
         symbol, color = EVENT_STYLE.get(kind, DEFAULT_EVENT_STYLE)
+        if len(rows) > DENSE_EVENTS:  # a rug: one tick a turn, not overlapping markers
+            marker: dict[str, Any] = {
+                "symbol": "line-ns-open",
+                "size": 16,
+                "color": color,
+                "line": {"width": 2, "color": color},
+            }
+        else:
+            marker = {
+                "symbol": symbol,
+                "color": color,
+                "size": [8 + min(22, (s / 1000) ** 0.5 * 3) for s in saved],
+                "line": {"width": 1, "color": "#222222"},
+            }
         fig.add_trace(
             go.Scatter(
                 x=[r["turn"] if r["turn"] is not None else n_turns for r in rows],
-                y=[kind] * len(rows),
+                y=[named[kind]] * len(rows),
                 mode="markers",
-                name=kind,
-                marker={
-                    "symbol": symbol,
-                    "color": color,
-                    "size": [8 + min(22, (s / 1000) ** 0.5 * 3) for s in saved],
-                    "line": {"width": 1, "color": "#222222"},
-                },
+                name=named[kind],
+                marker=marker,
+                cliponaxis=False,  # a marker at the last turn is drawn whole
                 hovertext=[_event_hover(r) for r in rows],
                 hoverinfo="text",
             )
         )
     fig.update_xaxes(title_text="turn (model call)", range=[-1, max(n_turns, 1)])
-    fig.update_yaxes(title_text=None, type="category", categoryorder="array", categoryarray=kinds)
+    fig.update_yaxes(
+        title_text=None,
+        type="category",
+        categoryorder="array",
+        categoryarray=[named[k] for k in kinds],
+    )
     fig.update_layout(showlegend=False)
     return style(
         fig,
