@@ -295,22 +295,25 @@ def _worker_context() -> multiprocessing.context.BaseContext:
 
 @contextlib.contextmanager
 def _server_imports_this_ctxlab() -> Iterator[None]:
-    """While the fork server starts: it imports the ctxlab this process runs, not a `ctxlab/`
+    """While the fork server starts: its path is this process's path, so its workers import
+    the ctxlab (and the modules of pickled classes) this process imports, not a `ctxlab/`
     folder in the working directory.
 
     The server runs `python -c ...`, which puts the working directory first on its path, and
-    Python 3.11's server ignores the parent's path it is handed; a folder named `ctxlab` there
-    (the parent of a clone, an empty folder) is then imported as a namespace package ahead of
-    an editable install, and every worker fails. `PYTHONSAFEPATH` keeps the working directory
-    off the path; the folder holding this ctxlab goes on it when the path would not find it
-    (an editable install, a checkout run in place)."""
+    Python 3.11's server ignores the parent's path it is handed (3.12 applies it); a folder
+    named `ctxlab` there (the parent of a clone, an empty folder) was then imported as a
+    namespace package ahead of an editable install, and every worker failed. `PYTHONSAFEPATH`
+    keeps the working directory off the server's path and `PYTHONPATH` gives it this
+    process's path (its working directory as a folder only where this process has it too),
+    after the folder holding this ctxlab."""
     import ctxlab
 
     root = str(Path(ctxlab.__file__).resolve().parent.parent)
     saved = {name: os.environ.get(name) for name in ("PYTHONSAFEPATH", "PYTHONPATH")}
+    path = [os.getcwd() if entry == "" else entry for entry in sys.path]
+    path = [root, *(entry for entry in path if os.path.exists(entry))]
     os.environ["PYTHONSAFEPATH"] = "1"
-    if root not in sys.path:
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, saved["PYTHONPATH"]]))
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(path))
     try:
         yield
     finally:
