@@ -13,7 +13,7 @@ import ipywidgets as W
 def scrolls_sideways() -> W.Layout:
     """A fresh layout for an HTML widget holding a table: never wider than its column, and
     scrolling sideways when the table is (a new one each time: a `Layout` is shared state)."""
-    return W.Layout(max_width="100%", overflow_x="auto")
+    return W.Layout(max_width="100%", overflow="auto")
 
 
 __all__ = ["scrolls_sideways"]

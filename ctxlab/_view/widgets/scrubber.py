@@ -23,7 +23,6 @@ from ctxlab._replay.replay import Replay
 from ctxlab._replay.timeline import Block, Timeline, block_detail, events_html, strip_html
 from ctxlab._trace import Trace
 from ctxlab._view.event_cards import EventCards
-from ctxlab._view.plots.figures import fitted_title
 from ctxlab._view.widgets._common import (
     ExportBar,
     YAxis,
@@ -67,10 +66,6 @@ def cursor_shape(turn: int) -> dict[str, Any]:
     }
 
 
-FIGURE_WIDTH = 900
-"""The chart's width (`plots.context_tokens`' default), which its title is cut to."""
-
-
 def title_at(replay: Replay, turn: int, trace: Trace | None = None) -> str:
     """Chart title naming the turn, its tokens, the policy and the trace (`trace`, else the
     replay's: `plots.trace_name`); the browser test reads it."""
@@ -78,10 +73,10 @@ def title_at(replay: Replay, turn: int, trace: Trace | None = None) -> str:
     name = plots.trace_name(trace, replay.trace_id, 48) if trace else plots.replay_name(replay, 48)
     billed = row.get("billed_tokens")
     paid = f", billed {billed:,} ({esc(replay.billing_method)})" if billed is not None else ""
-    return fitted_title(
+    # Two lines, each within the chart's width: on one, the trace's name ran off its edge.
+    return (
         f"turn {turn}: {row['context_tokens']:,} tokens "
-        f"(baseline {row['baseline_tokens']:,}{paid}) · {esc(replay.policy)} on {esc(name)}",
-        FIGURE_WIDTH,
+        f"(baseline {row['baseline_tokens']:,}{paid})<br>{esc(replay.policy)} on {esc(name)}"
     )
 
 
@@ -204,7 +199,9 @@ class Scrubber(W.VBox):
         fig.add_traces(self._billed)  # trace dicts, validated once here
         fig.add_trace(cursor_trace(self.replay, turn))
         fig.update_layout(
-            title_text=title_at(self.replay, turn, self.trace), shapes=[cursor_shape(turn)]
+            title_text=title_at(self.replay, turn, self.trace),
+            shapes=[cursor_shape(turn)],
+            margin_t=80,  # the title's two lines
         )
         fig.plotly_relayout(self.yaxis.relayout(self._traces))
         return fig
