@@ -62,6 +62,14 @@ SLOW_FILES = (
 )
 
 
+@pytest.fixture(autouse=True)
+def terminal_100_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test sees a 100-column terminal (`$COLUMNS`), whatever runs the suite: the CLI
+    wraps every line to the terminal, and a worker's idea of it varied (80 columns under xdist
+    in a job whose output went to a file). A test that sets `COLUMNS` itself wins."""
+    monkeypatch.setenv("COLUMNS", "100")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Slowest files first (`SLOW_FILES`), the rest in their usual order (a stable sort)."""
     rank = {name: i for i, name in enumerate(SLOW_FILES)}

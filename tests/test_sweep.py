@@ -28,6 +28,7 @@ from ctxlab._store.store import Store
 from ctxlab._store.sweep import SweepError, parse_grid, sweep
 from ctxlab.policies import DeepAgents
 from ctxlab.summarizers import DEFAULT_PROMPT, Extractive
+from tests.cli_text import messages
 from tests.synthetic import make_trace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -201,7 +202,7 @@ def test_cli_sweep_query_and_load(tmp_path: Path, capsys: pytest.CaptureFixture)
         == 2
     )
     err = capsys.readouterr().err
-    assert "argument --grid: invalid value 'window=big'" in err and len(err.splitlines()) == 1
+    assert "argument --grid: invalid value 'window=big'" in err and len(messages(err)) == 1
 
 
 KILLED = """
