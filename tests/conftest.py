@@ -40,12 +40,14 @@ SLOW_FILES = (
     "test_docs_examples.py",  # 55
     "test_browser.py",  # 42
     "test_notebooks.py",  # 38
+    "test_figure_layout.py",  # new: 8 figures x 2 sizes drawn in chromium, and exported
     "test_cli_evaluate.py",  # 29
     "test_plots.py",  # 25
     "test_types.py",  # 23 (mypy with a cold cache, as on a clean clone)
     "test_conformance_deepagents.py",  # 23
     "test_samples_script.py",  # 17
     "test_sweep_needed_lost.py",  # 16
+    "test_cli_widths.py",  # new: five commands on three real files
     "test_cli_tables.py",  # 16
     "test_cache_deepagents.py",  # 12
     "test_store_hardening.py",  # 12
@@ -59,6 +61,14 @@ SLOW_FILES = (
     "test_widgets.py",  # 6
     "test_billing.py",  # 6
 )
+
+
+@pytest.fixture(autouse=True)
+def terminal_100_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test sees a 100-column terminal (`$COLUMNS`), whatever runs the suite: the CLI
+    wraps every line to the terminal, and a worker's idea of it varied (80 columns under xdist
+    in a job whose output went to a file). A test that sets `COLUMNS` itself wins."""
+    monkeypatch.setenv("COLUMNS", "100")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import nbformat
 import pytest
 
+from tests import widget_fit
 from tests.browser_lab import (
     chromium_missing,
     chromium_page,
@@ -116,6 +117,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     shutil.copytree(REPO / "notebooks", root / "notebooks")
     (root / "traces").symlink_to(REPO / "traces")
     write_notebook(root / "slow_chart.ipynb", SLOW_CELLS)
+    write_notebook(root / "fit.ipynb", widget_fit.CELLS)
     env = {"CTXLAB_FIGURES": str(root / "figures"), "PYTHONPATH": str(REPO)}  # this checkout
     try:
         with jupyterlab(root, home, env) as base:
@@ -249,3 +251,28 @@ def test_chart_draws_when_plotly_loads_slowly(lab: str, artifacts: Path) -> None
             raise
         finally:
             (artifacts / "slow_chart_console.log").write_text("\n".join(console))
+
+
+def test_every_widget_fits_a_1000_pixel_column(lab: str, artifacts: Path) -> None:
+    """Each widget in a 1,000-pixel output column: its box no wider, nothing inside cut off
+    without a way to see it (tables scroll in their box, a shortened label has a tooltip),
+    every strip block with hover text; a screenshot of each goes to the artifacts."""
+    with chromium_page() as page:
+        open_notebook(page, lab, "fit.ipynb")
+        run_all(page)
+        for name in widget_fit.WIDGETS:
+            wait_widget(page, f".ctx-fit-{name}")
+        assert abs(widget_fit.fit_column(page) - widget_fit.COLUMN) <= 1
+        page.wait_for_timeout(2000)  # charts and tables reflow to the new width
+        for name in widget_fit.WIDGETS:
+            box = widget_fit.measure(page, name)
+            assert box is not None, name
+            assert box["width"] <= widget_fit.COLUMN + 1, (name, box)
+            assert box["scrollWidth"] <= widget_fit.COLUMN + 1, (name, box)
+            assert box["cut"] == [] and box["untipped"] == [], (name, box)
+            if name.startswith("scrubber"):
+                assert box["blocks"] > 0 and box["tipped"] == box["blocks"], (name, box)
+        page.set_viewport_size({"width": page.viewport_size["width"], "height": 3000})
+        for name in widget_fit.WIDGETS:
+            shot = artifacts / f"widget_{name}.png"
+            page.locator(f".ctx-fit-{name}").screenshot(path=str(shot))

@@ -27,6 +27,7 @@ from ctxlab._view.plots.recorded import RECORDED_LINE, RECORDED_POINTS
 from ctxlab.plots import comparison, context_tokens
 from ctxlab.policies import get
 from ctxlab.widgets import Compare, Scrubber
+from tests.cli_text import messages
 from tests.synthetic import make_trace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -229,9 +230,9 @@ def test_cli_table_and_errors(capsys, tmp_path, monkeypatch) -> None:
     assert main(["check-replay", str(SHORT), "--policy", "no-such-policy"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("ctxlab: error: argument --policy: invalid value 'no-such-policy'")
-    assert err.count("\n") == 1
+    assert len(messages(err)) == 1
     assert main(["check-replay", str(tmp_path / "missing.jsonl")]) == 2
-    assert capsys.readouterr().err.count("\n") == 1
+    assert len(messages(capsys.readouterr().err)) == 1
     plain = tmp_path / "messages.json"
     plain.write_text(json.dumps([{"role": "user", "content": "hi"},
                                  {"role": "assistant", "content": "hello"}]))  # fmt: skip

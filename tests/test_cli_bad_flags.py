@@ -13,6 +13,7 @@ import ctxlab
 from ctxlab._cli.main import main
 from ctxlab._store.sweep import SweepError, sweep
 from ctxlab.policies import DeepAgents
+from tests.cli_text import messages
 from tests.synthetic import make_trace
 
 
@@ -30,12 +31,13 @@ def trace_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, list[str]]:
-    """Exit code and stderr lines of `ctxlab ARGV` run in this process."""
+    """Exit code and stderr messages of `ctxlab ARGV` run in this process, each wrapped to the
+    terminal (100 columns under pytest) and read back as one string (`tests.cli_text`)."""
     try:
         code = main(argv)
     except SystemExit as exc:  # argparse exits itself
         code = exc.code
-    return code, capsys.readouterr().err.strip().splitlines()
+    return code, messages(capsys.readouterr().err)
 
 
 def _refused(argv: list[str], capsys: pytest.CaptureFixture, *words: str) -> str:

@@ -17,6 +17,7 @@ import pytest
 from ctxlab._cli.main import build_parser, main
 from ctxlab._cli.tables import table
 from ctxlab._store.store import Store
+from tests.cli_text import messages
 
 REPO = Path(__file__).resolve().parents[1]
 LONG = REPO / "traces" / "deepagents_long_session.jsonl.xz"
@@ -230,7 +231,7 @@ def test_counts_agree_with_their_nouns(
 )
 def test_a_bad_spec_names_the_valid_forms(argv: list[str], capsys: pytest.CaptureFixture) -> None:
     assert main(["replay", str(SHORT), *argv]) == 2
-    (line,) = capsys.readouterr().err.strip().splitlines()
+    (line,) = messages(capsys.readouterr().err)
     assert "could not convert" not in line
     for form in ("fraction:F", "tokens:N", "messages:N", "e.g. fraction:0.5"):
         assert form in line, line
@@ -239,7 +240,7 @@ def test_a_bad_spec_names_the_valid_forms(argv: list[str], capsys: pytest.Captur
 def test_a_count_parameter_refuses_text(capsys: pytest.CaptureFixture) -> None:
     argv = ["replay", str(SHORT), "--policy", "clear-tool-uses", "--set", "trigger=half"]
     assert main(argv) == 2
-    (line,) = capsys.readouterr().err.strip().splitlines()
+    (line,) = messages(capsys.readouterr().err)
     assert "'half' is not a number; trigger takes a whole number here (default 100000)" in line
 
 

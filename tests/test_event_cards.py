@@ -206,3 +206,20 @@ def test_scrubber_draws_first_and_fills_the_card_after(trace) -> None:
     assert scrubber.card.value == card_html(scrubber.cards.cards[-1])
     scrubber.slider.value = scrubber.cards.cards[0].turn
     assert scrubber.card.value == card_html(scrubber.cards.cards[0])
+
+
+def test_a_card_is_one_line_until_opened_and_says_why() -> None:
+    """Closed, a card is its header line (the event list below stays in view); opened, it
+    starts with the rule behind each event, as the CLI's `why` column words it."""
+    from ctxlab._replay.policies.catalog import get_spelled
+    from tests.synthetic import make_trace
+
+    trace = make_trace(120, seed=3, model="claude-sonnet-4-5", provider="anthropic")
+    replay = ctxlab.replay(trace, get_spelled("deepagents", {"window": "30000"}))
+    card = next(c for c in EventCards(replay).cards if "summarize" in c.kinds)
+    html = card_html(card)
+    assert html.startswith("<details class='ctx-event-card'") and " open" not in html[:200]
+    summary = html[html.index("<summary") : html.index("</summary>")]
+    assert f"turn {card.turn}" in summary and "<div" not in summary
+    assert any(line.startswith(("trigger", "budget")) for line in card.why)
+    assert "why: " in html[html.index("</summary>") :]

@@ -12,6 +12,7 @@ import pytest
 
 import ctxlab
 from ctxlab._cli.main import main
+from tests.cli_text import messages
 
 
 def llm_run(rid: str, messages: list, parent: str | None = None, output: str = "ok") -> dict:
@@ -146,7 +147,7 @@ def test_directory_loads_good_files_and_reports_bad(tmp_path: Path) -> None:
 def test_cli_prints_one_line_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     bad = write(tmp_path / "bad.json", "[1, 2")
     assert main(["inspect", str(bad)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = messages(capsys.readouterr().err)
     assert len(err) == 1 and err[0].startswith("ctxlab: error: ") and "bad.json" in err[0]
 
 

@@ -46,6 +46,13 @@ def _repo_figures() -> dict[str, float]:
     return {p.name: p.stat().st_mtime for p in folder.glob("*")} if folder.is_dir() else {}
 
 
+STRIPPED_METADATA = {
+    "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+    "language_info": {"name": "python"},
+}
+"""All a committed notebook's metadata holds: what Lab needs to pick the kernel."""
+
+
 def test_notebooks_are_committed_without_outputs() -> None:
     found = sorted(NOTEBOOKS.glob("*.ipynb"))
     assert [p.name for p in found] == [
@@ -61,6 +68,10 @@ def test_notebooks_are_committed_without_outputs() -> None:
             if cell.cell_type == "code":
                 assert cell.outputs == [] and cell.execution_count is None, path.name
         assert "widgets" not in nb.metadata, f"{path.name} carries saved widget state"
+        # nbstripout's shape: no cell metadata, and the notebook's only the kernel's name and
+        # language, nothing a kernel or a Lab session adds (versions, widget state, run times)
+        assert all(not cell.metadata for cell in nb.cells), f"{path.name}: cell metadata"
+        assert dict(nb.metadata) == STRIPPED_METADATA, (path.name, dict(nb.metadata))
 
 
 @pytest.mark.parametrize(

@@ -58,7 +58,7 @@ def test_context_tokens_carries_the_replay(trace, stressed) -> None:
     assert list(by_name["trigger 20,000"].y) == [20_000, 20_000]
     markers = [t for t in fig.data if t.name.startswith("event: ")]
     assert sum(len(t.x) for t in markers) == sum(1 for e in replay.event_list if e.turn is not None)
-    summarize = next(t for t in markers if t.name == "event: summarize")
+    summarize = next(t for t in markers if t.name.startswith("event: summarize ("))
     turns = [e.turn for e in replay.event_list if e.kind == "summarize"]
     assert list(summarize.x) == turns
 

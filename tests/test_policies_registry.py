@@ -137,7 +137,7 @@ def test_replay_cli_takes_a_pipeline(capsys) -> None:
 )
 def test_unknown_names_are_a_clear_error(argv, capsys) -> None:
     assert main(argv) == 2
-    err = capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())  # one message, wrapped to the terminal
     assert "unknown policy 'nope'; known: raw, deepagents, langchain-summarization" in err
     assert "inspect-summary" in err
 

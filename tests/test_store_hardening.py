@@ -25,6 +25,7 @@ from ctxlab._store.store import Store
 from ctxlab._store.sweep import sweep
 from ctxlab._store.sweep_folders import OWNER, PREFIX, clear_dead
 from ctxlab.policies import DeepAgents
+from tests.cli_text import messages
 from tests.synthetic import make_trace
 from tests.test_store import HOLD  # a process holding a write transaction on a store
 
@@ -76,7 +77,7 @@ def _cli(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, list[str]
     except SystemExit as exc:
         code = exc.code
     out = capsys.readouterr()
-    return code, out.err.strip().splitlines(), out.out
+    return code, messages(out.err), out.out
 
 
 def _counts(path: Path) -> dict[str, int]:
@@ -381,7 +382,7 @@ def test_a_second_writer_gets_one_line_from_every_command(second_writer: SecondW
     assert second_writer.held == "holding"
     for name, proc in second_writer.commands.items():
         out, err = proc.communicate(timeout=120)
-        lines = [line for line in err.splitlines() if not line.startswith("sweep")]
+        lines = [line for line in messages(err) if not line.startswith("sweep")]
         assert proc.returncode == 2, (name, err)
         assert len(lines) == 1 and "in use by another process" in lines[0], (name, err)
         assert "Traceback" not in err

@@ -28,6 +28,7 @@ from ctxlab._store.store import Store
 from ctxlab._store.sweep import SweepError, parse_grid, sweep
 from ctxlab.policies import DeepAgents
 from ctxlab.summarizers import DEFAULT_PROMPT, Extractive
+from tests.cli_text import messages
 from tests.synthetic import make_trace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -201,7 +202,7 @@ def test_cli_sweep_query_and_load(tmp_path: Path, capsys: pytest.CaptureFixture)
         == 2
     )
     err = capsys.readouterr().err
-    assert "argument --grid: invalid value 'window=big'" in err and len(err.splitlines()) == 1
+    assert "argument --grid: invalid value 'window=big'" in err and len(messages(err)) == 1
 
 
 KILLED = """
@@ -486,3 +487,24 @@ def test_a_temp_folder_too_long_for_the_fork_server_still_sweeps(tmp_path: Path)
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-1] == "2"
+
+
+def test_cli_sweep_from_a_folder_holding_a_ctxlab_folder(tmp_path: Path) -> None:
+    """Run from the parent of a clone (any folder with a `ctxlab/` in it), the workers import
+    the installed ctxlab, not that folder as a namespace package (it has no `__version__`)."""
+    (tmp_path / "ctxlab").mkdir()
+    script = Path(sys.executable).with_name("ctxlab")
+    done = subprocess.run(
+        [str(script), "sweep", str(SHORT), "--db", "s.duckdb", "--policy", "deepagents"]
+        + ["--window", "200000", "--grid", "trigger=fraction:0.5,fraction:0.85", "--workers", "2"],
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "100"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "fraction:0.85" in done.stdout
+    assert "Traceback" not in done.stderr
+    lines = done.stdout.splitlines() + done.stderr.replace("\r", "\n").splitlines()
+    assert all(len(line) <= 100 for line in lines), lines

@@ -165,7 +165,10 @@ def test_explorer_keeps_an_event_kind_trace_when_a_move_has_none(trace, monkeypa
 
     ex = ThresholdExplorer(trace, policy="tool-result-offload", debounce=0)
     slider = ex.control("tool_token_limit_before_evict")
-    kinds = lambda: {t.name: t for t in ex.figure.data if t.name.startswith("event: ")}  # noqa: E731
+
+    def kinds() -> dict:  # marker traces by kind ("event: kind (count)")
+        return {t.name.split(" (")[0]: t for t in ex.figure.data if t.name.startswith("event: ")}
+
     slider.value = slider.min  # every big result offloaded
     offloads = kinds()["event: offload_tool_result"]
     assert offloads.showlegend and len(offloads.x) > 0

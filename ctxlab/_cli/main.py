@@ -13,12 +13,14 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import NoReturn
 
 import ctxlab
 import ctxlab._cli.commands
-from ctxlab._cli.output import USER_ERRORS, fail
+from ctxlab._cli.output import USER_ERRORS, fail, warn
+from ctxlab._cli.tables import fit
 
 
 class Parser(argparse.ArgumentParser):
@@ -26,7 +28,7 @@ class Parser(argparse.ArgumentParser):
     pointer to `--help`, instead of the usage block above the line."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        self.exit(2, fit(f"{self.prog}: error: {message} (see '{self.prog} --help')") + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,7 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message: Warning | str, *_: object, **__: object) -> None:
+    """Python warnings (a trace skipped while loading, a setting ignored) as `ctxlab: warning:`
+    lines wrapped to the terminal, not `file:line: Category: text` and the warning's source."""
+    warn(str(message))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    warnings.showwarning = _show_warning
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -1,4 +1,9 @@
-"""Shared printing for subcommands: error lines (tables are `ctxlab._cli.tables`)."""
+"""Shared printing for subcommands: error and warning lines (tables are `ctxlab._cli.tables`).
+
+Every line is wrapped to the terminal's width (`$COLUMNS`, else the terminal's, else 100) with
+continuation lines indented, like the tables' prose: a 1,500-character error on one line is
+unreadable in a notebook's terminal and in CI logs alike. Paths are never broken, so they can
+be copied."""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ctxlab._cli.tables import fit
 from ctxlab._errors import (
     FlagError,
     StoreError,
@@ -26,11 +32,17 @@ printed, stored): distinct from 2, bad input with nothing done."""
 def report_errors(
     errors: Sequence[TraceFormatError], skipped: Sequence[TraceFormatError] = ()
 ) -> None:
-    """One line per file that failed (`ctxlab: error:`) or was skipped (`ctxlab: warning:`)."""
+    """One wrapped line per file that failed (`ctxlab: error:`) or was skipped
+    (`ctxlab: warning:`), on stderr."""
     for error in errors:
-        print(f"ctxlab: error: {error}", file=sys.stderr)
+        print(fit(f"ctxlab: error: {error}", paths=True), file=sys.stderr)
     for entry in skipped:
-        print(f"ctxlab: warning: {entry}", file=sys.stderr)
+        warn(str(entry))
+
+
+def warn(text: str) -> None:
+    """`ctxlab: warning: text` on stderr, wrapped to the terminal."""
+    print(fit(f"ctxlab: warning: {text}", paths=True), file=sys.stderr)
 
 
 def load_status(loaded: TraceList) -> int:
@@ -56,5 +68,5 @@ traceback (`OSError`: a file that cannot be read or written, named by the error)
 def fail(error: BaseException) -> int:
     """Print `error` as one line on stderr; the exit code for bad input (2)."""
     text = " ".join(str(error).split()) or type(error).__name__
-    print(f"ctxlab: error: {text}", file=sys.stderr)
+    print(fit(f"ctxlab: error: {text}", paths=True), file=sys.stderr)
     return 2

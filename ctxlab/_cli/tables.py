@@ -10,6 +10,10 @@ under the table; `wide=True` (the commands' `--wide`) shows every column and cel
 The width is `$COLUMNS` when set, else the terminal's, else 100 (output piped to a file or
 another program).
 
+A `params` column (a replay's parameters as JSON, as the store keeps them) is shown as a short
+label of what differs from the row's `policy` defaults (`ctxlab._cli.params_label`), wrapped,
+never cut to `{"chars_per_to…`.
+
 `rich` lays the table out and measures characters by their terminal width (wide CJK characters,
 emoji); this module decides the column widths, so layout is the same on every terminal. Only the
 `table` format of a command goes through here: its JSON, JSONL and CSV stay as they are.
@@ -202,6 +206,8 @@ def table(
     from rich.text import Text
 
     width = terminal_width() if width is None else width
+    if "params" in columns:
+        rows, wrap = _labelled(columns, rows), {*wrap, "params"}
     places = [decimals([r[i] for r in rows]) for i in range(len(columns))]
     texts = [[cell(v, p) for v, p in zip(row, places, strict=True)] for row in rows]
     numeric = [all(_is_number(r[i]) for r in rows) for i in range(len(columns))]
@@ -255,6 +261,23 @@ def table(
     if legend:
         lines.append(fit(legend, width))
     return "\n".join(lines)
+
+
+def _labelled(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """`rows` with each JSON `params` cell as its short label (`params_label`), read against
+    the row's `policy` when the table has that column."""
+    from ctxlab._cli.params_label import params_label
+
+    at = columns.index("params")
+    policy = columns.index("policy") if "policy" in columns else None
+    out = []
+    for row in rows:
+        row = list(row)
+        if isinstance(row[at], str):
+            name = row[policy] if policy is not None else None
+            row[at] = params_label(name if isinstance(name, str) else None, row[at])
+        out.append(row)
+    return out
 
 
 def fit(text: str, width: int | None = None, indent: str = "  ", paths: bool = False) -> str:

@@ -35,6 +35,7 @@ from ctxlab._ingest.ceiling import (  # noqa: F401 - MAX_* re-exported: where us
     max_trace_bytes,
     too_large,
 )
+from ctxlab._ingest.format_hints import unknown_format
 from ctxlab._ingest.formats import langsmith, registry
 from ctxlab._ingest.formats.message_lists import looks_like_message_list, trace_from_list
 from ctxlab._ingest.shared_json import SharedLines
@@ -242,13 +243,8 @@ def _describe(value: Any) -> str:
 
 
 def _unknown(value: Any) -> str:
-    others = "".join(f", {module.DESCRIPTION}" for module in registry.FORMATS)
-    return (
-        "unknown trace format: expected LangSmith runs (objects with 'id' and 'run_type', "
-        "'trace_id' or 'dotted_order'), ingestion ops ({'post': [...], 'patch': [...]}), a "
-        f"webhook payload ({{'runs': [...]}}), a message list (OpenAI, Anthropic or LangChain)"
-        f"{others}; got {_describe(value)}"
-    )
+    """The closest formats to `value` and where the rest are listed (`format_hints`)."""
+    return unknown_format(value, _describe(value))
 
 
 def _items(value: dict[str, Any], source: str, line: int | None) -> list[tuple[str, Any]]:

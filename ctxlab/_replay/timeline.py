@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from ctxlab._cost import tokens as tk
 from ctxlab._messages import KINDS, chars_per_token, readable_text
+from ctxlab._replay.why import why
 from ctxlab._view.escape import esc
 from ctxlab._view.palette import STATUS_COLORS
 
@@ -326,11 +327,11 @@ def events_html(replay: Replay, upto: int | None = None, limit: int = 40) -> str
         msgs = ", ".join(map(str, e.messages[:6])) + (" …" if len(e.messages) > 6 else "")
         rows.append(
             f"<tr><td>{e.turn}</td><td>{esc(e.kind)}</td><td>{esc(msgs)}</td><td>{change}</td>"
-            f"<td>{esc(e.file_path or '', 80)}</td><td>{esc(e.reason or '', 80)}</td></tr>"
+            f"<td>{esc(e.file_path or '', 80)}</td><td>{esc(why(e), 100)}</td></tr>"
         )
     head = (
         "<tr><th>turn</th><th>event</th><th>messages</th><th>tokens</th><th>file</th>"
-        "<th>reason</th></tr>"
+        "<th>why</th></tr>"
     )
     more = f"<div>… {len(events) - limit} earlier</div>" if len(events) > limit else ""
     return (

@@ -286,10 +286,42 @@ def _worker_context() -> multiprocessing.context.BaseContext:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
     try:
-        multiprocessing.forkserver.ensure_running()
+        with _server_imports_this_ctxlab():
+            multiprocessing.forkserver.ensure_running()
     except OSError:
         return multiprocessing.get_context("spawn")
     return ctx
+
+
+@contextlib.contextmanager
+def _server_imports_this_ctxlab() -> Iterator[None]:
+    """While the fork server starts: its path is this process's path, so its workers import
+    the ctxlab (and the modules of pickled classes) this process imports, not a `ctxlab/`
+    folder in the working directory.
+
+    The server runs `python -c ...`, which puts the working directory first on its path, and
+    Python 3.11's server ignores the parent's path it is handed (3.12 applies it); a folder
+    named `ctxlab` there (the parent of a clone, an empty folder) was then imported as a
+    namespace package ahead of an editable install, and every worker failed. `PYTHONSAFEPATH`
+    keeps the working directory off the server's path and `PYTHONPATH` gives it this
+    process's path (its working directory as a folder only where this process has it too),
+    after the folder holding this ctxlab."""
+    import ctxlab
+
+    root = str(Path(ctxlab.__file__).resolve().parent.parent)
+    saved = {name: os.environ.get(name) for name in ("PYTHONSAFEPATH", "PYTHONPATH")}
+    path = [os.getcwd() if entry == "" else entry for entry in sys.path]
+    path = [root, *(entry for entry in path if os.path.exists(entry))]
+    os.environ["PYTHONSAFEPATH"] = "1"
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(path))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 _WORKER: dict[str, Any] = {}

@@ -25,6 +25,7 @@ import polars as pl
 from ctxlab._evaluate.evaluation import Evaluation, evaluate
 from ctxlab._evaluate.facts import Fact
 from ctxlab._evaluate.survival import Survival
+from ctxlab._replay.why import why
 from ctxlab._view.escape import esc
 from ctxlab._view.palette import FACT_STATUS_COLORS
 
@@ -66,6 +67,9 @@ class Card:
     tokens_after: int | None
     dropped: tuple[DroppedFact, ...]
     probes: tuple[dict[str, Any], ...]
+    why: tuple[str, ...] = ()
+    """The rule behind each of the turn's events, one line each (`ctxlab._replay.why.why`):
+    what the user did not ask for by name (the budget, the tool-result limit) said plainly."""
 
     @property
     def needed_lost(self) -> int:
@@ -129,6 +133,7 @@ def cards(replay: Replay, facts: pl.DataFrame, probes: pl.DataFrame | None = Non
                     for r in rows
                 ),
                 probes=tuple(asked.get(turn, [])),
+                why=tuple(dict.fromkeys(why(e) for e in here)),
             )
         )
     return out
@@ -201,15 +206,20 @@ def _probes_html(probes: Iterable[dict[str, Any]], limit: int) -> str:
 
 
 def card_html(card: Card, *, per_category: int = 8, probes: int = 12) -> str:
-    """One card as HTML: header (turn, events, tokens), a line per category of dropped facts
-    (counts by where they went, then up to `per_category` facts, those the agent needed later
-    first, with their marks) and the probes asked at the turn."""
+    """One card as HTML: header (turn, events, tokens), a line per rule that fired, a line per
+    category of dropped facts (counts by where they went, then up to `per_category` facts,
+    those the agent needed later first, with their marks) and the probes asked at the turn.
+
+    The card is a `<details>` element, closed: its header is one line, so the event list
+    below it stays in view, and a click opens the rest."""
     kinds = ", ".join(esc(k) for k in card.kinds) or "eviction"
     hurt = f"color:{FACT_STATUS_COLORS['lost']};font-weight:bold" if card.needed_lost else ""
     head = (
-        f"<div><b>turn {card.turn}</b>: {kinds}{_tokens(card)} · {len(card.dropped)} facts "
-        f"dropped, <span style='{hurt}'>{card.needed_lost} needed later but lost</span></div>"
+        f"<summary style='cursor:pointer'><b>turn {card.turn}</b>: {kinds}{_tokens(card)} · "
+        f"{len(card.dropped)} facts dropped, <span style='{hurt}'>{card.needed_lost} needed "
+        "later but lost</span></summary>"
     )
+    rules = "".join(f"<div class='ctx-card-why'>why: {esc(line)}</div>" for line in card.why)
     sections = []
     for category, facts in card.by_category().items():
         counts = {s: sum(1 for f in facts if f.went == s) for s in WENT_LABELS}
@@ -229,9 +239,10 @@ def card_html(card: Card, *, per_category: int = 8, probes: int = 12) -> str:
         )
     body = "".join(sections) or "<div>no fact left the request at this turn</div>"
     return (
-        f"<div class='ctx-event-card' data-turn='{card.turn}' data-dropped='{len(card.dropped)}' "
-        f"data-needed-lost='{card.needed_lost}' style='font-size:12px;border:1px solid #ccc;"
-        f"padding:6px'>{head}{body}{_probes_html(card.probes, probes)}</div>"
+        f"<details class='ctx-event-card' data-turn='{card.turn}' "
+        f"data-dropped='{len(card.dropped)}' data-needed-lost='{card.needed_lost}' "
+        f"style='font-size:12px;border:1px solid #ccc;padding:6px'>{head}{rules}{body}"
+        f"{_probes_html(card.probes, probes)}</details>"
     )
 
 

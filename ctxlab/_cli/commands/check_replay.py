@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ctxlab._cli import flags
 from ctxlab._cli.commands.replay import add_policy_flags, build_policy
-from ctxlab._cli.output import load_status, report_errors
+from ctxlab._cli.output import load_status, report_errors, warn
 from ctxlab._cli.tables import add_wide_flag, clip, fit, plural, table, terminal_width
 
 if TYPE_CHECKING:
@@ -76,13 +76,13 @@ def run(args: argparse.Namespace) -> int:
     for trace in (t for top in loaded for t in top.walk()):
         name, warning = (args.policy, None) if args.policy else preset_for(trace)
         if warning is not None:
-            print(f"ctxlab: warning: {warning}", file=sys.stderr)
+            warn(warning)
         recorded = {k: v for k, v in recorded_settings(trace, name).items() if k not in given}
         policy = policy_named(name, recorded)
         try:
             result = check(trace, replay(trace, policy, summarizer=summarizer))
         except ValueError as exc:  # the policy cannot run on this trace (as in `replay`)
-            print(f"ctxlab: error: {trace.trace_id}: {exc}", file=sys.stderr)
+            print(fit(f"ctxlab: error: {trace.trace_id}: {exc}"), file=sys.stderr)
             return 2
         if recorded:
             result.notes.insert(

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ctxlab._cli import flags
 from ctxlab._cli.output import load_status, report_errors
-from ctxlab._cli.tables import add_wide_flag, table
+from ctxlab._cli.tables import add_wide_flag, fit, table
 from ctxlab._errors import FlagError
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
             summarizer=summarizer,
         )
     except ValueError as exc:  # a policy that cannot run on a trace: `trace: policy: why`
-        print(f"ctxlab: error: {exc}", file=sys.stderr)
+        print(fit(f"ctxlab: error: {exc}"), file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps({"replays": rows}, indent=2, default=str))

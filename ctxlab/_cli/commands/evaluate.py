@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from ctxlab._cli import flags
 from ctxlab._cli.commands.replay import add_policy_flags, build_policy
 from ctxlab._cli.output import load_status, report_errors
-from ctxlab._cli.tables import add_wide_flag, clip, table, terminal_width
+from ctxlab._cli.params_label import params_label
+from ctxlab._cli.tables import add_wide_flag, clip, fit, table, terminal_width
 from ctxlab._errors import FlagError
 from ctxlab._store.defaults import DEFAULT_PATH
 
@@ -132,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             replays.append(replay(trace, policy, summarizer=summarizer))
         except ValueError as exc:
-            print(f"ctxlab: error: {trace.trace_id}: {exc}", file=sys.stderr)
+            print(fit(f"ctxlab: error: {trace.trace_id}: {exc}"), file=sys.stderr)
             return 2
     if args.dry_run:
         assert model is not None, "--dry-run without --model was refused above"
@@ -141,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             evaluations = _evaluate(replays, model, judge, Store(args.store))
         except probes.ProbeCallError as exc:
-            print(f"ctxlab: error: {' '.join(str(exc).split())}", file=sys.stderr)
+            print(fit(f"ctxlab: error: {exc}"), file=sys.stderr)
             return 1
         if args.format == "json":
             print(json.dumps({"evaluations": [e.to_json() for e in evaluations]}, default=str))
@@ -149,9 +150,9 @@ def run(args: argparse.Namespace) -> int:
             for evaluation in evaluations:
                 print(render(evaluation, wide=args.wide))
         if model is None:
-            print(probes.SKIPPED, file=sys.stderr if args.format == "json" else sys.stdout)
+            print(fit(probes.SKIPPED), file=sys.stderr if args.format == "json" else sys.stdout)
         elif judge is None:
-            print(probes.NO_JUDGE, file=sys.stderr if args.format == "json" else sys.stdout)
+            print(fit(probes.NO_JUDGE), file=sys.stderr if args.format == "json" else sys.stdout)
     report_errors(loaded.errors, loaded.skipped)
     return load_status(loaded)
 
@@ -232,14 +233,17 @@ def render(evaluation: Evaluation, *, wide: bool = False, width: int | None = No
     needed = facts.filter(pl.col("needed_turn").is_not_null())
     lost = needed.filter(pl.col("status_when_needed") == "lost").sort("needed_turn", "message")
     by_file = needed.filter(pl.col("status_when_needed") == "file").height
-    params = ", ".join(f"{k}={v}" for k, v in sorted(evaluation.params.items()))
+    params = params_label(evaluation.policy, json.dumps(evaluation.params, default=str), False)
     lines = [
-        clip(f"{evaluation.trace_id}: {evaluation.policy} ({params})", width),
+        fit(f"{evaluation.trace_id}: {evaluation.policy} ({params})", width),
         f"{facts.height} facts, {needed.height} needed again after eviction: needed-but-lost "
         f"{lost.height}, recoverable only from a file {by_file}",
     ]
     if evaluation.survival.height:
-        survival = evaluation.survival
+        # `needed` is a count here and a turn in the lost facts' table: named apart.
+        survival = evaluation.survival.rename(
+            {"needed": "needed_again", "needed_lost": "needed_but_lost"}
+        )
         lines.append(table(survival.columns, survival.rows(), wide=wide, width=width))
     if lost.height:
         lines.append(f"needed but lost ({lost.height}):")
@@ -247,7 +251,7 @@ def render(evaluation: Evaluation, *, wide: bool = False, width: int | None = No
             [r["needed_turn"], r["evicted_turn"], r["category"], r["fact"]]
             for r in lost.head(LISTED).iter_rows(named=True)
         ]
-        columns = ("needed", "evicted", "category", "fact")
+        columns = ("needed_turn", "evicted_turn", "category", "fact")
         lines.append(table(columns, rows, wide=wide, width=width, whole=columns[:3]))
         if lost.height > LISTED:
             lines.append(f"... and {lost.height - LISTED} more (--format json lists all)")

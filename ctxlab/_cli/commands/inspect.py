@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         rows = [[s[c] for c in COLUMNS] for s in summaries]
         print(table(COLUMNS, rows, wide=args.wide, legend=LEGEND))
         counts = ", ".join(f"{n} {name}" for name, n in formats.items())
-        print(f"{plural(len(summaries), 'trace')} by format: {counts}")
+        print(fit(f"{plural(len(summaries), 'trace')} by format: {counts}"))
         for s in summaries:
             for note in s["notes"]:
                 print(fit(f"note: {s['trace_id']}: {note}", None if not args.wide else 10**6))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from ctxlab._cli import flags
@@ -67,13 +68,14 @@ def add_format_flags(parser: argparse.ArgumentParser) -> None:
     add_wide_flag(parser)
 
 
-def render(frame: pl.DataFrame, fmt: str, wide: bool = False) -> str:
-    """A query result as a table, CSV (header line, then rows) or a JSON list of objects."""
+def render(frame: pl.DataFrame, fmt: str, wide: bool = False, whole: Collection[str] = ()) -> str:
+    """A query result as a table, CSV (header line, then rows) or a JSON list of objects;
+    the table's columns named in `whole` are never cut (`ctxlab._cli.tables.table`)."""
     if fmt == "csv":
         return frame.write_csv().rstrip("\n")
     if fmt == "json":
         return json.dumps(frame.to_dicts(), default=str, indent=1)
-    return table(frame.columns, frame.rows(), wide=wide)
+    return table(frame.columns, frame.rows(), wide=wide, whole=whole)
 
 
 def run(args: argparse.Namespace) -> int:

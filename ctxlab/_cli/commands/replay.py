@@ -22,7 +22,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ctxlab._cli import flags
-from ctxlab._cli.output import load_status, report_errors
+from ctxlab._cli.output import load_status, report_errors, warn
 from ctxlab._cli.tables import add_wide_flag, fit, plural, table
 from ctxlab._errors import FlagError
 from ctxlab._replay.specs import split_assignment
@@ -191,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             results.append(replay(trace, policy, summarizer=summarizer))
         except ValueError as exc:
-            print(f"ctxlab: error: {trace.trace_id}: {exc}", file=sys.stderr)
+            print(fit(f"ctxlab: error: {trace.trace_id}: {exc}"), file=sys.stderr)
             return 2
     if args.format == "table":
         for result in results:
@@ -218,7 +218,9 @@ LEGEND = (
     "uncompacted: the same request with nothing compacted; messages: messages in the request; "
     "events: compaction actions as kind(n), n the messages each touched, e.g. summarize(73): "
     "73 messages replaced by a summary, offload_tool_result(1): a tool result moved to a "
-    "file, truncate_args(2): tool-call arguments cut in 2 messages."
+    "file, truncate_args(2): tool-call arguments cut in 2 messages; why: the rule that fired "
+    "(trigger, budget: the input budget, the window less the call's output; overflow; "
+    "tool-result limit) and the request's tokens when it did."
 )
 
 
@@ -227,6 +229,7 @@ def _print_table(
 ) -> None:
     """One trace's summary line, resolved settings and table of calls."""
     from ctxlab._replay.policy_settings import resolved, window_warning
+    from ctxlab._replay.why import setting_warnings, thresholds, why
     from ctxlab._store.schema import int_max
 
     width = 10**6 if wide else None
@@ -244,8 +247,12 @@ def _print_table(
         settings = resolved(policy, result.trace, given)
         warning = window_warning(policy, result.trace, settings)
         if warning is not None:
-            print(f"ctxlab: warning: {warning}", file=sys.stderr)
+            warn(warning)
+        first = frame["baseline_tokens"][0] if frame.height else None
+        for text in setting_warnings(policy, result.trace, first):
+            warn(f"{result.trace_id}: {text}")
         print(fit(f"policy {result.policy}: " + "; ".join(map(str, settings)), width))
+    levels = thresholds(policy, result.trace) if result.trace is not None else {}
     calls = [c for c in result.calls if all_turns or c.events]
     if all_turns:
         print(f"every turn ({frame.height}):")
@@ -261,12 +268,13 @@ def _print_table(
             c.baseline_tokens,
             c.messages,
             ", ".join(f"{e.kind}({len(e.messages)})" if e.messages else e.kind for e in c.events),
+            "; ".join(dict.fromkeys(why(e, levels) for e in c.events)),
         ]
         for c in calls
     ]
     if rows:
-        columns = ("turn", "context", "uncompacted", "messages", "events")
-        print(table(columns, rows, wide=wide, legend=LEGEND))
+        columns = ("turn", "context", "uncompacted", "messages", "events", "why")
+        print(table(columns, rows, wide=wide, wrap=("events", "why"), legend=LEGEND))
     print()
 
 

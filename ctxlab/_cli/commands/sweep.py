@@ -126,5 +126,6 @@ def run(args: argparse.Namespace) -> int:
         files=args.files,
     )
     cols = [c for c in result.columns if c not in ("replay_key", "params", "summarizer")]
-    print(render(result.select(cols), args.format, args.wide))
+    # The grid's values name the cells: cut, `fraction:0.5` and `fraction:0.55` look alike.
+    print(render(result.select(cols), args.format, args.wide, whole=grid))
     return 0

@@ -30,15 +30,19 @@ import plotly.io as pio
 import polars as pl
 
 from ctxlab._messages import KINDS
+from ctxlab._replay.policies.base import Event
+from ctxlab._replay.why import why
 from ctxlab._store.schema import int_max
 from ctxlab._view.escape import esc
 from ctxlab._view.palette import (
+    BASELINE_COLOR,
     DEFAULT_EVENT_STYLE,
     EVENT_STYLE,
     FONT,
     KIND_COLORS,
     KIND_LABELS,
-    OKABE_ITO,
+    REFERENCE_COLOR,
+    REFERENCE_DASHES,
     SERIES_COLORS,
     SERIES_DASHES,
 )
@@ -47,7 +51,6 @@ from ctxlab._view.plots.guards import same_trace
 from ctxlab._view.plots.recorded import recorded_traces
 
 if TYPE_CHECKING:
-    from ctxlab._replay.policies.base import Event
     from ctxlab._replay.replay import Counted, Replay
     from ctxlab._trace import Trace
 
@@ -120,11 +123,16 @@ def paper_layout(
         "width": width,
         "height": height,
         "margin": {"l": 70, "r": 20, "t": 60 if title else 30, "b": 60},
+        # Below the x-axis title, in the figure's bottom margin (which grows to hold it): a
+        # legend placed in plot fractions sat on the axis title at some heights.
         "legend": {
-            "font": {"size": 12},
+            "font": {"size": 12 if width >= NARROW else 10},
             "orientation": "h",
-            "yanchor": "top",
-            "y": -0.16,
+            "traceorder": "normal",  # one flow in rank order, not a row per legend group
+            "tracegroupgap": 0,
+            "yref": "container",
+            "yanchor": "bottom",
+            "y": 0,
             "x": 0,
             "xanchor": "left",
             "bgcolor": "rgba(255,255,255,0.8)",
@@ -142,8 +150,39 @@ def paper_layout(
         },
     }
     if title:
-        own["title"] = {"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 16}}
+        own["title"] = {
+            "text": fitted_title(title, width),
+            "x": 0.01,
+            "xanchor": "left",
+            "font": {"size": 16},
+        }
     return {**_merged(_white_layout(), own), "template": "none"}
+
+
+NARROW = 700
+"""Figures narrower than this (a single paper column) get a smaller legend font."""
+
+TITLE_CHAR_PX = 8.6
+"""Average width of a 16 px title character in the paper font (DejaVu Sans), in pixels."""
+
+
+def fitted_title(title: str, width: int) -> str:
+    """`title` cut with "…" to what a `width`-pixel figure shows on one line (a title wider than
+    the figure is clipped at its edge, mid-word, in an export); escaped entities (`&amp;`) count
+    as one character and are never cut; a title with markup (`<br>`) is left as laid out."""
+    if "<" in title:
+        return title
+    room = max(10, int((width - 30) / TITLE_CHAR_PX))
+    out, seen, i = [], 0, 0
+    while i < len(title) and seen < room - 1:
+        end = title.find(";", i, i + 8) if title[i] == "&" else -1
+        j = end + 1 if end > 0 else i + 1
+        out.append(title[i:j])
+        seen, i = seen + 1, j
+    rest = title[i:]
+    if not rest or (seen < room and len(rest) == 1):
+        return title
+    return "".join(out).rstrip() + "…"
 
 
 def style(
@@ -214,31 +253,51 @@ def event_marker_dicts(
         rows = by_kind[kind]
         symbol, color = EVENT_STYLE.get(kind, DEFAULT_EVENT_STYLE)
         at = [e.turn for e in rows]
-        # the turn's count, else (no model call saw it) the event's own count
-        ys = [
-            v if (v := level.get(t)) is not None else e.tokens_before
-            for t, e in zip(at, rows, strict=True)
-        ]
+        dense = len(rows) > DENSE_EVENTS
+        if dense:  # a rug along the x axis: one tick a turn, not a wall of markers
+            ys: list[Any] = [0] * len(rows)
+            marker = {"symbol": "line-ns-open", "size": 14, "color": color, "line": {"width": 2}}
+        else:  # the turn's count, else (no model call saw it) the event's own count
+            ys = [
+                v if (v := level.get(t)) is not None else e.tokens_before
+                for t, e in zip(at, rows, strict=True)
+            ]
+            marker = {
+                "symbol": symbol,
+                "size": 11,
+                "color": color,
+                "line": {"width": 1.2, "color": "#222222"},
+            }
         traces.append(
             {
                 "type": "scatter",
                 "x": _numbers_or_list(at),
                 "y": _numbers_or_list(ys),
                 "mode": "markers",
-                "name": f"event: {kind}",
-                "marker": {
-                    "symbol": symbol,
-                    "size": 11,
-                    "color": color,
-                    "line": {"width": 1.2, "color": "#222222"},
-                },
+                "name": f"event: {kind} ({len(rows):,}{', rug' if dense else ''})",
+                "marker": marker,
                 "hovertext": [_hover_of(_HOVER_FIELDS(e)) for e in rows],
                 "hoverinfo": "text",
                 "legendgroup": "events",
+                "legendrank": EVENT_RANK,
                 "showlegend": bool(rows),
             }
         )
     return traces
+
+
+DENSE_EVENTS = 20
+"""More events of one kind than this draw as a rug of ticks on the x axis (their count in the
+legend): 50 argument truncations at 50 successive calls made a solid line of markers over the
+curve, hiding it and reading as one more series."""
+
+AREA_RANK, LINE_RANK, EVENT_RANK = 100, 500, 800
+"""Legend order (plotly's `legendrank`, lower first): the stacked kinds top band first, as the
+stack reads from the top; then the baseline and the recording; then events."""
+
+VISIBLE_SHARE = 0.005
+"""A stacked band under this share of the chart's highest stack at every turn is too thin to
+see: it is drawn, but left out of the legend."""
 
 
 def _numbers_or_list(values: list[Any]) -> np.ndarray | list[Any]:
@@ -272,8 +331,9 @@ def _hover_of(fields: tuple[Any, ...]) -> str:
         label += f"<br>messages {', '.join(map(str, messages[:8]))}{more}"
     if file_path:
         label += f"<br>file {_escaped(file_path, 120)}"
-    if reason:
-        label += f"<br>reason {_escaped(reason, 120)}"
+    if reason or before is not None:
+        event = Event(kind, turn, messages, before, after, file_path, reason)
+        label += f"<br>why: {_escaped(why(event), 120)}"
     return label
 
 
@@ -314,32 +374,56 @@ def context_trace_dicts(
                 "y": numbers(turns["baseline_tokens"]),
                 "name": "uncompacted baseline",
                 "mode": "lines",
-                "line": {"color": OKABE_ITO["black"], "width": 2, "dash": "dash"},
+                "line": {"color": BASELINE_COLOR, "width": 2, "dash": "dash"},
                 "hovertemplate": "baseline: %{y:,}<extra>turn %{x}</extra>",
+                "legendrank": LINE_RANK,
             }
         )
-    dashes = {"window": "solid", "trigger": "dash", "budget": "dot"}
-    for label, level in (lines or {}).items():
-        out.append(
-            {
-                "type": "scatter",
-                "x": [int(x[0]) if len(x) else 0, int(x[-1]) if len(x) else 1],
-                "y": [level, level],
-                "name": f"{label} {level:,}",
-                "mode": "lines",
-                "line": {
-                    "color": OKABE_ITO["vermillion"],
-                    "width": 1.5,
-                    "dash": dashes.get(label, "dashdot"),
-                },
-                "hoverinfo": "name",
-            }
-        )
+    out.extend(reference_lines(lines or {}, x))
     if events:
         out.extend(event_marker_dicts(replay, kinds=event_kinds))
     if recorded is not None:
         top = max(int_max(turns["context_tokens"]), int_max(turns["baseline_tokens"]))
         out.extend(t.to_plotly_json() for t in recorded_traces(recorded, top=top))
+    return out
+
+
+def reference_lines(lines: Mapping[str, int], x: np.ndarray) -> list[dict[str, Any]]:
+    """Window, trigger and budget as horizontal lines across the turns `x`, each labelled on
+    the plot at its right end (`window 200,000`) instead of in the legend: one hue for the
+    family (`REFERENCE_COLOR`), told apart by dash and label. Marked `meta: "reference"`, so
+    a y axis fitted to the data can leave them out (`ctxlab._view.widgets._common.y_extent`)."""
+    out = []
+    ends = [int(x[0]) if len(x) else 0, int(x[-1]) if len(x) else 1]
+    # From the highest line down, labels alternate between the right and the left end, so
+    # lines close together (a budget just under the window) never share a label's place; the
+    # highest label sits under its line, which may be the top of the chart.
+    order = sorted(lines, key=lambda k: -lines[k])
+    for label, level in lines.items():
+        text = f"{label} {level:,}"
+        rank = order.index(label)
+        right = rank % 2 == 0
+        where = ("bottom" if rank == 0 else "top") + (" left" if right else " right")
+        out.append(
+            {
+                "type": "scatter",
+                "x": ends,
+                "y": [level, level],
+                "name": text,
+                "mode": "lines+text",
+                "text": ["", text] if right else [text, ""],
+                "textposition": where,
+                "textfont": {"color": REFERENCE_COLOR, "size": 12},
+                "line": {
+                    "color": REFERENCE_COLOR,
+                    "width": 1.5,
+                    "dash": REFERENCE_DASHES.get(label, "dashdot"),
+                },
+                "hoverinfo": "name",
+                "showlegend": False,
+                "meta": "reference",
+            }
+        )
     return out
 
 
@@ -403,13 +487,19 @@ def _kind_areas(
     """One stacked area per token kind (plain trace dicts); `groupnorm` (set on the first)
     stacks to 100%."""
     x = numbers(turns["turn"]) if x is None else x
+    columns = {kind: numbers(turns[f"{kind}_tokens"]) for kind in KINDS}
+    stacked = np.sum([c.astype(float) for c in columns.values()], axis=0) if len(x) else 0
+    top = float(np.max(stacked)) if len(x) else 0.0
     out = []
-    for kind in KINDS:
+    for rank, kind in enumerate(KINDS):
+        seen = bool(len(x)) and float(np.max(columns[kind])) > VISIBLE_SHARE * top
         area: dict[str, Any] = {
             "type": "scatter",
             "x": x,
-            "y": numbers(turns[f"{kind}_tokens"]),
+            "y": columns[kind],
             "name": KIND_LABELS[kind],
+            "legendrank": AREA_RANK + len(KINDS) - rank,
+            "showlegend": seen,
             "mode": "lines",
             "line": {"width": 0.5, "color": KIND_COLORS[kind]},
             "fillcolor": KIND_COLORS[kind],
@@ -445,8 +535,9 @@ def events_timeline(
     fig = go.Figure()
     n_turns = replay.counts.height
     kinds = sorted(set(events["kind"].to_list())) if not events.is_empty() else []
-    for kind in kinds:
-        rows = events.filter(pl.col("kind") == kind).to_dicts()
+    rows_of = {kind: events.filter(pl.col("kind") == kind).to_dicts() for kind in kinds}
+    named = {kind: f"{kind} ({len(rows):,})" for kind, rows in rows_of.items()}
+    for kind, rows in rows_of.items():
         saved = [
             max(0, (r["tokens_before"] or 0) - (r["tokens_after"] or 0))
             if r["tokens_after"] is not None
@@ -454,24 +545,39 @@ def events_timeline(
             for r in rows
         ]
         symbol, color = EVENT_STYLE.get(kind, DEFAULT_EVENT_STYLE)
+        if len(rows) > DENSE_EVENTS:  # a rug: one tick a turn, not overlapping markers
+            marker: dict[str, Any] = {
+                "symbol": "line-ns-open",
+                "size": 16,
+                "color": color,
+                "line": {"width": 2, "color": color},
+            }
+        else:
+            marker = {
+                "symbol": symbol,
+                "color": color,
+                "size": [8 + min(22, (s / 1000) ** 0.5 * 3) for s in saved],
+                "line": {"width": 1, "color": "#222222"},
+            }
         fig.add_trace(
             go.Scatter(
                 x=[r["turn"] if r["turn"] is not None else n_turns for r in rows],
-                y=[kind] * len(rows),
+                y=[named[kind]] * len(rows),
                 mode="markers",
-                name=kind,
-                marker={
-                    "symbol": symbol,
-                    "color": color,
-                    "size": [8 + min(22, (s / 1000) ** 0.5 * 3) for s in saved],
-                    "line": {"width": 1, "color": "#222222"},
-                },
+                name=named[kind],
+                marker=marker,
+                cliponaxis=False,  # a marker at the last turn is drawn whole
                 hovertext=[_event_hover(r) for r in rows],
                 hoverinfo="text",
             )
         )
     fig.update_xaxes(title_text="turn (model call)", range=[-1, max(n_turns, 1)])
-    fig.update_yaxes(title_text=None, type="category", categoryorder="array", categoryarray=kinds)
+    fig.update_yaxes(
+        title_text=None,
+        type="category",
+        categoryorder="array",
+        categoryarray=[named[k] for k in kinds],
+    )
     fig.update_layout(showlegend=False)
     return style(
         fig,
@@ -527,7 +633,7 @@ def comparison(
                 "y": numbers(y.cum_sum() if cumulative else y),
                 "name": "uncompacted baseline",
                 "mode": "lines",
-                "line": {"color": OKABE_ITO["grey"], "width": 1.5, "dash": "dot"},
+                "line": {"color": BASELINE_COLOR, "width": 1.5, "dash": "dash"},
                 "hovertemplate": "baseline: %{y:,}<extra>turn %{x}</extra>",
             }
         )

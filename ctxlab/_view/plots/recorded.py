@@ -14,11 +14,11 @@ import plotly.graph_objects as go
 from ctxlab._ingest.recorded import recorded_compactions
 from ctxlab._trace import RecordedCompaction, Trace
 from ctxlab._view.escape import esc
-from ctxlab._view.palette import OKABE_ITO
+from ctxlab._view.palette import RECORDED_COLOR
 
 RECORDED_LINE = "recorded input tokens"
 RECORDED_POINTS = "recorded compaction"
-COLOR = OKABE_ITO["vermillion"]
+COLOR = RECORDED_COLOR
 SUMMARY_CHARS = 300
 """How much of a recorded summary a hover label shows."""
 

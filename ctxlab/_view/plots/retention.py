@@ -25,7 +25,7 @@ from ctxlab._store.schema import int_max
 from ctxlab._view.escape import esc
 from ctxlab._view.palette import FACT_STATUS_COLORS, OKABE_ITO
 from ctxlab._view.plots.annotations import default_labels, trace_name
-from ctxlab._view.plots.figures import style
+from ctxlab._view.plots.figures import NARROW, style
 
 if TYPE_CHECKING:
     from ctxlab._evaluate.evaluation import Evaluation
@@ -113,8 +113,14 @@ def retention(
         ],
         subplot_titles=[
             *[esc(name, max(16, min(SHOWN, 84 // n))) for name in names],
-            "needed again after eviction: where it was",
-            "probe score vs full-context ceiling",
+            *(
+                ("needed again: where it was", "probe score vs ceiling")
+                if width < NARROW
+                else (
+                    "needed again after eviction: where it was",
+                    "probe score vs full-context ceiling",
+                )
+            ),
         ],
         row_heights=[0.58, 0.42],
         vertical_spacing=0.2,
@@ -123,7 +129,7 @@ def retention(
     for i, (ev, name) in enumerate(zip(evaluations, names, strict=True)):
         _survival_panel(fig, ev.survival, cats, name, col=2 * i + 1, legend=i == 0, shares=shares)
     _needed_panel(fig, evaluations, names, col=1)
-    _probe_panel(fig, evaluations, names, col=n + 1)
+    _probe_panel(fig, evaluations, names, col=n + 1, narrow=width < NARROW)
     fig.update_layout(barmode="stack", bargap=0.25)
     style(
         fig,
@@ -131,7 +137,7 @@ def retention(
         width=width,
         height=height,
     )
-    fig.update_layout(legend={"y": -0.11, "traceorder": "normal"}, margin={"b": 90})
+    fig.update_layout(legend={"traceorder": "normal"}, margin={"b": 90})
     fig.update_annotations(font_size=13)
     top = max((int_max(ev.survival["total"]) for ev in evaluations), default=0)
     for i in range(n):
@@ -222,13 +228,17 @@ def _needed_panel(
         )
 
 
-def _probe_panel(fig: go.Figure, evaluations: Sequence[Any], names: list[str], *, col: int) -> None:
+def _probe_panel(
+    fig: go.Figure, evaluations: Sequence[Any], names: list[str], *, col: int, narrow: bool
+) -> None:
     means = [probe_means(ev.probes) for ev in evaluations]
     shown = [esc(name, SHOWN) for name in names]
     if not any(count for _, _, count in means):
         axes = fig.get_subplot(2, col)
         fig.add_annotation(
-            text="no probes run:<br>evaluate(replay, model=...) adds them",
+            text="no probes run:<br>evaluate(replay,<br>model=...) adds them"
+            if narrow
+            else "no probes run:<br>evaluate(replay, model=...) adds them",
             xref="paper",
             yref="paper",
             x=sum(axes.xaxis.domain) / 2,

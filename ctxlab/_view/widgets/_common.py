@@ -115,7 +115,7 @@ class Debouncer:
 # --------------------------------------------------------------------------- figures
 
 
-_DATA_PROPS = ("x", "y", "name", "hovertext", "marker", "showlegend")
+_DATA_PROPS = ("x", "y", "name", "text", "hovertext", "marker", "showlegend")
 """What changes between redraws of one builder; styling stays as first drawn."""
 
 
@@ -136,7 +136,7 @@ def update_in_place(
     (`Plotly.relayout` keys such as `"yaxis.range"`).
 
     Builders keep a fixed trace order and count for a given widget, so only the properties that
-    change between redraws (`_DATA_PROPS`: `x`, `y`, `name`, `hovertext`, `marker`,
+    change between redraws (`_DATA_PROPS`: `x`, `y`, `name`, `text`, `hovertext`, `marker`,
     `showlegend`) are sent, and of those only the ones that differ from what this function last
     sent to `widget` (kept on it as `_ctxlab_sent`), as one `Plotly.update` message with the
     title and `layout`: the values go in as given, numpy arrays as binary buffers, without
@@ -229,14 +229,17 @@ def figure_widget(fig: go.Figure, css_class: str) -> go.FigureWidget:
 
 ZOOMS = ("auto", "window", "data")
 """`YAxis.zoom` values: fit the data when they use under a third of the chart's full height
-(`auto`), always show every line up to the window (`window`), or fit the replayed context
-(`data`)."""
+(`auto`), always show every line up to the window (`window`), or fit the data (`data`). The
+data are everything but the reference lines (window, trigger, budget): the replayed context,
+the uncompacted baseline and the recording, so a zoom never pushes the baseline or the
+recorded curve off the chart."""
 
 
 def y_extent(data: Sequence[dict[str, Any]]) -> tuple[float, float, float]:
-    """(top of the stacked context, top of everything drawn, lowest positive context) of
-    context-chart trace dicts: the stacked areas are the replay's context; the rest (baseline,
-    window and trigger lines, markers, the recording) only count for the full height."""
+    """(top of the data, top of everything drawn, lowest positive context) of
+    context-chart trace dicts: the data are the stacked context and every other trace but the
+    reference lines (`meta: "reference"`, `ctxlab._view.plots.figures.reference_lines`), which
+    only count for the full height."""
     stacked = [np.asarray(d["y"], dtype=float) for d in data if d.get("stackgroup")]
     context = np.sum(stacked, axis=0) if stacked else np.zeros(0)
     top = float(context.max()) if context.size else 0.0
@@ -249,7 +252,10 @@ def y_extent(data: Sequence[dict[str, Any]]) -> tuple[float, float, float]:
             ys = y  # (walking a 1,000-turn line in Python took 0.1 ms a trace, every move)
         else:
             ys = np.asarray([v for v in y if v is not None], dtype=float)
-        full = max(full, float(ys.max()) if ys.size else 0.0)
+        high = float(ys.max()) if ys.size else 0.0
+        full = max(full, high)
+        if d.get("meta") != "reference":
+            top = max(top, high)
     positive = context[context > 0]
     low = float(positive.min()) if positive.size else 1.0
     return top, full, low
@@ -284,9 +290,10 @@ class YAxis(W.HBox):
             value="auto",
             description="y axis",
             tooltips=[
-                "fit the data when they use under a third of the window",
-                "show the window and every line",
-                "fit the replayed context",
+                "fit the data (context, baseline, recording) when they use under a third "
+                "of the window",
+                "show the window and every reference line",
+                "fit the data: the context, the uncompacted baseline and the recording",
             ],
             style={"button_width": "70px"},
         )

@@ -20,6 +20,7 @@ from ctxlab._replay.replay import Replay
 from ctxlab._trace import Trace
 from ctxlab._view.escape import esc
 from ctxlab._view.widgets._common import ExportBar, figure_widget, metrics, update_in_place
+from ctxlab._view.widgets.fit import scrolls_sideways
 
 CACHE_WRITES = "cache_writes"
 """The metric toggle's value that shows cache writes by cause."""
@@ -96,11 +97,19 @@ class Compare(W.VBox):
                 ("cache writes by cause", CACHE_WRITES),
             ],
             value="context",
+            tooltips=[
+                "context tokens of each request",
+                "input tokens summed over the calls",
+                "cache-write tokens by what caused them",
+            ],
+            style={"button_width": "auto"},  # each label whole, however long
         )
         self.metric.add_class("ctx-metric")
         self._bars = False
         self.figure = figure_widget(self._figure(), "ctx-compare-chart")
-        self.table = W.HTML(metrics_table_html(self.replays, self.labels, trace))
+        self.table = W.HTML(
+            metrics_table_html(self.replays, self.labels, trace), layout=scrolls_sideways()
+        )
         self.table.add_class("ctx-compare-table")
         self.exporter = ExportBar(lambda: self.figure, "compare")
         self.metric.observe(lambda _: self.redraw(), names="value")

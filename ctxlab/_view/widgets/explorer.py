@@ -74,15 +74,18 @@ class Control:
 def _slider(
     cls: type, description: str, value: float, lo: float, hi: float, step: float, **kw: Any
 ) -> W.ValueWidget:
+    if cls is W.IntSlider:  # grouped as the legend and readout print them: 200,000
+        kw.setdefault("readout_format", ",d")
     widget = cls(
         value=value,
         min=lo,
         max=hi,
         step=step,
         description=description,
+        tooltip=description,  # the full label, where a narrow column cuts it
         continuous_update=False,
-        style={"description_width": "150px"},
-        layout=W.Layout(width="520px"),
+        style={"description_width": "190px"},
+        layout=W.Layout(width="600px"),
         **kw,
     )
     widget.add_class(f"ctx-{description.split()[0].lower()}")

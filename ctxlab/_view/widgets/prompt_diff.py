@@ -41,6 +41,7 @@ from ctxlab._trace import Trace
 from ctxlab._view.escape import esc
 from ctxlab._view.plots.retention import probe_means
 from ctxlab._view.widgets._common import ExportBar, figure_widget
+from ctxlab._view.widgets.fit import scrolls_sideways
 from ctxlab.policies import DeepAgents
 from ctxlab.summarizers import DEFAULT_PROMPT, Extractive, Fixed, Summarizer
 
@@ -189,7 +190,7 @@ class PromptDiff(W.VBox):
             options=[(p.label(), i) for i, p in enumerate(self.points)],
             value=0 if self.points else None,
             description="point",
-            layout=W.Layout(width="700px"),
+            layout=W.Layout(width="100%", max_width="700px"),
         )
         self.point.add_class("ctx-point")
         area = W.Layout(width="49%", height="140px")
@@ -207,14 +208,16 @@ class PromptDiff(W.VBox):
         self.summary_b = W.HTML()
         self.summary_a.add_class("ctx-summary-a")
         self.summary_b.add_class("ctx-summary-b")
-        self.anchors = W.HTML()
+        self.anchors = W.HTML(layout=scrolls_sideways())
         self.anchors.add_class("ctx-anchors")
-        self.fact_table = W.HTML()
+        self.fact_table = W.HTML(layout=scrolls_sideways())
         self.fact_table.add_class("ctx-fact-survival")
-        self.probe_table = W.HTML()
+        self.probe_table = W.HTML(layout=scrolls_sideways())
         self.probe_table.add_class("ctx-prompt-probes")
         self.view = W.ToggleButtons(
-            options=[("anchors", "anchors"), ("facts (Tier 1)", "facts")], value="anchors"
+            options=[("anchors", "anchors"), ("facts (Tier 1)", "facts")],
+            value="anchors",
+            style={"button_width": "auto"},
         )
         self.view.add_class("ctx-diff-view")
         self.sides: tuple[Side, Side] | None = None

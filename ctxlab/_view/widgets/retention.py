@@ -24,6 +24,7 @@ from ctxlab._view.escape import esc
 from ctxlab._view.palette import FACT_STATUS_COLORS
 from ctxlab._view.plots.retention import labels_for, probe_means
 from ctxlab._view.widgets._common import ExportBar, figure_widget, update_in_place
+from ctxlab._view.widgets.fit import scrolls_sideways
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
@@ -122,11 +123,14 @@ class Retention(W.VBox):
             )
         self.labels = labels_for(self.evaluations, labels)
         self.shares = W.ToggleButtons(
-            options=[("share of each category", True), ("count of facts", False)], value=True
+            options=[("share of each category", True), ("count of facts", False)],
+            value=True,
+            tooltips=["facts of each category by where they are", "the same as counts"],
+            style={"button_width": "auto"},  # each label whole, however long
         )
         self.shares.add_class("ctx-retention-shares")
         self.figure = figure_widget(self._figure(), "ctx-retention-chart")
-        self.table = W.HTML(headline_html(self.evaluations, self.labels))
+        self.table = W.HTML(headline_html(self.evaluations, self.labels), layout=scrolls_sideways())
         self.table.add_class("ctx-retention-headline")
         self.policy = W.Dropdown(
             options=[(label, i) for i, label in enumerate(self.labels)],
@@ -135,7 +139,7 @@ class Retention(W.VBox):
             layout=W.Layout(width="520px"),
         )
         self.policy.add_class("ctx-retention-policy")
-        self.lost = W.HTML()
+        self.lost = W.HTML(layout=scrolls_sideways())
         self.lost.add_class("ctx-retention-lost")
         self.exporter = ExportBar(lambda: self.figure, "retention")
         self.shares.observe(lambda _: self.redraw(), names="value")

@@ -73,9 +73,10 @@ def title_at(replay: Replay, turn: int, trace: Trace | None = None) -> str:
     name = plots.trace_name(trace, replay.trace_id, 48) if trace else plots.replay_name(replay, 48)
     billed = row.get("billed_tokens")
     paid = f", billed {billed:,} ({esc(replay.billing_method)})" if billed is not None else ""
+    # Two lines, each within the chart's width: on one, the trace's name ran off its edge.
     return (
         f"turn {turn}: {row['context_tokens']:,} tokens "
-        f"(baseline {row['baseline_tokens']:,}{paid}) · {esc(replay.policy)} on {esc(name)}"
+        f"(baseline {row['baseline_tokens']:,}{paid})<br>{esc(replay.policy)} on {esc(name)}"
     )
 
 
@@ -199,7 +200,9 @@ class Scrubber(W.VBox):
         fig.add_traces(self._billed)  # trace dicts, validated once here
         fig.add_trace(cursor_trace(self.replay, turn))
         fig.update_layout(
-            title_text=title_at(self.replay, turn, self.trace), shapes=[cursor_shape(turn)]
+            title_text=title_at(self.replay, turn, self.trace),
+            shapes=[cursor_shape(turn)],
+            margin_t=80,  # the title's two lines
         )
         fig.plotly_relayout(self.yaxis.relayout(self._traces))
         return fig

@@ -1,0 +1,41 @@
+"""Every line the CLI prints fits `COLUMNS`, warnings and errors included, on real traces."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ctxlab._cli.main import main
+
+FILES = (
+    "samples/langchain-tracer-ops_deepagents_subagent.json",  # a subagent: long trace ids
+    "real-traces/otel-genai-openinference-attr-fixtures/otel_genai_client_span_tool_calls.json.gz",
+    "real-traces/anthropic-managed-agents-events/anthropic_managed_mcp_tools_reject.jsonl.gz",
+)
+COMMANDS = (
+    ["inspect"],
+    ["replay", "--window", "200000"],
+    ["evaluate"],
+    ["check-replay"],
+    ["calibrate"],
+)
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+def test_every_line_fits_100_columns(
+    shared: Path,
+    command: list[str],
+    capsys: pytest.CaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    for name in FILES:
+        path = str(shared / "data" / name)
+        assert main([command[0], path, *command[1:]]) == 0, name
+        captured = capsys.readouterr()
+        lines = re.split(r"[\r\n]", captured.out + captured.err)
+        assert captured.out.strip()
+        too_long = [line for line in lines if len(line) > 100]
+        assert not too_long, (name, too_long)
