@@ -31,7 +31,7 @@ from ctxlab._replay.policies.counts_only import (
     history_prefix,
     kind_prefix,
 )
-from ctxlab._replay.policies.engine import StagePolicy, StageRun
+from ctxlab._replay.policies.engine import JUMPS, StagePolicy, StageRun, declares
 from ctxlab._replay.policies.masking import LastNStage
 from ctxlab._replay.policies.masking_counts import Piece, masked_after, with_masks
 
@@ -102,7 +102,7 @@ def threshold_counts(
 ) -> CallCounts | None:
     """`policy`'s counts and events on `trace` when it runs one stage that `jumps`, alone or
     followed by observation masking (`LastNStage`, by formula on its output), else None."""
-    found = stage_then_masking(policy, trace, lambda s: getattr(type(s), "jumps", False))
+    found = stage_then_masking(policy, trace, lambda s: declares(s, JUMPS))
     if found is None:
         return None
     stage, masking, window = found
