@@ -13,6 +13,7 @@ must have used it, with events, on some of the drawn examples, so no form goes u
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import sys
 import types
 from pathlib import Path
@@ -23,11 +24,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
+from ctxlab._cost.tokens import ANTHROPIC_CHARS_PER_TOKEN, CHARS_PER_TOKEN, tokens_list
+from ctxlab._messages import message_text
 from ctxlab._replay.policies.catalog import get, names
 from ctxlab._replay.replay import counted, replay
 from ctxlab._trace import Trace, from_messages
 from ctxlab.policies import DeepAgents
 from ctxlab.summarizers import CachedExtractive
+from tests.test_policies_properties import SMALL
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "writing-a-policy.md"
 MODEL = "claude-sonnet-4-5"
@@ -61,7 +65,7 @@ def conversations(draw: st.DrawFn) -> Trace:
         msgs.append(ToolMessage("early\n" * draw(text), tool_call_id="pre", name="run"))
     msgs.append(HumanMessage("the task " * draw(st.integers(1, 40))))
     reuse = draw(st.booleans())
-    for i in range(draw(st.integers(3, 30))):
+    for i in range(draw(st.integers(6, 30))):
         if i and draw(st.integers(0, 5)) == 0:
             msgs.append(HumanMessage("follow-up " * draw(st.integers(1, 400))))
         k = draw(st.integers(0, 3))
@@ -95,15 +99,36 @@ def conversations(draw: st.DrawFn) -> Trace:
     return from_messages(msgs, trace_id="generated", model=MODEL, provider="anthropic")
 
 
-def _value(draw: st.DrawFn, name: str, default: Any) -> Any:
+def ties(trace: Trace) -> list[int]:
+    """Token counts the trace reaches exactly (each message's and its history's prefix sums by
+    both counters, with and without the system prompt, and results' lengths in 4-character
+    tokens): a threshold drawn from these puts a call right on it, where `>` and `>=` differ."""
+    out: set[int] = set()
+    for cpt in (ANTHROPIC_CHARS_PER_TOKEN, CHARS_PER_TOKEN):
+        counts = tokens_list(trace.messages, cpt)
+        out.update(counts)
+        for start in (0, 1):
+            out.update(itertools.accumulate(counts[start:]))
+    # a result exactly at a size limit in characters (tokens x 4, as offloading measures it)
+    out.update(n // 4 for m in trace.messages if (n := len(message_text(m))) % 4 == 0)
+    return sorted(out)
+
+
+def _value(draw: st.DrawFn, name: str, default: Any, exact: list[int]) -> Any:
     """A random value for a parameter in the range its slider covers (ints and floats around
-    the default, sizes of the default's kind, windows small enough to act on short runs)."""
-    if isinstance(default, bool):
-        return draw(st.booleans())
+    the default, sizes of the default's kind, windows small enough to act on short runs), or
+    for a count, sometimes one a request reaches exactly (`exact`)."""
+    if isinstance(default, bool):  # switches (`cache_aligned`: no form) flipped now and then
+        return draw(st.booleans()) if draw(st.integers(0, 3)) == 0 else default
     if name == "window" or (name == "max_output_tokens" and isinstance(default, int)):
         return draw(st.integers(0 if name != "window" else 800, 12_000))
     if isinstance(default, int):  # counts of messages or turns, or token thresholds
-        return draw(st.one_of(st.integers(0, 12), st.integers(0, min(6_000, max(12, 3 * default)))))
+        branch = draw(st.integers(0, 5))
+        if branch == 0 and exact:
+            return draw(st.sampled_from(exact))
+        if branch < 4:
+            return draw(st.integers(0, 12))
+        return draw(st.integers(0, min(6_000, max(12, 3 * default))))
     if isinstance(default, float):
         if 0 < default <= 1:
             return draw(st.floats(0.02, 1.0))
@@ -112,6 +137,8 @@ def _value(draw: st.DrawFn, name: str, default: Any) -> Any:
         kind, number = default
         if kind == "fraction":
             return (kind, draw(st.floats(0.02, 1.0)))
+        if kind == "tokens" and exact and draw(st.booleans()):
+            return (kind, draw(st.sampled_from(exact)))
         return (kind, draw(st.integers(1, 6_000 if kind == "tokens" else 30)))
     return default
 
@@ -135,18 +162,22 @@ def deepagents_settings(draw: st.DrawFn) -> DeepAgents:
 
 
 @st.composite
-def policy_settings(draw: st.DrawFn, name: str) -> Any:
+def policy_settings(draw: st.DrawFn, name: str, exact: list[int]) -> Any:
+    """Parameters for `name`, each moved (most of them) or left where it starts: at the
+    policy's defaults or, half the time, at settings that act often on short runs (`SMALL`)."""
     base = get(name)
     if isinstance(base, DeepAgents):
         return draw(deepagents_settings())
     if not dataclasses.is_dataclass(base):
         return base
-    params = {
-        f.name: _value(draw, f.name, getattr(base, f.name))
+    start = {**dataclasses.asdict(base), **(SMALL.get(name, {}) if draw(st.booleans()) else {})}
+    return {
+        f.name: _value(draw, f.name, start[f.name], exact)
+        if draw(st.integers(0, 2))
+        else start[f.name]
         for f in dataclasses.fields(base)
-        if f.init and draw(st.integers(0, 3))  # most parameters moved, some at their default
+        if f.init
     }
-    return params
 
 
 def _outcome(fn: Any) -> tuple[Any, str | None]:
@@ -190,14 +221,16 @@ def test_every_fast_path_equals_the_plain_replay(name: str) -> None:
     used: list[bool] = []
 
     @settings(
-        max_examples=40,
+        max_examples=80,
         deadline=None,
         derandomize=True,
         database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
-    @given(conversations(), policy_settings(name))
-    def check(trace: Trace, params: Any) -> None:
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        trace = data.draw(conversations(), "trace")
+        params = data.draw(policy_settings(name, ties(trace)), "settings")
         _check(name, trace, params, used)
 
     check()
