@@ -49,9 +49,12 @@ Rules a stage keeps:
 
 A stage may be plain (recompute its request from `items` on every call): the engine's own
 bookkeeping is incremental. Stages that must be fast on long traces compare their input with
-the previous call's through `appended` and do only the new messages' work; keeping
-`mark(items)` rather than `items` for that test lets the run grow its history in place
-instead of copying it for the next call (a kept list is never changed under a stage).
+the previous call's through `appended` and do only the new messages' work. What a stage
+promises the engine it declares in `capabilities` on its own class (`declares`; never
+inherited): `KEEPS_MARKS` (it keeps `mark(items)`, never `items`, so the run grows its
+history in place instead of copying it for the next call; without it, a list a stage was
+given never changes under it) and `JUMPS` (a threshold stage the count-only form may run only
+where it can act). tests/test_fast_paths.py checks every fast path against the plain replay.
 """
 
 from __future__ import annotations

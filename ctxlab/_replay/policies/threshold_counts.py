@@ -1,10 +1,10 @@
 """Count-only form of the stages that compact once the request reaches a threshold
-(`ctxlab._replay.policies.counts_only`): Claude Code's auto-compact, Codex, Inspect's summary and
-trim
-(tokens), OpenHands' rolling condensers (messages), JetBrains' summary every n turns (turns).
+(`ctxlab._replay.policies.counts_only`): Claude Code's auto-compact, Codex, Inspect's summary
+and trim (tokens), OpenHands' rolling condensers (messages), JetBrains' summary every n turns
+(turns).
 
-Such a stage (a `RebuildStage` that says `jumps = True`) sends its view unchanged, and changes
-nothing else, while the view counts under its `trigger_tokens` (or holds fewer messages than
+Such a stage (a `RebuildStage` whose own class declares `JUMPS`) sends its view unchanged, and
+changes nothing else, while the view counts under its `trigger_tokens` (or holds fewer messages than
 its `trigger_messages`, or turns than its `trigger_turns`); the view is the prefix its last
 compaction built plus every history message fed since. So between compactions a call's counts
 are the prefix's plus two entries of the history's per-kind prefix sums, and the next call
