@@ -26,6 +26,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from ctxlab._cost.tokens import ANTHROPIC_CHARS_PER_TOKEN, CHARS_PER_TOKEN, tokens_list
 from ctxlab._messages import message_text
+from ctxlab._replay.policies._engine_facts import turn_table
 from ctxlab._replay.policies.catalog import get, names
 from ctxlab._replay.replay import counted, replay
 from ctxlab._trace import Trace, from_messages
@@ -100,16 +101,17 @@ def conversations(draw: st.DrawFn) -> Trace:
 
 
 def ties(trace: Trace) -> list[int]:
-    """Token counts the trace reaches exactly (each message's and its history's prefix sums by
-    both counters, with and without the system prompt, and results' lengths in 4-character
-    tokens): a threshold drawn from these puts a call right on it, where `>` and `>=` differ."""
+    """Token counts the trace reaches exactly: each request's uncompacted count at a call (by
+    both counters, with and without the system prompt), each message's tokens, and results'
+    lengths in 4-character tokens (as offloading measures them). A threshold drawn from these
+    puts a call right on it, where `>` and `>=` differ."""
     out: set[int] = set()
+    fed = turn_table(trace).fed.tolist()
     for cpt in (ANTHROPIC_CHARS_PER_TOKEN, CHARS_PER_TOKEN):
         counts = tokens_list(trace.messages, cpt)
         out.update(counts)
-        for start in (0, 1):
-            out.update(itertools.accumulate(counts[start:]))
-    # a result exactly at a size limit in characters (tokens x 4, as offloading measures it)
+        prefix = [0, *itertools.accumulate(counts)]
+        out.update(prefix[n] - drop for n in fed for drop in (0, counts[0]) if n)
     out.update(n // 4 for m in trace.messages if (n := len(message_text(m))) % 4 == 0)
     return sorted(out)
 
@@ -124,7 +126,7 @@ def _value(draw: st.DrawFn, name: str, default: Any, exact: list[int]) -> Any:
         return draw(st.integers(0 if name != "window" else 800, 12_000))
     if isinstance(default, int):  # counts of messages or turns, or token thresholds
         branch = draw(st.integers(0, 5))
-        if branch == 0 and exact:
+        if branch < 2 and exact:
             return draw(st.sampled_from(exact))
         if branch < 4:
             return draw(st.integers(0, 12))
