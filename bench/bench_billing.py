@@ -91,7 +91,7 @@ def _explorer(trace: Any, repeat: int) -> None:
     """A ThresholdExplorer trigger move: re-replay, readout (cost on billed tokens), chart."""
     from ctxlab.widgets import ThresholdExplorer
 
-    explorer = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+    explorer = ThresholdExplorer(trace, debounce=0)
     slider = explorer.control("trigger")
     moves = []
     for i in range(repeat * 2):

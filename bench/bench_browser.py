@@ -150,7 +150,7 @@ def _css_class(policy: str, slider: str) -> str:
     from tests.synthetic import make_trace
 
     trace = make_trace(5, seed=1, model="claude-sonnet-4-5", provider="anthropic")
-    explorer = ThresholdExplorer(trace, policy=policy, freeze_gc=False)
+    explorer = ThresholdExplorer(trace, policy=policy)
     return f"ctx-{explorer.control(slider).description.split()[0].lower()}"
 
 

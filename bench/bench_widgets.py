@@ -4,13 +4,22 @@
     .venv/bin/python -m bench.bench_widgets --real       # also the real files in --data
     .venv/bin/python -m bench.bench_widgets --quick      # 200 turns, fewer moves (smoke run)
     .venv/bin/python -m bench.bench_widgets --export     # also plots.export per format
-    .venv/bin/python -m bench.bench_widgets --no-scaling --collector-running  # GC on in moves
+    .venv/bin/python -m bench.bench_widgets --no-scaling  # the move tables only
 
 *A slider move* is `ThresholdExplorer(trace, debounce=0)` from a slider's `value` being set (what
 a release delivers to the kernel) to the new data being in the `FigureWidget` (its update
 message sent) and the readout rewritten: re-replay with the offline summariser, metrics, trace
 data, in-place update. Inside JupyterLab add the explorer's debounce (30 ms) and the browser's
-comm round trip and plotly.js redraw.
+comm round trip and plotly.js redraw. Moves run on an event loop, as in a kernel; *busy* is
+the same move until the loop has run what the move deferred past the chart (`after_redraw`:
+freeing the replaced replay), so it is how long the kernel is kept from the next move. The
+cost readout (full replay and bill) waits until the sliders rest (`price_after`) and is
+timed apart, as CPU milliseconds once per preset (*at rest*).
+
+The moves run on two 1,000-turn traces: the bench's own (`synthetic`, Anthropic format) and a
+held-out one (`held_out`: OpenAI format, another seed and model), plus the real traces with
+`--real`. The policy built in docs/writing-a-policy.md (`digest-old-results`, its first code
+block run as printed) is in the dropdown with the presets.
 
 *The yardstick* is the real deepagents middleware (tests/deepagents_oracle.py, hooks mode, as
 bench.bench_replay drives it) replaying the same trace once, timed in the same run (collector
@@ -35,12 +44,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
 import statistics
+import sys
 import tempfile
 import time
 import tracemalloc
+import types
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -50,7 +60,7 @@ import plotly.graph_objects as go
 
 import ctxlab
 from ctxlab import plots
-from ctxlab._view.widgets import Scrubber, ThresholdExplorer, explorer
+from ctxlab._view.widgets import Scrubber, ThresholdExplorer
 from ctxlab._view.widgets._common import update_in_place
 from ctxlab.policies import DeepAgents
 from tests.deepagents_oracle import run_oracle
@@ -78,11 +88,15 @@ PRESET_SLIDER = {
     "codex": "auto_compact_fraction",
     "inspect-edit": "threshold",
     "inspect-summary": "threshold",
+    "digest-old-results": "trigger",
 }
 """The slider moved for a preset (any other preset: its first slider)."""
 
 TARGET = {"deepagents": 400.0}
 PRESET_TARGET = 200.0
+BUSY_TARGET = 200.0
+"""Every policy: the kernel busy per move (chart plus readouts) at least this much faster."""
+DOCS_POLICY = Path(__file__).resolve().parents[1] / "docs" / "writing-a-policy.md"
 
 
 def _p90(values: list[float]) -> float:
@@ -113,6 +127,21 @@ def synthetic(turns: int) -> ctxlab.Trace:
     return make_trace(turns, fmt="anthropic", seed=1, model=MODEL, provider="anthropic", big=0.03)
 
 
+def held_out(turns: int) -> ctxlab.Trace:
+    """A second trace the move tables were not tuned on: OpenAI format, another seed and
+    model (a 4-characters-per-token counter), bigger results more often."""
+    return make_trace(turns, fmt="openai", seed=7, model="gpt-4.1", provider="openai", big=0.05)
+
+
+def register_docs_policy() -> None:
+    """Run docs/writing-a-policy.md's first Python block as printed: it defines and
+    registers `digest-old-results`, which the explorer's dropdown then lists."""
+    text = DOCS_POLICY.read_text()
+    block = text.split("```python\n", 1)[1].split("```", 1)[0]
+    module = sys.modules["docs_policy"] = types.ModuleType("docs_policy")  # for @dataclass
+    exec(compile(block, str(DOCS_POLICY), "exec"), module.__dict__)  # noqa: S102
+
+
 def middleware_seconds(trace: ctxlab.Trace) -> tuple[float, float]:
     """(wall, CPU) seconds the real deepagents middleware takes to replay `trace` once, with
     the window, counter and output reserve ctxlab's Deep Agents policy resolves for it."""
@@ -136,41 +165,55 @@ _LOOP = asyncio.new_event_loop()
 before the next move."""
 
 
-def _move(slider: Any, value: Any, cpu: list[float] | None = None) -> float:
+def _move(
+    slider: Any, value: Any, cpu: list[float] | None = None, busy: list[float] | None = None
+) -> float:
     """Wall milliseconds of one move, release to chart sent (its CPU milliseconds appended to
-    `cpu`)."""
+    `cpu`; to `busy`, its wall milliseconds until the loop has run what it deferred)."""
 
     async def release() -> float:
         start, used = time.perf_counter(), time.process_time()
         slider.value = value  # what a release delivers to the kernel
+        chart = (time.perf_counter() - start) * 1000
         if cpu is not None:
             cpu.append((time.process_time() - used) * 1000)
-        return (time.perf_counter() - start) * 1000
+        await asyncio.sleep(0)  # one turn of the loop: what the move deferred runs
+        if busy is not None:
+            busy.append((time.perf_counter() - start) * 1000)
+        return chart
 
     return _LOOP.run_until_complete(release())
 
 
-def deepagents_moves(
-    ex: ThresholdExplorer, quick: bool
-) -> tuple[str, list[float], list[float], list[float]]:
-    """Every Deep Agents slider through its values (first visits), then again (seen before);
-    also the first visits' CPU milliseconds."""
+def at_rest(ex: ThresholdExplorer) -> float:
+    """CPU milliseconds of the cost readout the last move left for when the sliders rest
+    (None-priced traces: none); the loop idles until it has run."""
+    used = time.process_time()
+    _LOOP.run_until_complete(asyncio.sleep(ex._price_after + 0.05))
+    return (time.process_time() - used) * 1000
+
+
+Moves = tuple[str, list[float], list[float], list[float], list[float], float]
+"""(slider, first visits' ms, seen-before ms, first visits' CPU ms, busy ms, at-rest CPU ms)."""
+
+
+def deepagents_moves(ex: ThresholdExplorer, quick: bool) -> Moves:
+    """Every Deep Agents slider through its values (first visits), then again (seen before)."""
     ex.choice.value = "deepagents"
     first: list[float] = []
     again: list[float] = []
     cpu: list[float] = []
+    busy: list[float] = []
     for name, values in DEEPAGENTS_MOVES.items():
         slider = ex.control(name)
         start = slider.value
-        first.extend(_move(slider, v, cpu) for v in values[: 3 if quick else None])
+        first.extend(_move(slider, v, cpu, busy) for v in values[: 3 if quick else None])
         again.extend(_move(slider, v) for v in values[: 3 if quick else None])
         slider.value = start
-    return "5 sliders", first, again, cpu
+    return "5 sliders", first, again, cpu, busy, at_rest(ex)
 
 
-def preset_moves(
-    ex: ThresholdExplorer, name: str, quick: bool
-) -> tuple[str, list[float], list[float], list[float]] | None:
+def preset_moves(ex: ThresholdExplorer, name: str, quick: bool) -> Moves | None:
     """Pick preset `name`, move one slider through five values and back, twice; None when
     the preset has no slider."""
     ex.choice.value = name
@@ -186,9 +229,10 @@ def preset_moves(
         values = [int(v) for v in values]
     values = values[: 3 if quick else None]
     cpu: list[float] = []
-    first = [_move(slider, v, cpu) for v in values]
+    busy: list[float] = []
+    first = [_move(slider, v, cpu, busy) for v in values]
     again = [_move(slider, v) for v in values]
-    return slider.description, first, again, cpu
+    return slider.description, first, again, cpu, busy, at_rest(ex)
 
 
 def move_table(trace: ctxlab.Trace, label: str, quick: bool) -> list[dict[str, Any]]:
@@ -200,9 +244,10 @@ def move_table(trace: ctxlab.Trace, label: str, quick: bool) -> list[dict[str, A
     print(f"real deepagents middleware, one replay: {real[0]:.2f} s ({real[1]:.2f} s CPU)\n")
     print(
         "| preset | slider | median | p90 | seen before (median) | median ratio | p90 ratio "
-        "| CPU ratio (median) | target (median / p90) |"
+        "| CPU ratio (median) | busy (median) | busy ratio | at rest (CPU) "
+        "| target (median / p90 / busy) |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     rows = [_row("deepagents", *deepagents_moves(ex, quick), real)]
     _print_row(rows[0])
     for name in ex.policies:
@@ -210,7 +255,7 @@ def move_table(trace: ctxlab.Trace, label: str, quick: bool) -> list[dict[str, A
             continue
         found = preset_moves(ex, name, quick)
         if found is None:
-            print(f"| {name} | (no slider) | | | | | | | |", flush=True)
+            print(f"| {name} | (no slider) | | | | | | | | | | |", flush=True)
             continue
         rows.append(_row(name, *found, real))
         _print_row(rows[-1])
@@ -223,9 +268,12 @@ def _row(
     first: list[float],
     again: list[float],
     cpu: list[float],
+    busy: list[float],
+    rest: float,
     real: tuple[float, float],
 ) -> dict[str, Any]:
     median, p90 = statistics.median(first), _p90(first)
+    busy_median = statistics.median(busy)
     return {
         "name": name,
         "slider": slider,
@@ -235,17 +283,26 @@ def _row(
         "ratio": real[0] * 1000 / median,
         "ratio_p90": real[0] * 1000 / p90,
         "ratio_cpu": real[1] * 1000 / statistics.median(cpu),
+        "busy": busy_median,
+        "ratio_busy": real[0] * 1000 / busy_median,
+        "rest": rest,
         "target": TARGET.get(name, PRESET_TARGET),
     }
 
 
 def _print_row(r: dict[str, Any]) -> None:
-    met = r["ratio"] >= r["target"] and r["ratio_p90"] >= r["target"] / 2
+    met = (
+        r["ratio"] >= r["target"]
+        and r["ratio_p90"] >= r["target"] / 2
+        and r["ratio_busy"] >= BUSY_TARGET
+    )
     print(
         f"| {r['name']} | {r['slider']} | {r['median']:.1f} ms | {r['p90']:.1f} ms "
         f"| {r['again']:.1f} ms | {r['ratio']:.0f}x | {r['ratio_p90']:.0f}x "
-        f"| {r['ratio_cpu']:.0f}x "
-        f"| {r['target']:.0f}x / {r['target'] / 2:.0f}x{' met' if met else ''} |",
+        f"| {r['ratio_cpu']:.0f}x | {r['busy']:.1f} ms | {r['ratio_busy']:.0f}x "
+        f"| {r['rest']:.0f} ms "
+        f"| {r['target']:.0f}x / {r['target'] / 2:.0f}x / {BUSY_TARGET:.0f}x"
+        f"{' met' if met else ''} |",
         flush=True,
     )
 
@@ -259,7 +316,7 @@ def memory_mb(turns: int) -> tuple[float, float]:
         trace = synthetic(turns)
         gc.collect()
         held = tracemalloc.get_traced_memory()[0]
-        ex = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+        ex = ThresholdExplorer(trace, debounce=0)
         for value in (0.5, 0.3, 0.7, 0.4, 0.85):
             ex.control("trigger").value = value
         gc.collect()
@@ -278,7 +335,6 @@ def long_trace_round(turns: int, quick: bool) -> tuple[dict[str, float], int]:
     ctxlab.replay(trace, policy)  # every message measured once
     replay_cpu: list[float] = []
     replay_s = min(timed(ctxlab.replay, trace, policy, cpu=replay_cpu)[1] for _ in range(3))
-    # freezes the collector, as in a notebook
     ex, ex_shown, ex_priced = built_on_loop(partial(ThresholdExplorer, trace, debounce=0))
     slider = ex.control("trigger")
     move_cpu: list[float] = []
@@ -290,7 +346,6 @@ def long_trace_round(turns: int, quick: bool) -> tuple[dict[str, float], int]:
     scrub = [_move(s.slider, t, scrub_cpu) for t in range(0, n, max(1, n // (10 if quick else 40)))]
     messages = len(trace.messages)
     del ex, s, trace
-    gc.unfreeze()
     gc.collect()
     return {
         "replay": replay_s * 1000,
@@ -430,14 +485,10 @@ def main() -> None:
     parser.add_argument("--scaling-only", action="store_true", help="only the long-trace rows")
     parser.add_argument("--export-only", action="store_true", help="only the export rows")
     parser.add_argument(
-        "--collector-running",
-        action="store_true",
-        help="leave the garbage collector on during moves (the explorer pauses it until the "
-        "chart is sent): the A/B for `widgets._common.collector_paused`",
+        "--no-held-out", action="store_true", help="skip the second (held-out) trace's table"
     )
     args = parser.parse_args()
-    if args.collector_running:
-        explorer.collector_paused = contextlib.nullcontext  # type: ignore[assignment]
+    register_docs_policy()
     turns = 200 if args.quick else 1000
     if args.scaling_only:
         scaling((200, 2000) if args.quick else (1000, 10_000), args.quick)
@@ -447,6 +498,8 @@ def main() -> None:
         export_times(trace)
         return
     move_table(trace, "synthetic", args.quick)
+    if not args.no_held_out:
+        move_table(held_out(turns), "held out", args.quick)
     figure_build(trace)
     if args.real:
         for label, real in real_traces(args.data, args.min_turns):

@@ -224,7 +224,7 @@ def test_explorer_costs_are_priced_on_the_bill() -> None:
     from ctxlab.widgets import ThresholdExplorer
 
     trace = make_trace(60, fmt="anthropic", seed=3, model="claude-sonnet-4-5", usage=True)
-    explorer = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+    explorer = ThresholdExplorer(trace, debounce=0)
     assert "billed tokens, calibrated" in explorer.readout.value
     explorer.control("trigger").value = 0.3  # a move re-replays and re-prices on the bill
     assert explorer.replay is not None and explorer.replay.billing_method == "calibrated"
@@ -233,14 +233,14 @@ def test_explorer_costs_are_priced_on_the_bill() -> None:
 
 def test_in_a_kernel_the_chart_comes_before_the_bill() -> None:
     """On a running event loop (a kernel), a move sends the chart and a token readout first;
-    the bill and its cost follow on the loop's next turn, and a move that a later one
-    replaced before then is never billed."""
+    the bill and its cost follow once the sliders rest (`price_after`), and a move that a
+    later one replaced before then is never billed: a dragged slider costs its charts only."""
     import asyncio
 
     from ctxlab.widgets import ThresholdExplorer
 
     trace = make_trace(60, fmt="anthropic", seed=3, model="claude-sonnet-4-5", usage=True)
-    explorer = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+    explorer = ThresholdExplorer(trace, debounce=0, price_after=1.0)
     slider = explorer.control("trigger")
 
     async def moves() -> None:
@@ -248,11 +248,35 @@ def test_in_a_kernel_the_chart_comes_before_the_bill() -> None:
         first = explorer.replay
         assert first is not None and "billing" not in first.__dict__  # not billed yet
         assert "cost" not in explorer.readout.value and "peak" in explorer.readout.value
-        slider.value = 0.4  # replaces it before the loop turns
+        await asyncio.sleep(0)  # the loop turns, the slider is still moving: no bill yet
+        assert "billing" not in first.__dict__
+        slider.value = 0.4  # replaces it before the sliders rest
         await asyncio.sleep(0)
+        assert "billing" not in first.__dict__
+        assert "cost" not in explorer.readout.value
+        await asyncio.sleep(1.5)  # rested: the move shown is billed and priced
         assert "billing" not in first.__dict__
         assert explorer.replay is not first and "billing" in explorer.replay.__dict__
         assert "billed tokens, calibrated" in explorer.readout.value
+
+    asyncio.run(moves())
+
+
+def test_without_a_price_a_move_does_no_cost_work() -> None:
+    """A trace whose model has no known price gets no cost readout, so a move drawn from a
+    count-only form never makes the full replay the cost would need."""
+    import asyncio
+
+    from ctxlab.widgets import ThresholdExplorer
+
+    trace = make_trace(60, fmt="anthropic", seed=3, model="no-such-model-anywhere")
+    explorer = ThresholdExplorer(trace, policy="observation-masking", debounce=0, price_after=0.0)
+
+    async def moves() -> None:
+        explorer.control("n").value = 2
+        await asyncio.sleep(0.05)
+        assert explorer._unreplayed is not None  # drawn from counts, never replayed in full
+        assert "cost" not in explorer.readout.value
 
     asyncio.run(moves())
 
@@ -267,7 +291,7 @@ def test_in_a_kernel_widgets_draw_before_their_first_bill() -> None:
     trace = make_trace(60, fmt="anthropic", seed=3, model="claude-sonnet-4-5", usage=True)
 
     async def build() -> None:
-        explorer = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+        explorer = ThresholdExplorer(trace, debounce=0)
         scrubber = Scrubber(replay(trace, DeepAgents()), trace)
         for widget in (explorer, scrubber):
             assert "peak" in widget.readout.value and "cost" not in widget.readout.value

@@ -318,7 +318,7 @@ def test_a_refused_setting_raises_as_the_replay_does() -> None:
 
 def test_the_explorer_draws_the_counts_then_replays_in_full() -> None:
     trace = make_trace(60, seed=2, model="claude-sonnet-4-5")
-    ex = ThresholdExplorer(trace, policy="observation-masking", debounce=0, freeze_gc=False)
+    ex = ThresholdExplorer(trace, policy="observation-masking", debounce=0)
     ex.control("n").value = 3
     # no event loop runs here, so the full replay (for the cost readout) is made at once
     shown = ex.replay
@@ -329,14 +329,14 @@ def test_the_explorer_draws_the_counts_then_replays_in_full() -> None:
     assert "$" in ex.readout.value or "cost" in ex.readout.value.lower()
 
 
-def test_in_a_kernel_the_full_replay_waits_until_the_chart_is_sent() -> None:
+def test_in_a_kernel_the_full_replay_waits_until_the_sliders_rest() -> None:
     trace = make_trace(60, seed=2, model="claude-sonnet-4-5")
-    ex = ThresholdExplorer(trace, policy="observation-masking", debounce=0, freeze_gc=False)
+    ex = ThresholdExplorer(trace, policy="observation-masking", debounce=0, price_after=0.02)
 
     async def move() -> tuple[bool, bool]:
         ex.control("n").value = 4
         drawn_first = ex._replay is None  # the chart came from the counts alone
-        await asyncio.sleep(0)  # the kernel's next turn: the chart has been sent
+        await asyncio.sleep(0.1)  # the sliders rested: the cost readout's replay is made
         return drawn_first, ex._replay is not None
 
     assert asyncio.run(move()) == (True, True)

@@ -202,7 +202,7 @@ def test_usage_scaling_and_a_run_of_its_own_get_the_full_engine() -> None:
 
 def test_the_explorer_draws_deepagents_from_counts_then_replays_in_full() -> None:
     trace = make_trace(60, seed=2, model=MODEL, provider="anthropic", big=0.1)
-    ex = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+    ex = ThresholdExplorer(trace, debounce=0)
     ex.control("trigger").value = 0.2
     shown = ex.replay  # no event loop runs here: the full replay is made when read
     assert shown is not None and shown.params["trigger"] == ("fraction", 0.2)

@@ -64,10 +64,10 @@ def test_facts_follow_a_growing_history_and_leave_with_their_trace() -> None:
     after = facts(trace, 4.0)
     assert len(after.messages) == len(before.messages) + 1
     key = id(trace)
-    assert key in _FACTS
+    assert _FACTS.get(trace) is not None
     del trace, before, after
     gc.collect()
-    assert key not in _FACTS
+    assert key not in _FACTS.table
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -117,7 +117,7 @@ def test_a_deep_agents_replay_measures_only_the_token_counts() -> None:
     stage engine."""
     trace = make_trace(40, model="claude-sonnet-4-5")
     replay(trace, get("deepagents"), Fixed("the summary"))
-    (found,) = _FACTS[id(trace)][1].values()  # the run measured them
+    (found,) = _FACTS.get(trace).values()  # the run measured them
     assert len(found.counts) == len(trace.messages)
     assert not {"kinds", "metas", "tokens"} & set(vars(found))
     replay(trace, get("raw"), Fixed("the summary"))

@@ -171,30 +171,50 @@ def test_request_bookkeeping_equals_a_fresh_count(case):
         assert req.toks == [7] + [tok(it.msg) for it in items]
 
 
+class _Keeper:
+    """A stage that declares nothing and keeps every list it is given, as a user's may."""
+
+    def __init__(self) -> None:
+        self.kept: list[tuple[list[Item], list[Item]]] = []
+
+    def apply(self, items: list[Item], ctx) -> list[Item]:
+        self.kept.append((items, list(items)))
+        return items
+
+
 @pytest.mark.parametrize("name", ["observation-masking", "clear-tool-uses", "raw"])
-def test_without_reference_counts_lists_are_copied_and_replays_unchanged(
-    long_trace, name, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Where reference counts are unknown (not CPython) nothing is grown in place: the history
-    and every stage's output are copied, with the same replay."""
-    from ctxlab._replay.policies import engine
-
+def test_a_stage_without_keeps_marks_never_sees_a_list_change(long_trace, name) -> None:
+    """A stage that does not declare `KEEPS_MARKS` may keep what it is given: the history and
+    the stages' outputs handed to it are copied before they grow, and the replay is the
+    same as without it."""
     policy = get(name, **LONG.get(name, {}))
-    counted = replay(long_trace, policy, Fixed("the summary"))
-    monkeypatch.setattr(_engine_counts, "COUNTS_REFERENCES", False)
-    monkeypatch.setattr(engine, "COUNTS_REFERENCES", False)
-    prev = _engine_counts.Grown([Item(0, long_trace.messages[0], "human")])
-    assert _engine_counts.extended(prev, [], edits=True) is not prev
-    run = policy.start(long_trace, Fixed("the summary"))
-    history = run.history
-    assert run._writable() is not history
-    uncounted = replay(long_trace, policy, Fixed("the summary"))
-    assert _fingerprint(uncounted, long_trace) == _fingerprint(counted, long_trace)
+
+    def calls(*extra: _Keeper) -> list[tuple]:
+        run = policy.start(long_trace, Fixed("the summary"))
+        run.stages = [*run.stages, *extra]
+        run._wary = [*run._wary, *(True for _ in extra)]
+        return [
+            (c.context_tokens, c.by_kind, c.messages, c.events, list(c.request))
+            for c in map(run.call, long_trace.turns)
+        ]
+
+    keeper = _Keeper()
+    assert calls(keeper) == calls()
+    assert len(keeper.kept) == len(long_trace.turns)
+    assert all(kept == copy for kept, copy in keeper.kept)
 
 
-@pytest.mark.skipif(
-    not _engine_counts.COUNTS_REFERENCES, reason="in-place growth needs reference counts"
-)
+def test_only_its_owner_grows_a_list_in_place() -> None:
+    prev = _engine_counts.Grown([])
+    owner, other = object(), object()
+    mine = _engine_counts.extended(prev, [], edits=False, owner=owner)
+    assert mine is not prev  # nobody owned it: copied, now `owner`'s
+    assert _engine_counts.extended(mine, [], edits=True, owner=owner) is mine
+    assert _engine_counts.extended(mine, [], edits=True, owner=other) is not mine
+    mine.handed = True
+    assert _engine_counts.extended(mine, [], edits=True, owner=owner) is not mine
+
+
 def test_inspect_edit_edits_its_request_in_place(long_trace, monkeypatch):
     # Inspect's edit compacts at nearly every call once over its threshold; copying the whole
     # request for each edit (and again to grow it at the next call) made long replays

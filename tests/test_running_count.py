@@ -41,9 +41,11 @@ def test_a_growing_list_is_counted_by_what_it_gained() -> None:
 
 def test_an_edit_or_forget_counts_afresh() -> None:
     counted = RunningCount()
-    history = Grown(_items(10))
+    history, stage = Grown(_items(10)), object()
+    history.owner = stage  # made by `stage`: it grows and edits it in place
     counted(history, _count, _tok)
-    edited = extended(history, _items(12, 10), edits=True)
+    edited = extended(history, _items(12, 10), edits=True, owner=stage)
+    assert edited is history
     edited[3] = Item(3, HumanMessage("a much longer replacement " * 20), "human")
     edited.same = min(edited.same, 3)
     assert counted(edited, _count, _tok) == _count(edited)

@@ -196,7 +196,7 @@ def test_a_move_reaches_the_chart_as_one_update(trace) -> None:
     figure then holds exactly what the builder made."""
     from plotly.basedatatypes import Undefined
 
-    ex = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+    ex = ThresholdExplorer(trace, debounce=0)
     sent: list[dict] = []
     ex.figure.observe(lambda change: sent.append(change["new"]), names="_py2js_update")
     ex.control("window").value = 100_000  # new trigger line, new curve, new summaries
@@ -547,14 +547,9 @@ def test_cached_extractive_matches_extractive_on_errors_and_questions() -> None:
     assert "KeyError" in text and "retryCount" in text and "?" in text
 
 
-def test_explorer_freezes_the_collector_only_when_asked(trace) -> None:
+def test_explorer_never_freezes_the_collector(trace) -> None:
     import gc
 
     gc.unfreeze()
-    try:
-        ThresholdExplorer(trace, debounce=0, freeze_gc=False)
-        assert gc.get_freeze_count() == 0
-        ThresholdExplorer(trace, debounce=0)
-        assert gc.get_freeze_count() > 0
-    finally:
-        gc.unfreeze()
+    ThresholdExplorer(trace, debounce=0)
+    assert gc.get_freeze_count() == 0

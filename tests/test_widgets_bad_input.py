@@ -90,7 +90,7 @@ def test_a_trace_without_model_calls(tiny: Trace) -> None:
         plots.comparison([replay], recorded=tiny),
     ):
         assert fig.to_dict()  # serialisable for the browser
-    explorer = ThresholdExplorer(tiny, freeze_gc=False)
+    explorer = ThresholdExplorer(tiny)
     assert explorer.replay.turns.height == 0 and "peak</b> 0" in explorer.readout.value
     explorer.control("window").value = 8_000
     assert explorer.replays == 1 and "refuses" not in explorer.readout.value
@@ -107,7 +107,7 @@ def test_a_trace_of_one_model_call(trace) -> None:
     assert "ctx-block" in scrubber.strip.value or scrubber.strip.value
     compare = Compare(replay, ctxlab.replay(ONE_AI, "raw"), trace=ONE_AI)
     assert [len(t.x) for t in compare.figure.data[:2]] == [1, 1]
-    explorer = ThresholdExplorer(ONE_AI, policy="observation-masking", freeze_gc=False)
+    explorer = ThresholdExplorer(ONE_AI, policy="observation-masking")
     assert explorer.replay.turns.height == 1
 
 
@@ -117,7 +117,7 @@ def test_a_trace_of_one_model_call(trace) -> None:
 def _bad_settings(trace: Trace) -> None:
     """Every policy the dropdown offers, every slider at both ends: the policy accepts it."""
     for name in names():
-        explorer = ThresholdExplorer(trace, policy=name, freeze_gc=False)
+        explorer = ThresholdExplorer(trace, policy=name)
         for control in explorer.controls:
             widget = control.widget
             start = widget.value
@@ -129,16 +129,16 @@ def _bad_settings(trace: Trace) -> None:
 
 def test_explorer_sliders_offer_only_values_the_policy_accepts(trace) -> None:
     _bad_settings(trace)
-    explorer = ThresholdExplorer(trace, policy="observation-masking", freeze_gc=False)
+    explorer = ThresholdExplorer(trace, policy="observation-masking")
     assert explorer.control("n").min == 1  # n=0 is refused by the policy
-    explorer = ThresholdExplorer(trace, policy="claude-code", freeze_gc=False)
+    explorer = ThresholdExplorer(trace, policy="claude-code")
     assert explorer.control("max_output_tokens").min >= 0
-    deep = ThresholdExplorer(trace, freeze_gc=False)
+    deep = ThresholdExplorer(trace)
     assert deep.control("window").min >= 1
 
 
 def test_a_refused_combination_shows_in_the_widget(trace) -> None:
-    explorer = ThresholdExplorer(trace, policy="openhands-llm-summarizing", freeze_gc=False)
+    explorer = ThresholdExplorer(trace, policy="openhands-llm-summarizing")
     before = explorer.policy
     size = explorer.control("max_size")
     size.value = size.min  # the smallest max_size the default keep_first allows
@@ -154,8 +154,8 @@ def test_a_refused_combination_shows_in_the_widget(trace) -> None:
 def test_a_policy_that_cannot_run_on_the_trace(trace) -> None:
     no_model = make_trace(20, seed=3)
     with pytest.raises(ValueError, match="ThresholdExplorer: policy 'codex' cannot replay trace"):
-        ThresholdExplorer(no_model, policy="codex", freeze_gc=False)
-    explorer = ThresholdExplorer(no_model, freeze_gc=False)
+        ThresholdExplorer(no_model, policy="codex")
+    explorer = ThresholdExplorer(no_model)
     explorer.choice.value = "codex"  # picked in the dropdown: a message, not an exception
     assert "codex refuses these settings" in explorer.readout.value
     assert explorer.policy.name == "deepagents"

@@ -1,6 +1,5 @@
-"""A slider move pauses the cyclic garbage collector until its chart is sent, and always gives
-it back: on at once where no event loop runs, after the redraw inside one, never turned on when
-the user had turned it off, and back on when the replay refuses the settings."""
+"""A slider move leaves the garbage collector as the user set it (no pausing, no freezing),
+and frees the replay it replaced after the redraw by reference counting alone."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from tests.synthetic import make_trace
 
 @pytest.fixture(scope="module")
 def explorer() -> ThresholdExplorer:
-    return ThresholdExplorer(make_trace(40, seed=3), debounce=0, freeze_gc=False)
+    return ThresholdExplorer(make_trace(40, seed=3), debounce=0)
 
 
 @pytest.fixture(autouse=True)
@@ -26,41 +25,20 @@ def collector_on() -> Iterator[None]:
     gc.enable()
 
 
-def test_without_a_loop_the_collector_is_back_on_when_the_move_returns(
-    explorer: ThresholdExplorer,
-) -> None:
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_move_leaves_the_collector_alone(explorer: ThresholdExplorer, enabled: bool) -> None:
+    (gc.enable if enabled else gc.disable)()
+    frozen = gc.get_freeze_count()
     seen: list[bool] = []
     explorer.readout.observe(lambda _: seen.append(gc.isenabled()), names="value")
-    explorer.control("trigger").value = 0.4
-    assert seen and not any(seen)  # paused while the chart and readout were redrawn
-    assert gc.isenabled()
 
+    async def move() -> None:
+        explorer.control("trigger").value = 0.4 if enabled else 0.5
+        await asyncio.sleep(0)
 
-def test_in_a_kernel_loop_the_collector_resumes_after_the_redraw(
-    explorer: ThresholdExplorer,
-) -> None:
-    async def move() -> tuple[bool, bool]:
-        explorer.control("trigger").value = 0.6
-        during = gc.isenabled()  # the handler has returned; its chart is sent
-        await asyncio.sleep(0)  # one turn of the loop: the deferred readouts run
-        return during, gc.isenabled()
-
-    during, after = asyncio.run(move())
-    assert (during, after) == (False, True)
-
-
-def test_a_collector_the_user_turned_off_stays_off(explorer: ThresholdExplorer) -> None:
-    gc.disable()
-    explorer.control("trigger").value = 0.5
-    assert not gc.isenabled()
-
-
-def test_refused_settings_give_the_collector_back(explorer: ThresholdExplorer) -> None:
-    before = explorer.replays
-    explorer.control("keep").value = explorer.control("keep").max
-    explorer.control("trigger").value = explorer.control("trigger").min
-    assert gc.isenabled()
-    assert explorer.replays >= before
+    asyncio.run(move())
+    assert seen and all(s == enabled for s in seen)
+    assert gc.isenabled() == enabled and gc.get_freeze_count() == frozen
 
 
 def test_in_a_kernel_loop_the_replaced_replay_is_freed_after_the_redraw(

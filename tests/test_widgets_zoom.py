@@ -106,7 +106,7 @@ def test_full_window_when_the_data_fill_it(trace) -> None:
 
 
 def test_explorer_zoom_follows_the_slider(trace) -> None:
-    ex = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+    ex = ThresholdExplorer(trace, debounce=0)
     ex.yaxis.zoom.value = "data"
     ex.control("trigger").value = 0.1
     top = _data_top(ex.figure)
@@ -124,7 +124,7 @@ def test_a_move_restores_the_axis_after_the_browser_changed_it(trace) -> None:
     """A move skips y-axis keys the chart already holds; what it compares with is the chart's
     layout as it is now, so an axis the browser changed (a relayout from the page) is set back
     to what the controls say at the next move."""
-    ex = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+    ex = ThresholdExplorer(trace, debounce=0)
     ex.control("trigger").value = 0.1
     assert ex.figure.layout.yaxis.type == "linear"
     zoom = ex.figure.layout.yaxis.autorange
@@ -137,7 +137,7 @@ def test_a_move_restores_the_axis_after_the_browser_changed_it(trace) -> None:
 def test_in_place_updates_stay_valid_plotly(trace, tmp_path) -> None:
     """Moves send plain arrays without validation; the figure must still be one plotly accepts
     whole (an HTML export validates it) and hold the new replay's numbers."""
-    ex = ThresholdExplorer(trace, debounce=0, freeze_gc=False)
+    ex = ThresholdExplorer(trace, debounce=0)
     ex.control("trigger").value = 0.2
     ex.control("keep").value = 0.3
     expected = ctxlab.replay(trace, ex.policy)
@@ -183,7 +183,7 @@ def test_every_figure_title_names_the_trace_escaped() -> None:
         "events_timeline": plots.events_timeline(replay).layout.title.text,
         "comparison": plots.comparison([replay]).layout.title.text,
         "scrubber": Scrubber(replay).figure.layout.title.text,
-        "explorer": ThresholdExplorer(trace, debounce=0, freeze_gc=False).figure.layout.title.text,
+        "explorer": ThresholdExplorer(trace, debounce=0).figure.layout.title.text,
         "compare": Compare(replay).figure.layout.title.text,
     }
     for where, title in titles.items():

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-import weakref
 from collections.abc import Callable, Iterable, Sequence
-from functools import partial
 from typing import Any, NamedTuple
 
 from langchain_core.messages import (
@@ -30,6 +28,7 @@ from langchain_core.messages import (
 )
 
 from ctxlab._cost.redacted import hidden_in
+from ctxlab._weak_memo import WeakMemo
 
 CHARS_PER_TOKEN = 4.0
 """LangChain's default; every chat model except ChatAnthropic is counted with it."""
@@ -202,39 +201,22 @@ def message_size(message: BaseMessage) -> Size:
     return Size(*_measure(message))
 
 
-_MEMO: dict[int, list[Any]] = {}
-"""id(message) -> [weakref to it, chars (-1 until measured), images, {key: derived value}].
+_MEMO: WeakMemo[list[Any]] = WeakMemo()
+"""Per live message: [chars (-1 until measured), images, {key: derived value}].
 
 Messages are treated as immutable, as LangChain state treats them, so one trace replayed under
-many policies (sliders, sweeps) is measured and derived once. An entry leaves with its message
-(weakref callback); a lookup also checks the reference still points at the message, as ids
-are reused.
+many policies (sliders, sweeps) is measured and derived once.
 """
-
-
-def _forget(key: int, ref: weakref.ref, memo: dict[int, list[Any]] = _MEMO) -> None:
-    """Weakref callback: drop the entry of a message that died.
-
-    It reads no module globals (the memo is bound as a default): callbacks also run while the
-    interpreter shuts down, after module globals have been set to None.
-    """
-    entry = memo.get(key)
-    if entry is not None and entry[0] is ref:
-        del memo[key]
+_TABLE = _MEMO.table
+"""The memo's own table, read directly by the loops over whole histories below."""
 
 
 def _entry(message: BaseMessage) -> list[Any]:
-    key = id(message)
-    entry = _MEMO.get(key)
-    if entry is None or entry[0]() is not message:
-        entry = _new_entry(message)
-    return entry
+    return _MEMO.setdefault(message, _new_values)
 
 
-def _new_entry(message: BaseMessage) -> list[Any]:
-    key = id(message)
-    entry = _MEMO[key] = [weakref.ref(message, partial(_forget, key)), -1, 0, None]
-    return entry
+def _new_values() -> list[Any]:
+    return [-1, 0, None]
 
 
 def derived_each(
@@ -243,15 +225,17 @@ def derived_each(
     """`derived(message, key, lambda: make(message))` of each message, the memo lookup inlined
     (a summary reads one fact of every message it covers, at every summary of every replay)."""
     out = []
-    memo = _MEMO
+    table = _TABLE
     missing = _MISSING
     for message in messages:
-        entry = memo.get(id(message))
-        if entry is None or entry[0]() is not message:
-            entry = _new_entry(message)
-        values = entry[3]
+        found = table.get(id(message))
+        if found is not None and found[0]() is message:
+            entry = found[1]
+        else:
+            entry = _MEMO.put(message, _new_values())
+        values = entry[2]
         if values is None:
-            values = entry[3] = {}
+            values = entry[2] = {}
         value = values.get(key, missing)  # one hash of the (tuple) key, not two
         if value is missing:
             value = values[key] = make(message)
@@ -266,9 +250,9 @@ _MISSING = object()
 def cached_size(message: BaseMessage) -> Size:
     """`message_size`, measured once per message object for as long as the object lives."""
     entry = _entry(message)
-    if entry[1] < 0:
-        entry[1], entry[2] = _measure(message)
-    return Size(entry[1], entry[2])
+    if entry[0] < 0:
+        entry[0], entry[1] = _measure(message)
+    return Size(entry[0], entry[1])
 
 
 def derived(message: BaseMessage, key: Any, make: Callable[[], Any]) -> Any:
@@ -278,9 +262,9 @@ def derived(message: BaseMessage, key: Any, make: Callable[[], Any]) -> Any:
     The value must not refer to `message` itself: the memo would then keep it alive.
     """
     entry = _entry(message)
-    values = entry[3]
+    values = entry[2]
     if values is None:
-        values = entry[3] = {}
+        values = entry[2] = {}
     elif key in values:
         return values[key]
     value = values[key] = make()
@@ -290,12 +274,12 @@ def derived(message: BaseMessage, key: Any, make: Callable[[], Any]) -> Any:
 def message_tokens(message: BaseMessage, chars_per_token: float = CHARS_PER_TOKEN) -> int:
     """Approximate tokens of one message (what a one-message `count_tokens_approximately` says)."""
     entry = _entry(message)
-    if entry[1] < 0:
-        entry[1], entry[2] = _measure(message)
+    if entry[0] < 0:
+        entry[0], entry[1] = _measure(message)
     return (
-        math.ceil(entry[1] / chars_per_token)
+        math.ceil(entry[0] / chars_per_token)
         + EXTRA_TOKENS_PER_MESSAGE
-        + TOKENS_PER_IMAGE * entry[2]
+        + TOKENS_PER_IMAGE * entry[1]
     )
 
 
@@ -304,14 +288,16 @@ def tokens_list(
 ) -> list[int]:
     """`message_tokens` of each message: the memo lookup inlined, for a whole history at once."""
     out = []
-    memo, ceil, extra, per_image = _MEMO, math.ceil, EXTRA_TOKENS_PER_MESSAGE, TOKENS_PER_IMAGE
+    table, ceil, extra, per_image = _TABLE, math.ceil, EXTRA_TOKENS_PER_MESSAGE, TOKENS_PER_IMAGE
     for message in messages:
-        entry = memo.get(id(message))
-        if entry is None or entry[0]() is not message:
-            entry = _new_entry(message)
-        if entry[1] < 0:
-            entry[1], entry[2] = _measure(message)
-        out.append(ceil(entry[1] / chars_per_token) + extra + per_image * entry[2])
+        found = table.get(id(message))
+        if found is not None and found[0]() is message:
+            entry = found[1]
+        else:
+            entry = _MEMO.put(message, _new_values())
+        if entry[0] < 0:
+            entry[0], entry[1] = _measure(message)
+        out.append(ceil(entry[0] / chars_per_token) + extra + per_image * entry[1])
     return out
 
 

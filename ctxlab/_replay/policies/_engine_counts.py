@@ -9,7 +9,6 @@ the full recomputation.
 from __future__ import annotations
 
 import itertools
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -84,17 +83,21 @@ class Grown(list):
     append-only history, or a previous request plus new messages): comparing the two can
     start at `same` (`shared`), so the check costs what changed.
 
-    Once anyone else has seen it, a `Grown` is only ever appended to (the run's history grows
-    in place); `serial` names it for good, so a stage can remember it by a `Mark` without
-    keeping it alive (a list a stage keeps is one the run must copy before it grows)."""
+    Who may change it in place is explicit, never inferred from the interpreter: only its
+    `owner` (the stage that made it through `extended`), and only until it is `handed` to a
+    stage that did not declare `KEEPS_MARKS` (which may keep the list itself, so it must
+    never change under it). Everyone else copies. `serial` names it for good, so a stage can
+    remember it by a `Mark` without keeping it alive."""
 
-    __slots__ = ("base", "same", "serial")
+    __slots__ = ("base", "same", "serial", "owner", "handed")
 
     def __init__(self, items: Sequence[Item] = (), base: list[Item] | None = None) -> None:
         super().__init__(items)
         self.base = base
         self.same = 0 if base is None else len(base)
         self.serial = next(_serials)
+        self.owner: object = None
+        self.handed = False
 
 
 class Mark(NamedTuple):
@@ -106,7 +109,7 @@ class Mark(NamedTuple):
 
 def mark(items: list[Item]) -> list[Item] | Mark:
     """What a stage keeps of its input to test the next one with `appended`: a `Mark` of a
-    `Grown` (so the run may append to it in place), any other list itself."""
+    `Grown` (so its owner may append to it in place), any other list itself."""
     return Mark(items.serial, len(items)) if isinstance(items, Grown) else items
 
 
@@ -122,54 +125,21 @@ def grown(base: list[Item], new: Sequence[Item]) -> Grown:
     return out
 
 
-_getrefcount = getattr(sys, "getrefcount", None)
-COUNTS_REFERENCES = _getrefcount is not None
-"""Reference counts are known (CPython): a list nobody else holds may be grown in place.
-Elsewhere every in-place path copies instead."""
-
-
-def refcount(obj: object) -> int:
-    """References to `obj` (CPython); elsewhere `sys.maxsize` (check `COUNTS_REFERENCES`)."""
-    return _getrefcount(obj) if _getrefcount is not None else sys.maxsize
-
-
-def _refs_of_an_argument(obj: object) -> int:
-    """References to `obj` counted as `extended` counts its argument (same call depth)."""
-    return refcount(obj)
-
-
-class _Owner:
-    __slots__ = ("out",)
-
-
-def _alone() -> int:
-    """What `extended` counts for a list held only by its owner's attribute."""
-    owner = _Owner()
-    owner.out = Grown()
-    return _refs_of_an_argument(owner.out)
-
-
-_ALONE = _alone()
-
-
-def extended(prev: list[Item], new: Sequence[Item], *, edits: bool, locals_: int = 0) -> Grown:
-    """`grown(prev, new)` for a stage's previous output `prev` (held in one attribute and
-    passed as it is), made in place when nothing else holds it: a long request then costs
-    what changed, not a copy and a free of the whole list at every call.
+def extended(prev: list[Item], new: Sequence[Item], *, edits: bool, owner: object) -> Grown:
+    """`grown(prev, new)` for a stage's previous output `prev`, made in place when `owner`
+    (the calling stage) made it and no stage that may keep lists was handed it: a long request
+    then costs what changed, not a copy and a free of the whole list at every call. A copy
+    otherwise, which `owner` then owns.
 
     `edits`: the caller will also replace items below `len(prev)` (masking older results).
     In place, the list then takes a new serial and keeps the old one in an empty `Grown`
     base, so a `Mark` of it still learns through `shared` that only the first `same` items
     are unchanged; the caller lowers `same` to the first item it edits, as it does for a
-    copy. Without edits the list only grows, which every `Mark` of it allows. Where reference
-    counts are unknown (not CPython), and whenever anyone else holds `prev` (a later stage
-    kept it), a copy.
-
-    `locals_`: how many local names in the caller's frames also hold `prev` (a stage that
-    edits the view it was handed: its own frames' parameters), counted exactly: any other
-    count, more holders or a Python that counts differently, copies."""
-    if not COUNTS_REFERENCES or not isinstance(prev, Grown) or refcount(prev) != _ALONE + locals_:
-        return grown(prev, new)
+    copy. Without edits the list only grows, which every `Mark` of it allows."""
+    if not isinstance(prev, Grown) or prev.owner is not owner or prev.handed:
+        out = grown(prev, new)
+        out.owner = owner
+        return out
     if edits:
         ghost = Grown()
         ghost.serial = prev.serial

@@ -15,9 +15,8 @@ describe, so an `id` is never reused while they live, and leave with the trace.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Hashable
-from functools import cached_property, partial
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
@@ -25,6 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxlab._cost import tokens as tk
 from ctxlab._messages import kind_of
+from ctxlab._weak_memo import WeakMemo
 
 if TYPE_CHECKING:
     from ctxlab._trace import Trace, Turn
@@ -86,16 +86,8 @@ class TraceFacts:
         return len(self.messages) + 1
 
 
-_FACTS: dict[int, tuple[weakref.ref, dict[float, TraceFacts]]] = {}
-"""id(trace) -> (weakref to it, {chars per token: facts}); an entry leaves with its trace."""
-
-
-def _forget(key: int, ref: weakref.ref, memo: dict = _FACTS) -> None:
-    """Weakref callback of a per-trace table (`_FACTS`, or the `memo` bound with it): reads no
-    module globals, as it may run at interpreter shutdown."""
-    entry = memo.get(key)
-    if entry is not None and entry[0] is ref:
-        del memo[key]
+_FACTS: WeakMemo[dict[float, TraceFacts]] = WeakMemo()
+"""Per live trace: {chars per token: facts}."""
 
 
 def calls_of(message: BaseMessage) -> frozenset[str] | None:
@@ -119,14 +111,11 @@ def facts(trace: Trace, chars_per_token: float) -> TraceFacts:
     """The facts of `trace`'s history at `chars_per_token`, measured on first use and again
     when the history changed since (a trace still being built, a message swapped): a
     C-speed comparison of the history with the one measured, identity first."""
-    key = id(trace)
-    entry = _FACTS.get(key)
-    if entry is None or entry[0]() is not trace:
-        entry = _FACTS[key] = (weakref.ref(trace, partial(_forget, key)), {})
-    found = entry[1].get(chars_per_token)
+    known = _FACTS.setdefault(trace, dict)
+    found = known.get(chars_per_token)
     history = tuple(trace.messages)
     if found is None or found.messages != history:
-        found = entry[1][chars_per_token] = TraceFacts(history, chars_per_token)
+        found = known[chars_per_token] = TraceFacts(history, chars_per_token)
     return found
 
 
@@ -146,17 +135,16 @@ class TurnTable(NamedTuple):
     """Each call's recorded input tokens (None where the trace has none)."""
 
 
-_TURNS: dict[int, tuple[weakref.ref, TurnTable]] = {}
-"""id(trace) -> (weakref to it, its `TurnTable`); an entry leaves with its trace."""
+_TURNS: WeakMemo[TurnTable] = WeakMemo()
+"""Per live trace: its `TurnTable`."""
 
 
 def turn_table(trace: Trace) -> TurnTable:
     """`trace`'s `TurnTable`, made on first use and again when its calls changed since."""
-    key = id(trace)
     turns = tuple(trace.turns)
-    entry = _TURNS.get(key)
-    if entry is not None and entry[0]() is trace and entry[1].turns == turns:
-        return entry[1]
+    known = _TURNS.get(trace)
+    if known is not None and known.turns == turns:
+        return known
     n = len(turns)
     at = np.fromiter((t.position for t in turns), dtype=np.int64, count=n)
     after = at + np.fromiter((t.output is not None for t in turns), dtype=bool, count=n)
@@ -167,5 +155,4 @@ def turn_table(trace: Trace) -> TurnTable:
     for column in (at, index, fed):
         column.flags.writeable = False
     table = TurnTable(turns, index, at, fed, [t.input_tokens for t in turns])
-    _TURNS[key] = (weakref.ref(trace, partial(_forget, key, memo=_TURNS)), table)
-    return table
+    return _TURNS.put(trace, table)

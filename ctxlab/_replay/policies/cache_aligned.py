@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ctxlab._cost.pricing import cache_rule
+from ctxlab._replay.policies.engine import KEEPS_MARKS, declares
 
 if TYPE_CHECKING:
     from ctxlab._replay.policies.engine import Context, Item, Stage
@@ -53,6 +54,12 @@ class CacheAligned:
         self.previous: Turn | None = None
         self.held = 0
         """Calls at which the inner stage was not asked (for tests and reports)."""
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What the inner stage keeps of its lists is all this wrapper keeps (it keeps none);
+        it never jumps, as it asks its inner stage at other calls than the threshold."""
+        return frozenset({KEEPS_MARKS}) if declares(self.inner, KEEPS_MARKS) else frozenset()
 
     def cold(self, turn: Turn) -> bool:
         """Whether `turn` finds the cache cold: the first call, a model switch or an idle

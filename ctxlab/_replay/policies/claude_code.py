@@ -21,6 +21,8 @@ from ctxlab._cost.calibration import CountedAs, counted_as
 from ctxlab._replay.policies.cache_aligned import aligned, aligned_params
 from ctxlab._replay.policies.engine import (
     AUTO,
+    JUMPS,
+    KEEPS_MARKS,
     Context,
     Item,
     RebuildStage,
@@ -68,7 +70,7 @@ fills the same nine sections. Token counts of summariser input differ from the o
 class AutoCompactStage(RebuildStage):
     """Summarise everything once the request reaches `threshold` tokens."""
 
-    jumps = True  # acts only at `trigger_tokens` (`RebuildStage`)
+    capabilities = frozenset({KEEPS_MARKS, JUMPS})  # acts only at `trigger_tokens`
 
     def __init__(self, threshold: int, prefix: str, prompt: str) -> None:
         super().__init__()

@@ -28,6 +28,8 @@ from ctxlab._errors import UnsupportedSettingError
 from ctxlab._replay.policies.cache_aligned import aligned, aligned_params
 from ctxlab._replay.policies.engine import (
     AUTO,
+    JUMPS,
+    KEEPS_MARKS,
     Context,
     Item,
     RebuildStage,
@@ -91,7 +93,7 @@ def _middle_cut(message: HumanMessage, budget_chars: int) -> HumanMessage:
 class CodexStage(RebuildStage):
     """Summarise at the limit; keep user messages up to the budget."""
 
-    jumps = True  # acts only at `trigger_tokens` (`RebuildStage`)
+    capabilities = frozenset({KEEPS_MARKS, JUMPS})  # acts only at `trigger_tokens`
 
     def __init__(self, limit: int, user_budget: int) -> None:
         super().__init__()

@@ -49,9 +49,12 @@ Rules a stage keeps:
 
 A stage may be plain (recompute its request from `items` on every call): the engine's own
 bookkeeping is incremental. Stages that must be fast on long traces compare their input with
-the previous call's through `appended` and do only the new messages' work; keeping
-`mark(items)` rather than `items` for that test lets the run grow its history in place
-instead of copying it for the next call (a kept list is never changed under a stage).
+the previous call's through `appended` and do only the new messages' work. What a stage
+promises the engine it declares in `capabilities` on its own class (`declares`; never
+inherited): `KEEPS_MARKS` (it keeps `mark(items)`, never `items`, so the run grows its
+history in place instead of copying it for the next call; without it, a list a stage was
+given never changes under it) and `JUMPS` (a threshold stage the count-only form may run only
+where it can act). tests/test_fast_paths.py checks every fast path against the plain replay.
 """
 
 from __future__ import annotations
@@ -67,7 +70,6 @@ from ctxlab._cost.profiles import profile as lookup_profile
 from ctxlab._errors import UnsupportedSettingError
 from ctxlab._messages import AUTO, chars_per_token, kind_of, message_text, summary_message
 from ctxlab._replay.policies._engine_counts import (
-    COUNTS_REFERENCES,
     Grown,
     Mark,
     RunningCount,
@@ -77,7 +79,6 @@ from ctxlab._replay.policies._engine_counts import (
     extended,
     grown,
     mark,
-    refcount,
 )
 from ctxlab._replay.policies._engine_facts import Meta, TraceFacts, facts, meta_of
 from ctxlab._replay.policies._engine_request import RequestTotals
@@ -185,6 +186,35 @@ class Stage(Protocol):
         ...
 
 
+KEEPS_MARKS = "keeps-marks"
+"""Capability of a stage that keeps of any list it is given only `mark(items)`, and of its
+own outputs only what it made (`extended(..., owner=self)`): the run may then grow its
+history, and the stage before it its output, in place. Without it the stage is handed
+lists that never change under it (copies are made as the lists grow)."""
+
+JUMPS = "jumps"
+"""Capability of a `RebuildStage` whose `apply` returns `self.view(items)`, changing nothing
+else, whenever `self.count(view, ctx)` is under its `trigger_tokens` (or, with
+`trigger_messages`, whenever the view holds fewer messages; with `trigger_turns`, whenever
+`turns_in(view)` is under that and counts the AIMessages after a head that holds none of the
+history's), and that records events only through `commit`: its policy's count-only form
+(`ctxlab._replay.policies.threshold_counts`) runs it only at the calls that reach that.
+tests/test_fast_paths.py checks every stage that declares it against the plain replay."""
+
+
+def declares(stage: object, capability: str) -> bool:
+    """Whether `stage`'s own class lists `capability` in its `capabilities`.
+
+    Read from the class itself, never inherited: a subclass that overrides `apply` has not
+    promised what its parent promised, so it gets the plain engine until it declares again.
+    A `capabilities` property (a wrapper that promises what its inner stage does) is read
+    from the instance."""
+    declared = vars(type(stage)).get("capabilities", ())
+    if isinstance(declared, property):
+        declared = declared.__get__(stage)
+    return capability in declared
+
+
 def resolve_window(window: Any, trace: Trace, model: str | None = None) -> int | None:
     """`"auto"`: the trace's model window from the LangChain profile data, else None."""
     if window == AUTO:
@@ -247,10 +277,12 @@ class StageRun:
         self.cpt = chars_per_token
         self.files = Files()
         self.tools_tokens = tk.tool_schema_tokens(trace.tools, chars_per_token)
-        self.history: list[Item] = Grown()
-        """What the first stage gets: appended to in place while nobody else holds it, else
-        copied first (`_writable`), so a stage never sees a list it was given change."""
-        self._refs = refcount(self.history)
+        self.history: Grown = Grown()
+        """What the first stage gets: appended to in place until it is handed to a stage that
+        does not declare `KEEPS_MARKS`, then copied first (`_writable`), so a stage never
+        sees a list it was given change."""
+        self._wary = [not declares(s, KEEPS_MARKS) for s in self.stages]
+        """Per stage, whether it may keep the lists it is given (its input is then `handed`)."""
         self.baseline = self.tools_tokens
         # the history's own messages come measured (`_engine_facts`): a run measures only
         # the messages its stages make
@@ -267,12 +299,11 @@ class StageRun:
         """The previous call's `Call.request`, which the next one is an edit of."""
 
     def _writable(self) -> list[Item]:
-        """The history, safe to append to: itself when only this run holds it (the request
-        bookkeeping keeps a copy and a `Mark`, never the list), else a `Grown` copy (a
-        stage kept the list it was given), whose shared prefix later checks skip."""
-        if not COUNTS_REFERENCES or refcount(self.history) > self._refs:
+        """The history, safe to append to: itself unless it was handed to a stage that may
+        keep it (the request bookkeeping keeps a copy and a `Mark`, never the list), else a
+        `Grown` copy, whose shared prefix later checks skip."""
+        if self.history.handed:
             self.history = grown(self.history, ())
-            self._refs = refcount(self.history)
         return self.history
 
     def _feed(self, upto: int) -> None:
@@ -308,8 +339,10 @@ class StageRun:
             self.tok,
             self.sums,
         )
-        items = self.history
-        for stage in self.stages:
+        items: list[Item] = self.history
+        for stage, wary in zip(self.stages, self._wary, strict=True):
+            if wary and isinstance(items, Grown):
+                items.handed = True
             items = stage.apply(items, ctx)
         return items, ctx.events
 
@@ -332,7 +365,6 @@ class StageRun:
             request=request,
             orphans=req.orphans,
         )
-        del items  # a reference left here would make the next feed copy the history
         if turn.output is not None:
             self._feed(turn.position + 1)
         return call
@@ -375,8 +407,8 @@ class StagePolicy:
         its requests (`ctxlab._replay.policies.counts_only`), or None. A slider draws these first
         and
         replays in full after the chart is sent; a policy that can say them by formula gets
-        moves that cost the formula. By default: a policy of one `RebuildStage` that says
-        `jumps = True` runs it only at the calls that may act
+        moves that cost the formula. By default: a policy of one `RebuildStage` that declares
+        `JUMPS` runs it only at the calls that may act
         (`ctxlab._replay.policies.threshold_counts`); any other, None (the full replay)."""
         from ctxlab._replay.policies.threshold_counts import threshold_counts
 
@@ -500,16 +532,8 @@ class RebuildStage:
 
     `view` is incremental: while the input only grows, the view grows by the new messages.
 
-    A subclass whose `apply` returns `self.view(items)`, changing nothing else, whenever
-    `self.count(view, ctx)` is under its `trigger_tokens` (or, if it has `trigger_messages`,
-    whenever the view holds fewer messages; if it has `trigger_turns`, whenever `turns_in(view)`
-    is under that and counts the AIMessages after a head that holds none of the history's),
-    and records events only through `commit`, may set `jumps = True`: its policy's count-only
-    form (`ctxlab._replay.policies.threshold_counts`) then calls it only where the count reaches
-    that.
+    A subclass may declare `JUMPS` (see there) in its own `capabilities`.
     """
-
-    jumps: ClassVar[bool] = False
 
     def __init__(self) -> None:
         # the request the last compaction built is `_view[:prefix_n]` (None: none yet); it is
@@ -560,7 +584,10 @@ class RebuildStage:
             ]
         else:
             view = extended(
-                self._view, [it for it in new if it.pos is not None and it.pos >= cut], edits=False
+                self._view,
+                [it for it in new if it.pos is not None and it.pos >= cut],
+                edits=False,
+                owner=self,
             )
         self._in, self._view = self._given, view
         return view
@@ -642,6 +669,8 @@ __all__ = [
     "Event",
     "Files",
     "Item",
+    "JUMPS",
+    "KEEPS_MARKS",
     "RebuildStage",
     "Stage",
     "StageCall",
@@ -649,6 +678,7 @@ __all__ = [
     "StageRun",
     "appended",
     "count_orphans",
+    "declares",
     "first_user_index",
     "kind_of",
     "mark",

@@ -28,6 +28,8 @@ from langchain_core.messages import AIMessage, ToolMessage
 from ctxlab._replay.policies._engine_counts import Grown, Mark, extended, mark
 from ctxlab._replay.policies.engine import (
     AUTO,
+    JUMPS,
+    KEEPS_MARKS,
     Context,
     Edited,
     Item,
@@ -305,6 +307,8 @@ def _without_calls(message: AIMessage, ids: frozenset[str]) -> AIMessage:
 
 
 class EditStage(InspectStage):
+    capabilities = frozenset({KEEPS_MARKS})
+
     def __init__(
         self,
         threshold: int,
@@ -354,11 +358,11 @@ class EditStage(InspectStage):
     def _compact(self, view: list[Item], settled: int) -> tuple[list[Item] | None, str, str | None]:
         """`CompactionEdit` over `view[settled:]` (all of it when `settled` is 0).
 
-        With `settled` the view is edited in place when the stage alone holds it (the view
-        is `_view`, held here by `apply`, `compact` and this call's names: `locals_=3`); a
-        copy of the whole request at every call made a long replay quadratic."""
+        With `settled` the view is edited in place when this stage made it and no stage that
+        may keep lists was handed it (`extended`); a copy of the whole request at every call
+        made a long replay quadratic."""
         if settled:
-            out = extended(view, (), edits=True, locals_=3)
+            out = extended(view, (), edits=True, owner=self)
         else:
             out = Grown(view, view)
         out.same = settled  # edited from `settled` on only
@@ -414,7 +418,7 @@ class EditStage(InspectStage):
 
 
 class TrimStage(InspectStage):
-    jumps = True  # acts only at `trigger_tokens` (`RebuildStage`)
+    capabilities = frozenset({KEEPS_MARKS, JUMPS})  # acts only at `trigger_tokens`
 
     def __init__(self, threshold: int, preserve: float) -> None:
         super().__init__(threshold)
@@ -430,7 +434,7 @@ class TrimStage(InspectStage):
 
 
 class SummaryStage(InspectStage):
-    jumps = True  # acts only at `trigger_tokens` (`RebuildStage`)
+    capabilities = frozenset({KEEPS_MARKS, JUMPS})  # acts only at `trigger_tokens`
 
     def __init__(self, threshold: int, prompt: str) -> None:
         super().__init__(threshold)

@@ -21,6 +21,8 @@ from ctxlab._replay.policies._engine_counts import Mark, appended, mark
 from ctxlab._replay.policies.cache_aligned import aligned, aligned_params
 from ctxlab._replay.policies.engine import (
     AUTO,
+    JUMPS,
+    KEEPS_MARKS,
     Context,
     Item,
     RebuildStage,
@@ -137,7 +139,7 @@ class EveryNTurnsStage(RebuildStage):
     reproduces that, quirk included.
     """
 
-    jumps = True  # acts only at `trigger_turns` (`RebuildStage`)
+    capabilities = frozenset({KEEPS_MARKS, JUMPS})  # acts only at `trigger_turns`
 
     def __init__(self, n: int, keep_last_m_turns: int, static: bool = True) -> None:
         super().__init__()

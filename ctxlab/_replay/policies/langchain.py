@@ -41,6 +41,7 @@ from ctxlab._replay.policies.base import Event
 from ctxlab._replay.policies.cache_aligned import aligned, aligned_params
 from ctxlab._replay.policies.engine import (
     AUTO,
+    KEEPS_MARKS,
     Context,
     Item,
     Stage,
@@ -78,6 +79,8 @@ class SummarizeStage:
     State, in full-history positions: `cut` (non-system messages before it are summarised
     away) and the current summary message, inserted after the system messages.
     """
+
+    capabilities = frozenset({KEEPS_MARKS})
 
     def __init__(
         self,
@@ -334,6 +337,8 @@ class ClearStage:
     that left the last `keep`, on the previous call's output.
     """
 
+    capabilities = frozenset({KEEPS_MARKS})
+
     def __init__(
         self,
         *,
@@ -440,7 +445,7 @@ class ClearStage:
             return items
         if fast:
             self._index(items, len(self.prev_out))
-            out: list[Item] = extended(self.prev_out, new, edits=True)  # type: ignore[arg-type]
+            out: list[Item] = extended(self.prev_out, new, edits=True, owner=self)  # type: ignore[arg-type]
         else:
             out = list(items)
             self.tool_idx, self.last_ai, self.done, self.saved_ctx = [], [], 0, 0

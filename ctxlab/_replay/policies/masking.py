@@ -23,6 +23,7 @@ from ctxlab._replay.policies._engine_counts import RunningCount, extended, mark
 from ctxlab._replay.policies.base import Event
 from ctxlab._replay.policies.engine import (
     AUTO,
+    KEEPS_MARKS,
     Context,
     Item,
     Stage,
@@ -95,6 +96,8 @@ class LastNStage:
     grows (`last_removed` never falls), so the previous output is extended and the observations
     that fell out of the last `n` are masked, in the time of what changed.
     """
+
+    capabilities = frozenset({KEEPS_MARKS})
 
     def __init__(
         self, n: int, polling: int, remove_tags: frozenset[str], keep_tags: frozenset[str]
@@ -172,7 +175,7 @@ class LastNStage:
         omitted = set(candidates)
         candidates += [i for i in obs[max(1, last_removed) :] if i >= base and i not in omitted]
         self.last_removed = last_removed
-        out = extended(self.prev_out, new, edits=True)
+        out = extended(self.prev_out, new, edits=True, owner=self)
         if candidates:  # edited from the first candidate on
             out.same = min(out.same, min(candidates))
         fresh = []
@@ -216,6 +219,8 @@ class WindowMaskStage:
     Fast path as in `LastNStage`: with only new messages, the masked region grows by as many.
     """
 
+    capabilities = frozenset({KEEPS_MARKS})
+
     def __init__(self, attention_window: int, placeholder: str) -> None:
         self.window = attention_window
         self.placeholder = placeholder
@@ -250,7 +255,7 @@ class WindowMaskStage:
                 self.masked = set(positions)
         else:
             start = max(0, len(self.prev_out) - self.window)
-            out = extended(self.prev_out, new, edits=True)
+            out = extended(self.prev_out, new, edits=True, owner=self)
             out.same = min(out.same, start)  # edited from `start` on
             touched = [self._mask(out, i, ctx) for i in range(start, max(0, limit))]
             fresh = [p for p in touched if p is not None and p not in self.masked]

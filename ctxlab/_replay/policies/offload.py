@@ -26,6 +26,7 @@ from ctxlab._replay.policies.deepagents.filesystem import (
 )
 from ctxlab._replay.policies.engine import (
     AUTO,
+    KEEPS_MARKS,
     Context,
     Item,
     Stage,
@@ -47,6 +48,8 @@ class OffloadStage:
     are looked at, on the previous output (a result's fate depends on itself and the name of
     its call, known once the call is in the input).
     """
+
+    capabilities = frozenset({KEEPS_MARKS})
 
     def __init__(self, limit_chars: int, excluded: frozenset[str]) -> None:
         self.limit = limit_chars
@@ -72,7 +75,7 @@ class OffloadStage:
         new = appended(self.prev_in, items)
         if new is not None and self._names(new):
             start = len(self.prev_out)
-            out = extended(self.prev_out, new, edits=False)  # new items edited only
+            out = extended(self.prev_out, new, edits=False, owner=self)  # new items edited only
         else:
             self.names = {}
             self._names(items)

@@ -28,6 +28,8 @@ from ctxlab._replay.policies.base import Event
 from ctxlab._replay.policies.cache_aligned import aligned, aligned_params
 from ctxlab._replay.policies.engine import (
     AUTO,
+    JUMPS,
+    KEEPS_MARKS,
     Context,
     Item,
     RebuildStage,
@@ -126,7 +128,7 @@ def _clip(message: BaseMessage, limit: int) -> BaseMessage | None:
 class RollingStage(RebuildStage):
     """`LLMSummarizingCondenser` (with `summarize=True`) or `AmortizedForgettingCondenser`."""
 
-    jumps = True  # acts only at `trigger_messages` (`RebuildStage`)
+    capabilities = frozenset({KEEPS_MARKS, JUMPS})  # acts only at `trigger_messages`
 
     def __init__(self, max_size: int, keep_first: int, summarize: bool, max_event_length: int):
         super().__init__()
@@ -233,6 +235,8 @@ class RecentStage:
 
 class WindowStage(RebuildStage):
     """`ConversationWindowCondenser.get_condensation`, run when the request overflows."""
+
+    capabilities = frozenset({KEEPS_MARKS})
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         view = self.view(items)

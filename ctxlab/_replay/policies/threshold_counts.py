@@ -1,10 +1,10 @@
 """Count-only form of the stages that compact once the request reaches a threshold
-(`ctxlab._replay.policies.counts_only`): Claude Code's auto-compact, Codex, Inspect's summary and
-trim
-(tokens), OpenHands' rolling condensers (messages), JetBrains' summary every n turns (turns).
+(`ctxlab._replay.policies.counts_only`): Claude Code's auto-compact, Codex, Inspect's summary
+and trim (tokens), OpenHands' rolling condensers (messages), JetBrains' summary every n turns
+(turns).
 
-Such a stage (a `RebuildStage` that says `jumps = True`) sends its view unchanged, and changes
-nothing else, while the view counts under its `trigger_tokens` (or holds fewer messages than
+Such a stage (a `RebuildStage` whose own class declares `JUMPS`) sends its view unchanged, and
+changes nothing else, while the view counts under its `trigger_tokens` (or holds fewer messages than
 its `trigger_messages`, or turns than its `trigger_turns`); the view is the prefix its last
 compaction built plus every history message fed since. So between compactions a call's counts
 are the prefix's plus two entries of the history's per-kind prefix sums, and the next call
@@ -31,7 +31,7 @@ from ctxlab._replay.policies.counts_only import (
     history_prefix,
     kind_prefix,
 )
-from ctxlab._replay.policies.engine import StagePolicy, StageRun
+from ctxlab._replay.policies.engine import JUMPS, StagePolicy, StageRun, declares
 from ctxlab._replay.policies.masking import LastNStage
 from ctxlab._replay.policies.masking_counts import Piece, masked_after, with_masks
 
@@ -102,7 +102,7 @@ def threshold_counts(
 ) -> CallCounts | None:
     """`policy`'s counts and events on `trace` when it runs one stage that `jumps`, alone or
     followed by observation masking (`LastNStage`, by formula on its output), else None."""
-    found = stage_then_masking(policy, trace, lambda s: getattr(type(s), "jumps", False))
+    found = stage_then_masking(policy, trace, lambda s: declares(s, JUMPS))
     if found is None:
         return None
     stage, masking, window = found

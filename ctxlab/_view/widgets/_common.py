@@ -8,11 +8,9 @@ Widgets only read `Replay`s and `Trace`s (DESIGN: one direction).
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,8 @@ from plotly.basedatatypes import Undefined
 
 from ctxlab import plots
 from ctxlab._cost.billing import COST_METHODS
-from ctxlab._evaluate.metrics import cache_frame
+from ctxlab._cost.pricing import rates_for
+from ctxlab._evaluate.metrics import cache_frame, model_of
 from ctxlab._replay.replay import Counted, Replay
 from ctxlab._store.schema import int_max
 from ctxlab._trace import Trace
@@ -359,27 +358,26 @@ def release_after_redraw(*objects: Any) -> None:
     after_redraw(held.clear)
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a handler re-replays and redraws, and resume it
-    once the chart is sent (`after_redraw`).
-
-    A 1,000-turn replay allocates enough objects to set off collections in the middle of a
-    slider move, which made most of the catalogue presets' p90: `python -m
-    bench.bench_widgets --no-scaling`, with and without `--collector-running`, gave p90
-    jetbrains-hybrid 210 -> 114 ms, observation-masking 141 -> 81 ms, medians within 10%.
-    Paused, the collection the move owes runs at the first allocation after the redraw, as
-    the bill does.
-    Left alone when the collector is already off (the user's choice, or a handler inside
-    another one)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
+def after_rest(fn: Callable[[], None], seconds: float, pending: Any = None) -> Any:
+    """Run `fn` once the kernel has been left alone for `seconds` after this handler (the
+    sliders rest), cancelling `pending` (what the previous call returned); at once where no
+    loop runs. Returns what to pass as `pending` next time: a readout that costs more than
+    the chart (the cost, which needs the full replay and its bill) is then worked out once
+    per rest, not once per move of a dragged slider."""
+    if pending is not None:
+        pending.cancel()
     try:
-        yield
-    finally:
-        after_redraw(gc.enable)
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        fn()
+        return None
+    return loop.call_later(seconds, fn)
+
+
+def priced(trace: Trace | None) -> bool:
+    """Whether `cost` can say anything for `trace`: its model has a known price (else the
+    widgets skip the cost readout's work altogether)."""
+    return trace is not None and rates_for(model_of(trace), None) is not None
 
 
 def cost(replay: Replay, trace: Trace | None) -> dict[str, Any]:

@@ -15,7 +15,6 @@ without cache when the model has a price; `last_latency_ms` is what the bench me
 from __future__ import annotations
 
 import dataclasses
-import gc
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,10 +32,11 @@ from ctxlab._view.widgets._common import (
     ExportBar,
     YAxis,
     after_redraw,
-    collector_paused,
+    after_rest,
     cost,
     figure_widget,
     now_ms,
+    priced,
     readout_html,
     release_after_redraw,
     token_metrics,
@@ -309,13 +309,10 @@ class ThresholdExplorer(W.VBox):
     the full replay follows once the chart is sent, for the cost readout, or when `replay` is
     read first.
 
-    `freeze_gc` (default True) calls `gc.freeze()` once the trace is measured and replayed:
-    every object alive then (the trace, its cached sizes, the kernel's imports) leaves the
-    cyclic collector's generations. Without it, the objects each replay leaves behind trigger
-    a full collection every three to five moves, and each one scanned those long-lived objects
-    for 150-200 ms (a 1,000-turn trace), which was most slider moves' p90. Frozen objects are
-    still freed by reference counting when dropped; only reference cycles among them wait for
-    `gc.unfreeze()`. Pass False to leave the collector alone.
+    The cost readout needs the full replay and its bill, which can take longer than the
+    chart: it is worked out only when the trace's model has a known price, and inside a
+    kernel once the sliders have rested `price_after` seconds (a dragged slider's moves cost
+    their charts only); outside one at once.
     """
 
     def __init__(
@@ -325,7 +322,7 @@ class ThresholdExplorer(W.VBox):
         policy: str = "deepagents",
         summarizer: Summarizer | None = None,
         debounce: float = 0.03,
-        freeze_gc: bool = True,
+        price_after: float = 0.3,
     ) -> None:
         self.trace = trace
         self.summarizer = summarizer or CachedExtractive()
@@ -342,6 +339,9 @@ class ThresholdExplorer(W.VBox):
         self._replay: Replay | None = None
         self._unreplayed: Any = None  # the policy of a move drawn from its counts alone
         self._debounced = Debouncer(self.apply, debounce)
+        self._priced = priced(trace)
+        self._price_after = price_after
+        self._pricing: Any = None  # the pending cost readout (`after_rest`)
         self._build_controls()
         try:
             self.policy = self._policy()
@@ -351,8 +351,6 @@ class ThresholdExplorer(W.VBox):
                 f"ThresholdExplorer: policy {policy!r} cannot replay trace "
                 f"{trace.trace_id!r}: {exc}"
             ) from None
-        if freeze_gc:
-            gc.freeze()
         self.yaxis = YAxis(self._relayout)
         shown = self._replay
         self._drawn: Replay | Counted = shown
@@ -367,7 +365,8 @@ class ThresholdExplorer(W.VBox):
         # 10,000-turn replay (every message counted by the provider's tokenizer) took 1.5 of
         # the explorer's 3.9 s
         self.readout.value = readout_html(first, None, self.replays)
-        after_redraw(lambda: self._price(shown, first))
+        if self._priced:
+            after_redraw(lambda: self._price(shown, first))
         self.choice.observe(self._policy_changed, names="value")
         super().__init__(
             [self.choice, self.sliders, self.readout, self.yaxis, self.figure, self.exporter]
@@ -450,12 +449,7 @@ class ThresholdExplorer(W.VBox):
         self.figure.plotly_relayout(self.yaxis.relayout(self._traces))
 
     def apply(self) -> None:
-        """Re-replay with the sliders' values and redraw in place (sliders call this); the
-        garbage collector waits until the chart is sent (`collector_paused`)."""
-        with collector_paused():
-            self._apply()
-
-    def _apply(self) -> None:
+        """Re-replay with the sliders' values and redraw in place (sliders call this)."""
         start = now_ms()
         try:
             policy = self._policy()
@@ -489,7 +483,10 @@ class ThresholdExplorer(W.VBox):
         )
         self.last_latency_ms = now_ms() - start
         self.readout.value = readout_html(m, self.last_latency_ms, self.replays)
-        after_redraw(lambda: self._price(drawn, m))
+        if self._priced:
+            self._pricing = after_rest(
+                lambda: self._price(drawn, m), self._price_after, self._pricing
+            )
 
     @property
     def replay(self) -> Replay | None:

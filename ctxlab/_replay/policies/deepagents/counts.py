@@ -34,10 +34,10 @@ from ctxlab._replay.policies._engine_facts import facts, turn_table
 from ctxlab._replay.policies.counts_only import CallCounts, cumulative, history_prefix
 from ctxlab._replay.policies.deepagents.run import DeepAgentsRun
 from ctxlab._replay.policies.deepagents.state import STATE_KINDS
+from ctxlab._weak_memo import WeakMemo
 
 if TYPE_CHECKING:
     from ctxlab._replay.policies.base import Call, Event
-    from ctxlab._replay.policies.deepagents.feed import Feed
     from ctxlab._replay.policies.deepagents.settings import Settings
     from ctxlab._trace import Trace
     from ctxlab.summarizers import Summarizer
@@ -166,9 +166,6 @@ class _Tables(NamedTuple):
     kind_sums: np.ndarray
 
 
-KEPT_TABLES = 4
-"""Feed tables kept per trace and characters-per-token, as many as feeds (`feed.KEPT_FEEDS`)."""
-
 _KIND_ROW = {k: i for i, k in enumerate(STATE_KINDS)}
 
 
@@ -184,10 +181,10 @@ def _tables(run: DeepAgentsRun, trace: Trace) -> _Tables:
             trace, found.messages[run.offset :], history_prefix(found), run.offset, human_chars
         ),
     )
-    kept: dict[int, tuple[Feed, _Tables]] = found.kept("deepagents-counts", dict)
-    entry = kept.get(id(feed))
-    if entry is not None and entry[0] is feed and entry[1].calls is calls:
-        return entry[1]
+    kept: WeakMemo[_Tables] = found.kept("deepagents-counts", WeakMemo)
+    known = kept.get(feed)  # per feed the trace keeps (`feed.KEPT_FEEDS`), leaving with it
+    if known is not None and known.calls is calls:
+        return known
     tokens = np.asarray(feed.tokens, dtype=np.int64)
     by_kind = np.zeros((len(STATE_KINDS), len(tokens)), dtype=np.int64)
     rows = np.fromiter((_KIND_ROW[k] for k in feed.kinds), dtype=np.intp, count=len(tokens))
@@ -198,10 +195,7 @@ def _tables(run: DeepAgentsRun, trace: Trace) -> _Tables:
     offloads = np.fromiter((o[0] for o in feed.offloads), dtype=np.int64)
     forced = _feeds_offload(offloads, calls.lengths) | calls.long_human
     tables = _Tables(calls, np.flatnonzero(forced).tolist(), sums, sums.tolist(), kind_sums)
-    if len(kept) >= KEPT_TABLES:
-        del kept[next(iter(kept))]
-    kept[id(feed)] = (feed, tables)
-    return tables
+    return kept.put(feed, tables)
 
 
 def _calls_of(

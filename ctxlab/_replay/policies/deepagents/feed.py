@@ -46,7 +46,7 @@ KEPT_FEEDS = 4
 argument lengths makes one per value; the last few are what a user returns to."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # count tables leave with it
 class Feed:
     """The state entries of the recorded history (`feed_of`), by state position.
 

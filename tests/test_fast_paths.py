@@ -1,0 +1,240 @@
+"""Every fast path equals the plain replay: one generated check (hypothesis).
+
+A slider draws a policy's count-only form (`counts_only`, `ctxlab._replay.replay.counted`)
+instead of replaying it, so each form must give exactly the replay's per-call counts and
+events. This test runs every registered policy (the built-in ones, any plugged in through
+`register` or an entry point, and the one docs/writing-a-policy.md builds) on random
+conversations under random settings of every numeric parameter, and compares the form's
+`counts` frame and event list with a plain `replay` of the same trace, policy and summariser.
+A setting the policy refuses must be refused the same way by both. Each policy that has a form
+must have used it, with events, on some of the drawn examples, so no form goes unchecked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from ctxlab._cost.tokens import ANTHROPIC_CHARS_PER_TOKEN, CHARS_PER_TOKEN, tokens_list
+from ctxlab._messages import message_text
+from ctxlab._replay.policies._engine_facts import turn_table
+from ctxlab._replay.policies.catalog import get, names
+from ctxlab._replay.replay import counted, replay
+from ctxlab._trace import Trace, from_messages
+from ctxlab.policies import DeepAgents
+from ctxlab.summarizers import CachedExtractive
+from tests.test_policies_properties import SMALL
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "writing-a-policy.md"
+MODEL = "claude-sonnet-4-5"
+TOOLS = ("run", "read_file", "write_file")
+
+
+def _register_docs_policy() -> str:
+    """Run docs/writing-a-policy.md's first Python block as printed (it registers its policy)
+    and give the name it registered."""
+    block = DOCS.read_text().split("```python\n", 1)[1].split("```", 1)[0]
+    name = "docs_writing_a_policy"
+    module = sys.modules.setdefault(name, types.ModuleType(name))  # @dataclass looks it up
+    exec(compile(block, str(DOCS), "exec"), module.__dict__)  # noqa: S102
+    return str(module.DigestOldResults.name)
+
+
+DOCS_POLICY = _register_docs_policy()
+POLICIES = sorted(names())
+assert DOCS_POLICY in POLICIES
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> Trace:
+    """An agent run: results before the first user message, parallel calls to several tools,
+    results tagged to be removed or kept, thinking blocks, follow-up and long user messages,
+    big results, and (sometimes) a call id used twice with another tool name."""
+    text = st.integers(1, 60)
+    msgs: list = [SystemMessage("system prompt " * draw(st.integers(1, 20)))]
+    if draw(st.booleans()):
+        msgs.append(AIMessage("", tool_calls=[{"name": "run", "args": {}, "id": "pre"}]))
+        msgs.append(ToolMessage("early\n" * draw(text), tool_call_id="pre", name="run"))
+    msgs.append(HumanMessage("the task " * draw(st.integers(1, 40))))
+    reuse = draw(st.booleans())
+    for i in range(draw(st.integers(6, 30))):
+        if i and draw(st.integers(0, 5)) == 0:
+            msgs.append(HumanMessage("follow-up " * draw(st.integers(1, 400))))
+        k = draw(st.integers(0, 3))
+        calls = [
+            {
+                "name": draw(st.sampled_from(TOOLS)),
+                "args": {"path": f"/src/f{i}.py", "body": "x" * draw(st.integers(0, 300))},
+                "id": "c0_0" if reuse and i == 3 and j == 0 else f"c{i}_{j}",
+            }
+            for j in range(k)
+        ]
+        content: Any = "thinking " * draw(st.integers(0, 12))
+        if draw(st.integers(0, 3)) == 0:
+            content = [
+                {"type": "thinking", "thinking": "hmm " * draw(text), "signature": "s"},
+                {"type": "text", "text": content},
+            ]
+        msgs.append(AIMessage(content, tool_calls=calls))
+        for c in calls:
+            tags = draw(st.sampled_from([[], [], ["remove_output"], ["keep_output"]]))
+            lines = draw(st.one_of(text, st.just(600)))
+            msgs.append(
+                ToolMessage(
+                    f"out {c['id']}\n" * lines,
+                    tool_call_id=c["id"],
+                    name=c["name"],
+                    additional_kwargs={"tags": tags} if tags else {},
+                )
+            )
+    msgs.append(AIMessage("done"))
+    return from_messages(msgs, trace_id="generated", model=MODEL, provider="anthropic")
+
+
+def ties(trace: Trace) -> list[int]:
+    """Token counts the trace reaches exactly: each request's uncompacted count at a call (by
+    both counters, with and without the system prompt), each message's tokens, and results'
+    lengths in 4-character tokens (as offloading measures them). A threshold drawn from these
+    puts a call right on it, where `>` and `>=` differ."""
+    out: set[int] = set()
+    fed = turn_table(trace).fed.tolist()
+    for cpt in (ANTHROPIC_CHARS_PER_TOKEN, CHARS_PER_TOKEN):
+        counts = tokens_list(trace.messages, cpt)
+        out.update(counts)
+        prefix = [0, *itertools.accumulate(counts)]
+        out.update(prefix[n] - drop for n in fed for drop in (0, counts[0]) if n)
+    out.update(n // 4 for m in trace.messages if (n := len(message_text(m))) % 4 == 0)
+    return sorted(out)
+
+
+def _value(draw: st.DrawFn, name: str, default: Any, exact: list[int]) -> Any:
+    """A random value for a parameter in the range its slider covers (ints and floats around
+    the default, sizes of the default's kind, windows small enough to act on short runs), or
+    for a count, sometimes one a request reaches exactly (`exact`)."""
+    if isinstance(default, bool):  # switches (`cache_aligned`: no form) flipped now and then
+        return draw(st.booleans()) if draw(st.integers(0, 3)) == 0 else default
+    if name == "window" or (name == "max_output_tokens" and isinstance(default, int)):
+        return draw(st.integers(0 if name != "window" else 800, 12_000))
+    if isinstance(default, int):  # counts of messages or turns, or token thresholds
+        branch = draw(st.integers(0, 5))
+        if branch < 2 and exact:
+            return draw(st.sampled_from(exact))
+        if branch < 4:
+            return draw(st.integers(0, 12))
+        return draw(st.integers(0, min(6_000, max(12, 3 * default))))
+    if isinstance(default, float):
+        if 0 < default <= 1:
+            return draw(st.floats(0.02, 1.0))
+        return draw(st.floats(0.0, max(1.0, 3 * default)))
+    if isinstance(default, tuple) and len(default) == 2 and isinstance(default[0], str):
+        kind, number = default
+        if kind == "fraction":
+            return (kind, draw(st.floats(0.02, 1.0)))
+        if kind == "tokens" and exact and draw(st.booleans()):
+            return (kind, draw(st.sampled_from(exact)))
+        return (kind, draw(st.integers(1, 6_000 if kind == "tokens" else 30)))
+    return default
+
+
+@st.composite
+def deepagents_settings(draw: st.DrawFn) -> DeepAgents:
+    """The explorer's five Deep Agents sliders, over ranges that act on short runs."""
+    trigger = ("fraction", draw(st.floats(0.05, 1.0)))
+    keep = ("fraction", draw(st.floats(0.01, 0.9)))
+    return DeepAgents(
+        window=draw(st.integers(2_000, 30_000)),
+        trigger=trigger,
+        keep=keep,
+        tool_token_limit_before_evict=draw(st.integers(20, 5_000)),
+        truncate_args_settings={
+            "trigger": trigger,
+            "keep": keep,
+            "max_length": draw(st.integers(20, 2_000)),
+        },
+    )
+
+
+@st.composite
+def policy_settings(draw: st.DrawFn, name: str, exact: list[int]) -> Any:
+    """Parameters for `name`, each moved (most of them) or left where it starts: at the
+    policy's defaults or, half the time, at settings that act often on short runs (`SMALL`)."""
+    base = get(name)
+    if isinstance(base, DeepAgents):
+        return draw(deepagents_settings())
+    if not dataclasses.is_dataclass(base):
+        return base
+    start = {**dataclasses.asdict(base), **(SMALL.get(name, {}) if draw(st.booleans()) else {})}
+    return {
+        f.name: _value(draw, f.name, start[f.name], exact)
+        if draw(st.integers(0, 2))
+        else start[f.name]
+        for f in dataclasses.fields(base)
+        if f.init
+    }
+
+
+def _outcome(fn: Any) -> tuple[Any, str | None]:
+    try:
+        return fn(), None
+    except (TypeError, ValueError) as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def _check(name: str, trace: Trace, params: Any, used: list[bool]) -> None:
+    """The form's counts and events equal the replay's, or both refuse the settings alike."""
+    made, _ = _outcome(lambda: params if not isinstance(params, dict) else get(name, **params))
+    if made is None:
+        return  # the policy refuses these parameters outright: no replay either
+    summarizer = CachedExtractive()
+    quick, quick_error = _outcome(lambda: counted(trace, made, summarizer))
+    full, full_error = _outcome(lambda: replay(trace, made, CachedExtractive()))
+    assert quick_error == full_error, (name, made)
+    if quick is None:
+        return
+    used.append(bool(quick.event_list))
+    assert full is not None
+    assert quick.counts.equals(full.counts), (name, made, quick.counts, full.counts)
+    assert quick.event_list == full.event_list, (name, made)
+    assert (quick.trace_id, quick.policy) == (full.trace_id, full.policy)
+
+
+def _has_form(name: str) -> bool:
+    """Whether `name` at its defaults draws from a count-only form on a typical trace."""
+    from tests.synthetic import make_trace
+
+    trace = make_trace(30, seed=1, model=MODEL, provider="anthropic")
+    try:
+        return counted(trace, get(name)) is not None
+    except (TypeError, ValueError):
+        return False
+
+
+@pytest.mark.parametrize("name", POLICIES)
+def test_every_fast_path_equals_the_plain_replay(name: str) -> None:
+    used: list[bool] = []
+
+    @settings(
+        max_examples=80,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        trace = data.draw(conversations(), "trace")
+        params = data.draw(policy_settings(name, ties(trace)), "settings")
+        _check(name, trace, params, used)
+
+    check()
+    if _has_form(name):
+        assert any(used), f"{name}: its count-only form never acted on a generated example"
