@@ -105,18 +105,21 @@ def _fields(text: str) -> frozenset[str]:
 
 
 def _lone_brace(text: str) -> str:
-    """Where the first unmatched brace is, as " at line L, column C", or ""."""
+    """Where the first brace that is neither doubled nor closes a field is, as " at line L,
+    column C", or ""."""
     i = 0
     while i < len(text):
         pair = text[i : i + 2]
         if pair in ("{{", "}}"):
             i += 2
             continue
-        if text[i] == "}" or (text[i] == "{" and "}" not in text[i:]):
+        if text[i] == "}":
             break
         if text[i] == "{":
-            i = text.index("}", i) + 1
-            continue
+            close, reopen = text.find("}", i + 1), text.find("{", i + 1)
+            if close < 0 or 0 <= reopen < close:
+                break
+            i = close
         i += 1
     else:
         return ""

@@ -96,6 +96,22 @@ class Fixed:
         return cls(Path(path).read_text(encoding="utf-8"))
 
 
+CHUNK_TRIES = 4
+"""How many windows, each smaller, a chunked summary tries before `SummaryError`."""
+
+CHUNK_SHARE = 0.7
+"""Share of the window one part's whole prompt fills by LangChain's approximate count (4
+characters a token), leaving room for tokenizers that count up to 40% more."""
+
+
+class _PartOverflow(Exception):
+    """A part of a chunked summary the model refused as too long (`error`, as it raised it)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class SummaryError(RuntimeError):
     """A summary the model could not write: the input does not fit its window even cut, or the
     call failed. `replay` adds the trace and turn to the message."""
@@ -251,36 +267,49 @@ class LLM:
         self, messages: Sequence[BaseMessage], template: str, window: int, asked: int
     ) -> str:
         """Each part of the history that fits the window summarised, then the parts' summaries
-        summarised in one call (`SummaryError` when that still does not fit)."""
+        summarised in one call. A part the model still refuses (its tokenizer counts more than
+        the approximation) starts it over with the window it states, else two thirds of the
+        one tried, `CHUNK_TRIES` times at most; then `SummaryError`."""
         self.stats["chunked"] += 1
-        budget = window * 2 // 5  # as LangChain's middle cut: room for tokenizers that count more
+        for _ in range(CHUNK_TRIES):
+            try:
+                return self._chunked_within(messages, template, window, asked)
+            except _PartOverflow as part:
+                stated = stated_window(part.error)
+                window = stated if stated is not None and stated < window else window * 2 // 3
+        self._fail(window, asked, "every part overflowed, the window shrunk each time")
+        raise AssertionError("unreachable")
+
+    def _chunked_within(
+        self, messages: Sequence[BaseMessage], template: str, window: int, asked: int
+    ) -> str:
+        """`_chunked` at one window: raises `_PartOverflow` when the model refuses a part."""
+        fixed = _tokens(template.format(messages=""), self.chat_model)
+        budget = int(window * CHUNK_SHARE)  # a whole part's prompt, by the approximate count
+        if fixed >= budget:
+            self._fail(window, asked, f"the prompt alone is ~{fixed:,} tokens")
         parts: list[str] = []
         for chunk in _chunks(messages, template, self.chat_model, budget):
             prompt = format_prompt(chunk, template)
             if _tokens(prompt, self.chat_model) > budget:  # one message alone too long
-                prompt = middle_cut_prompt(chunk, template, self.chat_model, window=window) or ""
-            parts.append(self._ask_or_fail(prompt, window, asked).strip())
+                room = (budget - fixed) * 5 // 2  # the middle cut keeps 2/5 of its window
+                prompt = middle_cut_prompt(chunk, template, self.chat_model, window=room) or ""
+            parts.append(self._ask_part(prompt).strip())
         joined = "\n\n".join(
             f"Summary of part {i} of {len(parts)}:\n{part}" for i, part in enumerate(parts, 1)
         )
         final = template.format(messages=joined).rstrip()
         if _tokens(final, self.chat_model) > window:
             self._fail(window, asked, "the summaries of its parts are themselves too long")
-        return self._ask_or_fail(final, window, asked)
+        return self._ask_part(final)
 
-    def _ask_or_fail(self, prompt: str, window: int, asked: int) -> str:
+    def _ask_part(self, prompt: str) -> str:
         try:
             return self._ask(prompt)
         except Exception as exc:
-            if not is_overflow(exc):
-                raise
-            self._fail(
-                window,
-                asked,
-                f"a part of {_tokens(prompt, self.chat_model):,} tokens "
-                f"overflowed too ({type(exc).__name__}: {exc})",
-            )
-            raise AssertionError("unreachable") from exc
+            if is_overflow(exc):
+                raise _PartOverflow(exc) from exc
+            raise
 
     def _fail(self, window: int, asked: int, why: str) -> None:
         raise SummaryError(
