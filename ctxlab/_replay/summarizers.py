@@ -149,7 +149,7 @@ class LLM:
     calls: CallSettings = DEFAULT_CALLS
     """Retries, backoff and time limit of each model call (`ctxlab._replay.model_calls`)."""
     stats: Counter[str] = field(default_factory=Counter, repr=False)
-    """How many summaries were asked with the middle cut (`middle_cut`), in chunks
+    """How many times a summary was asked with the middle cut (`middle_cut`), in chunks
     (`chunked`), or came back empty (`empty`)."""
     empty: list[str] = field(default_factory=list, repr=False)
     """The rendered prompts whose answer was empty (for inspection; not cached)."""
@@ -242,7 +242,8 @@ class LLM:
 
     def _fitted(self, messages: Sequence[BaseMessage], template: str, asked: str) -> str:
         """The answer to `asked`, or, when it does not fit the window, to the middle cut (as
-        LangChain cuts it) and then to a chunked summary."""
+        LangChain cuts it; again at a smaller window the model's error states, if any) and
+        then to a chunked summary."""
         window = model_window(self.chat_model, self.window)
         size = _tokens(asked, self.chat_model)
         if window is None or size <= window:
@@ -252,15 +253,21 @@ class LLM:
                 if not is_overflow(exc):
                     raise
                 window = self.window or stated_window(exc) or window
-        cut = middle_cut_prompt(messages, template, self.chat_model, window=window)
-        if cut is not None and (window is None or _tokens(cut, self.chat_model) <= window):
+        for _ in range(CHUNK_TRIES):
+            cut = middle_cut_prompt(messages, template, self.chat_model, window=window)
+            if cut is None or (window is not None and _tokens(cut, self.chat_model) > window):
+                break
             self.stats["middle_cut"] += 1
             try:
                 return self._ask(cut)
             except Exception as exc:
                 if not is_overflow(exc):
                     raise
-                window = stated_window(exc) or window or _tokens(cut, self.chat_model) // 2
+                stated = stated_window(exc)
+                if stated is None or (window is not None and stated >= window):
+                    window = window or _tokens(cut, self.chat_model) // 2
+                    break
+                window = stated
         return self._chunked(messages, template, window or size // 2, size)
 
     def _chunked(
