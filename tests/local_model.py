@@ -59,17 +59,18 @@ def _pipeline() -> Any:
 
     class NewTokens(StoppingCriteria):
         """Stops after `ANSWER_TOKENS` new tokens (`max_new_tokens` would replace the
-        `max_length` that makes the window honest)."""
+        `max_length` that makes the window honest). Generation grows the sequence by one token
+        a step, so any other length is a new generation, whose prompt is one token shorter."""
 
         def __init__(self) -> None:
-            self.start: int | None = None
+            self.start = self.last = -1
 
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-            if self.start is None:
-                self.start = input_ids.shape[-1] - 1
-            done = input_ids.shape[-1] - self.start >= ANSWER_TOKENS
-            if done:
-                self.start = None
+            length = input_ids.shape[-1]
+            if length != self.last + 1:
+                self.start = length - 1
+            self.last = length
+            done = length - self.start >= ANSWER_TOKENS
             return torch.full((input_ids.shape[0],), done, dtype=torch.bool)
 
     path = gguf_path()
@@ -89,10 +90,12 @@ def _pipeline() -> Any:
 
 
 def smollm2() -> Any:
-    """SmolLM2-135M-Instruct as a LangChain chat model (a `module:Factory`)."""
+    """SmolLM2-135M-Instruct as a LangChain chat model (a `module:Factory`); its profile says
+    its window (less the answer), as a provider's profile does."""
     from langchain_huggingface import ChatHuggingFace, HuggingFacePipeline
 
     pipe = _pipeline()
     name = str(gguf_path())
     llm = HuggingFacePipeline(pipeline=pipe, model_id=name)
-    return ChatHuggingFace(llm=llm, tokenizer=pipe.tokenizer, model_id=name)
+    profile = {"max_input_tokens": WINDOW - ANSWER_TOKENS}
+    return ChatHuggingFace(llm=llm, tokenizer=pipe.tokenizer, model_id=name, profile=profile)
