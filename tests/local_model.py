@@ -94,8 +94,31 @@ def smollm2() -> Any:
     its window (less the answer), as a provider's profile does."""
     from langchain_huggingface import ChatHuggingFace, HuggingFacePipeline
 
+    class PlainChat(ChatHuggingFace):
+        """`ChatHuggingFace` reading an agent's history: it refuses tool results and ignores
+        tool calls, and SmolLM2's chat template has no tools, so each tool call is written
+        into its assistant turn and each tool result becomes a user turn saying so."""
+
+        def _generate(self, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+            kwargs.pop("tools", None)
+            return super()._generate([_plain(m) for m in messages], *args, **kwargs)
+
     pipe = _pipeline()
     name = str(gguf_path())
     llm = HuggingFacePipeline(pipeline=pipe, model_id=name)
     profile = {"max_input_tokens": WINDOW - ANSWER_TOKENS}
-    return ChatHuggingFace(llm=llm, tokenizer=pipe.tokenizer, model_id=name, profile=profile)
+    return PlainChat(llm=llm, tokenizer=pipe.tokenizer, model_id=name, profile=profile)
+
+
+def _plain(message: Any) -> Any:
+    """`message` as plain chat text: tool calls written out, tool results as user turns."""
+    import json
+
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    if isinstance(message, ToolMessage):
+        return HumanMessage(f"[result of {message.name or 'a tool'}]\n{message.text}")
+    if isinstance(message, AIMessage) and message.tool_calls:
+        calls = [f"[calls {c['name']} {json.dumps(c['args'])}]" for c in message.tool_calls]
+        return AIMessage("\n".join([message.text, *calls]).strip())
+    return message

@@ -103,9 +103,9 @@ def test_evaluate_with_probes_and_judge_from_the_cli(tmp_path: Path, capsys) -> 
         "--judge",
         "tests.local_model:smollm2",
         "--probes",
-        "recall,continuation",
+        "artifact,continuation",
         "--max-calls",
-        "8",
+        "6",
         "--store",
         str(tmp_path / "s.duckdb"),
         "--format",
@@ -115,7 +115,7 @@ def test_evaluate_with_probes_and_judge_from_the_cli(tmp_path: Path, capsys) -> 
         warnings.simplefilter("ignore")
         started = time.monotonic()
         code = main(args)
-        TIMES["evaluate (8 calls)"] = time.monotonic() - started
+        TIMES["evaluate (6 calls)"] = time.monotonic() - started
         first = json.loads(capsys.readouterr().out)
         started = time.monotonic()
         assert main(args) == code
@@ -125,7 +125,7 @@ def test_evaluate_with_probes_and_judge_from_the_cli(tmp_path: Path, capsys) -> 
     probes = evaluation["probes"]
     errors = [p["error"] for p in probes if p["error"]]
     assert code == 0 and evaluation["failed"] == 0 and probes, errors
-    assert {p["kind"] for p in probes} == {"recall", "continuation"}
+    assert {p["kind"] for p in probes} == {"artifact", "continuation"}
     assert all(p["answer"] is not None for p in probes)
     judged = [p for p in probes if p["kind"] == "continuation"]
     assert judged and all(p["judge_reply"] for p in judged)  # graded or not, the reply is kept
