@@ -36,10 +36,12 @@ def shared() -> Path:
 # end together. Order only: every test still runs. Seconds in the comments: per-file sums of
 # test time in a whole-suite run (`--junitxml`) on 2 cores.
 SLOW_FILES = (
+    "test_local_model.py",  # 600+ where its model is installed (skipped in CI)
     "test_sweep.py",  # 80
     "test_docs_examples.py",  # 55
     "test_browser.py",  # 42
     "test_notebooks.py",  # 38
+    "test_model_failures.py",  # 50 (one process)
     "test_figure_layout.py",  # new: 8 figures x 2 sizes drawn in chromium, and exported
     "test_cli_evaluate.py",  # 29
     "test_plots.py",  # 25

@@ -8,13 +8,14 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
+import polars as pl
 import pytest
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 
 import ctxlab
 from ctxlab._cli.commands.evaluate import _evaluate
-from ctxlab._cli.main import main
+from ctxlab._cli.main import build_parser, main
 from ctxlab._evaluate import probes
 from ctxlab._evaluate.evaluation import evaluate
 from ctxlab._evaluate.facts import CATEGORIES
@@ -23,6 +24,9 @@ from ctxlab._store.store import Store
 from ctxlab.policies import get
 from tests.cli_text import messages
 from tests.context_model import ContextModel
+
+ARGS = build_parser().parse_args(["evaluate", "trace.json"])
+"""`ctxlab evaluate`'s flags at their defaults."""
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "traces"
@@ -77,7 +81,7 @@ def test_json_is_the_python_evaluation(
     assert [e["trace_id"] for e in doc["evaluations"]] == [t.trace_id for t in traces]
     expected = [evaluate(replay(t, get(policy, **PARAMS))) for t in traces]
     for got, want in zip(doc["evaluations"], expected, strict=True):
-        assert list(got) == ["trace_id", "policy", "facts", "survival", "probes"]
+        assert list(got) == ["trace_id", "policy", "facts", "survival", "probes", "failed"]
         assert got == json.loads(json.dumps(want.to_json(), default=str))
         assert got["probes"] == []
         assert list(got["survival"]) == [c for c in CATEGORIES if c in got["survival"]]
@@ -185,13 +189,13 @@ def test_probes_run_through_the_stores_cache(tmp_path: Path, trace: ctxlab.Trace
     result = replay(trace, get("langchain-summarization", **PARAMS))
     store = Store(tmp_path / "s.duckdb")
     model = ContextModel()
-    first = _evaluate([result], model, None, store)[0]
+    first = _evaluate([result], model, None, store, ARGS)[0]
     assert first.probes.height and first.probes["score"].null_count() < first.probes.height
     key = store.replays()["replay_key"].item()
     assert store.probes(key).height == first.probes.height
     cached = store.query("SELECT count(*) n FROM probe_cache")["n"].item()
     fresh = ContextModel()
-    again = _evaluate([result], fresh, None, Store(tmp_path / "s.duckdb"))[0]
+    again = _evaluate([result], fresh, None, Store(tmp_path / "s.duckdb"), ARGS)[0]
     assert again.probes.equals(first.probes) and fresh.log == []
     assert store.query("SELECT count(*) n FROM probe_cache")["n"].item() == cached
 
@@ -218,13 +222,16 @@ def test_failed_probe_calls_keep_the_answers_that_came(
 ) -> None:
     result = replay(trace, get("langchain-summarization", **PARAMS))
     store = Store(tmp_path / "s.duckdb")
-    with pytest.raises(probes.ProbeCallError, match="provider unavailable"):
-        _evaluate([result], NoToolCalls(), None, store)
+    args = build_parser().parse_args(["evaluate", "x", "--retries", "0"])
+    assert ARGS.retries == 2 and args.retries == 0
+    (broken,) = _evaluate([result], NoToolCalls(), None, store, args)
     answered = store.query("SELECT count(*) n FROM probe_cache")["n"].item()
-    assert answered > 0 and store.facts().height == 0  # cached, but nothing evaluated
+    assert answered > 0 and store.facts().height  # cached, and Tier 1 evaluated all the same
+    assert broken.failed and "provider unavailable" in broken.failed_line()
     monkeypatch.setitem(NoToolCalls.outage, "on", False)  # the provider is back
     model = NoToolCalls()
-    _evaluate([result], model, None, store)
+    (healed,) = _evaluate([result], model, None, store, args)
     asked = [m for m in model.log if "do not call tools" not in m[-1].text]
     assert len(model.log) == len(asked) > 0  # only the calls that failed are asked again
-    assert store.facts().height
+    answered = healed.probes.filter(~pl.col("kind").is_in(probes.JUDGED))  # no judge given
+    assert healed.failed == 0 and answered["score"].null_count() == 0

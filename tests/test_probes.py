@@ -24,9 +24,10 @@ from ctxlab._cli.model_spec import ModelSpecError, model_from_spec
 from ctxlab._cost.pricing import price_for
 from ctxlab._evaluate import probes
 from ctxlab._evaluate.facts import Fact, extract
-from ctxlab._evaluate.probe_calls import Call, MemoryProbeCache, ProbeCallError
+from ctxlab._evaluate.probe_calls import Call, MemoryProbeCache
 from ctxlab._evaluate.probe_judge import parse_grade
 from ctxlab._evaluate.survival import Survival, follow
+from ctxlab._replay.model_calls import CallSettings
 from ctxlab._replay.policies.deepagents import DeepAgents
 from ctxlab._replay.policies.langchain import LangChainSummarization
 from ctxlab._replay.replay import Replay, replay
@@ -288,7 +289,7 @@ def test_dry_run_prices_calls_without_calling() -> None:
     ]
     assert answers["cost_usd"].to_list() == pytest.approx(expected)
     judge_rows = calls.filter(pl.col("model") == "rubric-judge")
-    assert judge_rows["price"].unique().to_list() == ["unknown"]
+    assert judge_rows["price"].unique().to_list() == [probes.NO_PRICE]
     assert judge_rows["cost_usd"].null_count() == judge_rows.height
     assert "no price for rubric-judge" in probes.cost_line(calls)
 
@@ -314,14 +315,19 @@ def test_failed_calls_leave_the_others_cached() -> None:
     planned = probes.plan(result, tier1(result)[0], ["recall", "next_action"])
     cache = MemoryProbeCache()
     failing = FailingModel()
-    with pytest.raises(ProbeCallError, match="provider down"):
-        probes.run(result, planned, failing, cache=cache)
+    once = CallSettings(retries=0)
+    broken = probes.run(result, planned, failing, cache=cache, settings=once)
     questions = {(p.turn, p.question) for p in planned if p.kind == "recall"}
     assert len(cache.answers) == 2 * len(questions)
+    failed = broken.filter(pl.col("kind") == "next_action")
+    assert failed.height and failed["score"].null_count() == failed.height
+    assert failed["error"].str.contains("RuntimeError: provider down").all()
+    assert broken.filter(pl.col("kind") == "recall")["error"].null_count() == len(questions)
     healed = FailingModel(fail=False)
-    frame = probes.run(result, planned, healed, cache=cache)
+    frame = probes.run(result, planned, healed, cache=cache, settings=once)
     assert len(healed.log) == 2 * sum(p.kind == "next_action" for p in planned)
-    assert frame["score"].null_count() == 0
+    assert frame["score"].null_count() == 0 and frame["error"].null_count() == frame.height
+    assert frame.equals(probes.run(result, planned, ContextModel(), settings=once))
 
 
 def test_judge_reply_parsing() -> None:

@@ -71,7 +71,11 @@ def test_saving_again_replaces_facts_and_keeps_a_models_probes(
     assert stored.height == with_model.probes.height
     columns = [c for c in with_model.probes.columns if c in stored.columns]
     assert stored.select(columns).equals(with_model.probes.select(columns))
-    assert stored["extra"].null_count() == stored.height  # every probe column has its own
+    extra = [json.loads(e) for e in stored["extra"]]  # what failed, and the raw judge replies
+    assert all(
+        set(e) == {"error", "ceiling_note", "judge_reply", "ceiling_judge_reply"} for e in extra
+    )
+    assert [e["judge_reply"] for e in extra] == with_model.probes["judge_reply"].to_list()
     assert store.save_evaluation(evaluate(result), replay_key=key) == key
     assert store.facts(key).height == with_model.facts.height
     assert store.probes(key).height == with_model.probes.height

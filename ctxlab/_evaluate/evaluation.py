@@ -12,18 +12,22 @@ reading it works the same either way.
 
 from __future__ import annotations
 
+import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from ctxlab._evaluate.probe_calls import MemoryProbeCache, ProbeCache
+from ctxlab._replay.model_calls import DEFAULT_CALLS, CallSettings
+
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.rate_limiters import BaseRateLimiter
 
     from ctxlab._evaluate.facts import Fact
-    from ctxlab._evaluate.probes import ProbeCache
     from ctxlab._replay.replay import Replay
     from ctxlab._trace import Trace
 
@@ -46,6 +50,22 @@ class Evaluation:
     replay: Replay | None = field(default=None, repr=False)
 
     @property
+    def failed(self) -> int:
+        """Probes with a failed model call (their `error` says which; scores null)."""
+        if "error" not in self.probes.columns:
+            return 0
+        return int(self.probes["error"].is_not_null().sum())
+
+    def failed_line(self) -> str:
+        """One line on the failed probes: how many, the first error, and what a rerun does."""
+        first = self.probes.filter(pl.col("error").is_not_null())["error"][0]
+        return (
+            f"{self.trace_id}: {self.failed} of {self.probes.height} probes had a failed model "
+            f"call (first: {first}); their scores are null, the other answers are cached, so "
+            "running again asks only the failed calls"
+        )
+
+    @property
     def needed_lost(self) -> int:
         """The headline: facts the recorded agent used again after eviction that were lost
         by then (summed over categories)."""
@@ -66,6 +86,7 @@ class Evaluation:
             "facts": self.facts.to_dicts(),
             "survival": survival,
             "probes": self.probes.to_dicts(),
+            "failed": self.failed,
         }
 
 
@@ -95,6 +116,36 @@ def empty_probes() -> pl.DataFrame:
     return pl.DataFrame(schema={**PROBE_COLUMNS, **EXTRA_COLUMNS})
 
 
+MEMORY_CACHE = MemoryProbeCache()
+"""Where `evaluate` keeps probe answers when given no cache: for the life of this process, so a
+rerun in the same session asks only the calls that failed (said once, `IN_MEMORY`)."""
+
+IN_MEMORY = (
+    "probe answers are cached in memory only (this Python process): pass cache=ctxlab.Store(path) "
+    "(or a store's path) to keep them on disk, so a rerun in another session asks nothing twice"
+)
+
+
+def probe_cache(cache: Any) -> ProbeCache:
+    """The `ProbeCache` `cache` names: a cache as it is, a `ctxlab.Store` or a store's path (its
+    `probe_cache()`), or None: `MEMORY_CACHE`, said once (`IN_MEMORY`)."""
+    if cache is None:
+        if not _SAID:
+            _SAID.append(True)
+            warnings.warn(IN_MEMORY, UserWarning, stacklevel=3)
+        return MEMORY_CACHE
+    if isinstance(cache, str | os.PathLike):
+        from ctxlab._store.store import Store
+
+        cache = Store(cache)
+    if hasattr(cache, "probe_cache"):
+        return cache.probe_cache()
+    return cache
+
+
+_SAID: list[bool] = []
+
+
 def evaluate(
     replay: Replay,
     model: BaseChatModel | None = None,
@@ -102,16 +153,31 @@ def evaluate(
     probes: str | Sequence[str] = "auto",
     *,
     turns: Sequence[int] | None = None,
-    cache: ProbeCache | None = None,
+    cache: Any = None,
     max_concurrency: int | None = None,
     rate_limiter: BaseRateLimiter | None = None,
+    retries: int = DEFAULT_CALLS.retries,
+    backoff: float = DEFAULT_CALLS.backoff,
+    timeout: float | None = DEFAULT_CALLS.timeout,
+    window: int | None = None,
+    ceiling: str = "cap",
+    max_calls: int | None = None,
 ) -> Evaluation:
     """Evaluate `replay` (which needs its trace): Tier 1 always; with `model`, Tier 2 probes of
     the kinds `probes` names ("auto": every kind the model and judge allow) at `turns` (default:
     each compaction event), scored against the same probes on the uncompacted context; `judge`
-    scores free-text probes; `cache` keeps model answers between runs; `max_concurrency` and
-    `rate_limiter` (LangChain's, e.g. `InMemoryRateLimiter`) pace the calls. Without a model,
-    `ctxlab._evaluate.probes.SKIPPED` is the one line to tell the user."""
+    scores free-text probes. Without a model, `ctxlab._evaluate.probes.SKIPPED` is the one line
+    to tell the user.
+
+    Model calls never lose what they had: a call that fails after `retries` (waiting
+    `backoff`, doubling, between tries; `timeout` seconds each) leaves its row's score null with
+    the reason in `error`, and every answer that came is in `cache` (a `ProbeCache`, a
+    `ctxlab.Store` or its path; default: in memory for this process, said once), so a rerun
+    asks only the failed calls. The ceiling context is capped at the model's window (`window`,
+    else its profile's) keeping the most recent messages, or skipped, or sent whole
+    (`ceiling`: "cap", "skip", "full"); `max_calls` keeps the first probes whose calls fit
+    that many. `max_concurrency` and `rate_limiter` (LangChain's `InMemoryRateLimiter`) pace
+    the calls."""
     from ctxlab._evaluate.survival import follow, survival_table
 
     if replay.trace is None:
@@ -122,16 +188,35 @@ def evaluate(
         from ctxlab._evaluate import probes as tier2
 
         planned = tier2.plan(replay, facts, probes, turns)
-        probe_frame = tier2.run(
-            replay,
-            planned,
-            model,
-            judge,
-            cache,
-            max_concurrency=max_concurrency,
-            rate_limiter=rate_limiter,
-        )
-    return Evaluation(
+        if max_calls is not None:
+            kept = tier2.limit_calls(planned, max_calls, judge is not None, ceiling)
+            if len(kept) < len(planned):
+                warnings.warn(
+                    f"{replay.trace_id}: max_calls={max_calls} asks {len(kept)} of "
+                    f"{len(planned)} probes (the first ones, in turn order)",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            planned = kept
+        answers = probe_cache(cache)
+        try:
+            probe_frame = tier2.run(
+                replay,
+                planned,
+                model,
+                judge,
+                answers,
+                max_concurrency=max_concurrency,
+                rate_limiter=rate_limiter,
+                settings=CallSettings(retries, backoff, timeout),
+                window=window,
+                ceiling=ceiling,
+            )
+        finally:  # the answers that came are written even if something else failed
+            flush = getattr(answers, "flush", None)
+            if callable(flush):
+                flush()
+    evaluation = Evaluation(
         trace_id=replay.trace_id,
         policy=replay.policy,
         params=replay.params,
@@ -140,6 +225,9 @@ def evaluate(
         probes=probe_frame,
         replay=replay,
     )
+    if evaluation.failed:
+        warnings.warn(evaluation.failed_line(), UserWarning, stacklevel=2)
+    return evaluation
 
 
-__all__ = ["Evaluation", "empty_probes", "evaluate", "trace_facts"]
+__all__ = ["IN_MEMORY", "Evaluation", "empty_probes", "evaluate", "probe_cache", "trace_facts"]

@@ -8,6 +8,8 @@ of the same probes costs nothing and reads the same answers: same cache, same re
 byte. Uncached calls go through LangChain's own `Runnable.batch_as_completed` with
 `max_concurrency`, and a rate limiter, when given, is LangChain's (`InMemoryRateLimiter`) set on
 the chat model; each answer is cached as it arrives, so an interrupted run keeps what it paid for.
+A call that fails after its retries (`ctxlab._replay.model_calls.CallSettings`) is handed back as
+`Failed`, never cached, so the probe's row carries the error and a rerun asks only that call.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.runnables import RunnableLambda
 
 from ctxlab._messages import message_text
+from ctxlab._replay.model_calls import DEFAULT_CALLS, CallSettings
+from ctxlab._replay.overflow import is_overflow
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -58,11 +63,6 @@ class MemoryProbeCache:
         self.answers.setdefault(key, answer)
 
 
-class ProbeCallError(RuntimeError):
-    """Some probe calls failed; the answers of the others are cached, so a rerun asks only
-    the failed ones again."""
-
-
 def model_id(model: BaseChatModel) -> str:
     """The model's identity in cache keys: its type and LangChain's `asdict()` (identifying
     parameters, `_type`), as JSON with sorted keys."""
@@ -70,9 +70,18 @@ def model_id(model: BaseChatModel) -> str:
 
 
 def model_name(model: BaseChatModel) -> str:
-    """A short name for the model: its `model_name` / `model` parameter, else its type."""
-    params = model.asdict()
-    return str(params.get("model_name") or params.get("model") or params.get("_type"))
+    """A short name for the model: its `model_name` / `model` / `model_id` parameter or the
+    file it loads (`model_path`: llama.cpp), else that of the model it wraps (`llm`: a
+    Hugging Face pipeline's `model_id`), else its type."""
+    for source in (model, getattr(model, "llm", None)):
+        if source is None:
+            continue
+        params = source.asdict() if hasattr(source, "asdict") else {}
+        for name in ("model_name", "model", "model_id", "model_path", "repo_id"):
+            value = params.get(name) or getattr(source, name, None)
+            if isinstance(value, str) and value:
+                return value
+    return str(model.asdict().get("_type") or type(model).__name__)
 
 
 def with_rate_limiter(model: BaseChatModel, rate_limiter: BaseRateLimiter | None) -> BaseChatModel:
@@ -155,13 +164,33 @@ def _input(messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]]) -> 
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A call that gave no answer: what went wrong, as `ExceptionType: message`."""
+
+    error: str
+    overflow: bool = False
+    """Whether the input was larger than the model's window (`is_overflow`)."""
+
+    @classmethod
+    def of(cls, error: BaseException) -> Failed:
+        """The failure `error` describes, on one line."""
+        return cls(" ".join(f"{type(error).__name__}: {error}".split()), is_overflow(error))
+
+
 def ask(
-    calls: Sequence[Call], cache: ProbeCache, *, max_concurrency: int | None = None
-) -> list[Reply]:
-    """The reply to every call, in order: from `cache`, else asked (each distinct key once)
-    and cached as it arrives. Raises `ProbeCallError` after the rest are cached if any failed."""
+    calls: Sequence[Call],
+    cache: ProbeCache,
+    *,
+    max_concurrency: int | None = None,
+    settings: CallSettings = DEFAULT_CALLS,
+) -> list[Reply | Failed]:
+    """The reply to every call, in order: from `cache`, else asked (each distinct key once,
+    retried and timed by `settings`) and cached as it arrives. A call that still fails gives
+    `Failed` in its place and nothing is cached for it, so a rerun asks only the failed ones."""
     keys = [c.key for c in calls]
     found: dict[str, str] = {}
+    failed: dict[str, Failed] = {}
     todo: dict[str, Call] = {}
     for key, call in zip(keys, calls, strict=True):
         if key in found or key in todo:
@@ -171,25 +200,20 @@ def ask(
             todo[key] = call
         else:
             found[key] = cached
-    failed: list[str] = []
     for group in _groups(list(todo.items())):
         runnable = _runnable(group[0][1])
+        asking = RunnableLambda(lambda messages, r=runnable: settings.invoke(r, messages))
         config: Any = {"max_concurrency": max_concurrency}
         inputs = [list(call.messages) for _, call in group]
-        for i, out in runnable.batch_as_completed(inputs, config, return_exceptions=True):
+        for i, out in asking.batch_as_completed(inputs, config, return_exceptions=True):
             key, call = group[i]
             if isinstance(out, Exception):
-                failed.append(f"{type(out).__name__}: {out}")
+                failed[key] = Failed.of(out)
                 continue
             answer = Reply.of(out).encode()
             cache.put(key, answer, model_name(call.model))
             found[key] = cache.get(key) or answer
-    if failed:
-        raise ProbeCallError(
-            f"{len(failed)} of {len(todo)} probe calls failed (first: {failed[0]}); the other "
-            "answers are cached, so running again asks only the failed ones"
-        )
-    return [Reply.decode(found[k]) for k in keys]
+    return [Reply.decode(found[k]) if k in found else failed[k] for k in keys]
 
 
 def _groups(items: list[tuple[str, Call]]) -> list[list[tuple[str, Call]]]:

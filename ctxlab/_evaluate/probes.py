@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache as memoize
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ctxlab._cost import tokens as tk
 from ctxlab._cost.pricing import rates_for
@@ -42,9 +43,9 @@ from ctxlab._evaluate import probe_questions as q
 from ctxlab._evaluate.facts import Fact, mentions, mentions_normalised, normalise
 from ctxlab._evaluate.probe_calls import (
     Call,
+    Failed,
     MemoryProbeCache,
     ProbeCache,
-    ProbeCallError,
     Reply,
     ask,
     model_name,
@@ -52,6 +53,8 @@ from ctxlab._evaluate.probe_calls import (
 )
 from ctxlab._evaluate.probe_judge import judge_prompt, parse_grade, recorded
 from ctxlab._messages import chars_per_token, message_text
+from ctxlab._replay.model_calls import DEFAULT_CALLS, CallSettings
+from ctxlab._replay.overflow import model_window
 from ctxlab._replay.requests import Requests
 
 if TYPE_CHECKING:
@@ -82,9 +85,15 @@ EXTRA_COLUMNS: dict[str, Any] = {
     "fact": pl.Utf8,
     "category": pl.Utf8,
     "judged_by": pl.Utf8,
+    "error": pl.Utf8,
+    "ceiling_note": pl.Utf8,
+    "judge_reply": pl.Utf8,
+    "ceiling_judge_reply": pl.Utf8,
 }
 """Columns `run` adds after `PROBE_COLUMNS`: the full-context answer, the probed fact and its
-category (recall), and the judge model's name (judged kinds)."""
+category (recall), the judge model's name (judged kinds), what failed (`error`: each failed
+call as `answer_call: ...`, `ceiling_call: ...`, `judge: ...`; its score null), how the
+ceiling context was cut or skipped (`ceiling_note`) and the judge's raw replies."""
 
 SKIPPED = (
     "probes skipped: pass a LangChain chat model (--model provider:name, or model= in Python) "
@@ -323,18 +332,65 @@ class _Contexts:
         return tuple(self.trace.messages[: self.trace.turns[turn].position])
 
 
+def _capped(
+    context: tuple[BaseMessage, ...],
+    extra: Sequence[BaseMessage],
+    model: BaseChatModel,
+    tools: tuple[dict[str, Any], ...],
+    window: int | None,
+) -> tuple[tuple[BaseMessage, ...], str | None]:
+    """The full context cut to fit `window` with `extra` (the question) and the answer: the
+    leading system messages and the most recent messages that fit (never starting on a tool
+    result whose call was cut), with a note saying so; as it is when it fits or no window."""
+    if window is None:
+        return context, None
+    budget = int((window - ANSWER_TOKENS) * CEILING_SHARE)
+    total = _tokens(model, (*context, *extra), tools)
+    if total <= budget:
+        return context, None
+    head = 0
+    while head < len(context) and context[head].type == "system":
+        head += 1
+    used = _tokens(model, (*context[:head], *extra), tools)
+    start = len(context)
+    while start > head:
+        size = _tokens(model, (context[start - 1],), ())
+        if used + size > budget:
+            break
+        used += size
+        start -= 1
+    while start < len(context) and isinstance(context[start], ToolMessage):
+        start += 1
+    kept = (*context[:head], *context[start:])
+    note = (
+        f"ceiling context capped at the model's window ({window:,} tokens): kept the last "
+        f"{len(context) - start} of {len(context) - head} messages (~{total:,} tokens in full)"
+    )
+    return kept, note
+
+
 def _calls(
-    probe: Probe, contexts: _Contexts, model: BaseChatModel, tools: tuple[dict[str, Any], ...]
-) -> tuple[Call, Call]:
-    """The probe's call on the compacted context, then on the full one."""
-    pair = []
-    for context in (contexts.compacted(probe.turn), contexts.full(probe.turn)):
-        if probe.kind == "next_action":
-            pair.append(Call(model, NEXT_ACTION_PROMPT, context, tools))
-        else:
-            question = HumanMessage(content=probe.question)
-            pair.append(Call(model, probe.question, (*context, question), tools))
-    return pair[0], pair[1]
+    probe: Probe,
+    contexts: _Contexts,
+    model: BaseChatModel,
+    tools: tuple[dict[str, Any], ...],
+    window: int | None = None,
+    ceiling: str = "cap",
+) -> tuple[Call, Call | None, str | None]:
+    """The probe's call on the compacted context, its call on the full one (None when the
+    ceiling is skipped; capped to `window` under `ceiling="cap"`) and the ceiling's note."""
+    extra: tuple[BaseMessage, ...] = ()
+    prompt = NEXT_ACTION_PROMPT
+    if probe.kind != "next_action":
+        extra, prompt = (HumanMessage(content=probe.question),), probe.question
+    answer = Call(model, prompt, (*contexts.compacted(probe.turn), *extra), tools)
+    if ceiling == "skip":
+        return answer, None, "ceiling skipped (ceiling='skip')"
+    full = contexts.full(probe.turn)
+    note = None
+    if ceiling == "cap":
+        full, note = _capped(full, extra, model, tools, window)
+    return answer, Call(model, prompt, (*full, *extra), tools), note
 
 
 def _score(probe: Probe, reply: Reply) -> float:
@@ -350,6 +406,25 @@ def _score(probe: Probe, reply: Reply) -> float:
     return sum(mentions(shown, f) for f in probe.facts) / len(probe.facts)
 
 
+CEILINGS = ("cap", "skip", "full")
+"""What `run` does with the full-context (ceiling) call: cap it at the model's window, skip
+it, or send it whole."""
+
+CEILING_SHARE = 0.9
+"""Share of the window (less the answer) a capped ceiling context fills by LangChain's
+approximate count, leaving room for tokenizers that count more."""
+
+
+@dataclass
+class _Outcome:
+    """What the calls of one probe gave."""
+
+    answer: Reply | Failed | None = None
+    ceiling: Reply | Failed | None = None
+    note: str | None = None
+    grades: tuple[Reply | Failed | None, Reply | Failed | None] = (None, None)
+
+
 def run(
     replay: Replay,
     planned: Sequence[Probe],
@@ -359,73 +434,168 @@ def run(
     *,
     max_concurrency: int | None = None,
     rate_limiter: BaseRateLimiter | None = None,
+    settings: CallSettings = DEFAULT_CALLS,
+    window: int | None = None,
+    ceiling: str = "cap",
 ) -> pl.DataFrame:
     """Ask the `planned` probes of `replay` with `model` (and `judge` for free-text kinds) and
     score them: one row per probe, `PROBE_COLUMNS` then `EXTRA_COLUMNS`.
 
     Answers come from `cache` when there (default: a fresh in-memory one), else from LangChain's
-    `batch_as_completed` with `max_concurrency`; `rate_limiter` (e.g. LangChain's
-    `InMemoryRateLimiter`) is set on copies of both models. Without a judge, `continuation` and
-    `decision` probes are not asked (`NO_JUDGE`)."""
+    `batch_as_completed` with `max_concurrency`, each call retried and timed by `settings`;
+    `rate_limiter` (e.g. LangChain's `InMemoryRateLimiter`) is set on copies of both models.
+    The ceiling call is capped at the model's window (`window`, else `model_window(model)`),
+    skipped or sent whole as `ceiling` says (`CEILINGS`), noted in `ceiling_note`. A call that
+    fails leaves its score null and says why in `error`; a judge reply without a grade leaves
+    its score null, warned once, the reply kept in `judge_reply`. Without a judge,
+    `continuation` and `decision` probes are not asked (`NO_JUDGE`)."""
+    if ceiling not in CEILINGS:
+        raise ValueError(f"ceiling {ceiling!r}: choose from {', '.join(CEILINGS)}")
     cache = cache if cache is not None else MemoryProbeCache()
+    window = model_window(model, window)
     model = with_rate_limiter(model, rate_limiter)
     judge = with_rate_limiter(judge, rate_limiter) if judge is not None else None
     contexts = _Contexts(replay)
     tools = tool_schemas(contexts.trace)
     asked = [p for p in planned if judge is not None or p.kind not in JUDGED]
-    calls = [c for p in asked for c in _calls(p, contexts, model, tools)]
-    replies = ask(calls, cache, max_concurrency=max_concurrency)
-    answers = {id(p): (replies[2 * i], replies[2 * i + 1]) for i, p in enumerate(asked)}
-    grades = _judge(asked, answers, judge, cache, max_concurrency)
-    rows = []
-    for probe in planned:
-        row = {
-            "turn": probe.turn,
-            "kind": probe.kind,
-            "question": probe.question,
-            "expected": probe.expected,
-            "answer": None,
-            "score": None,
-            "ceiling_score": None,
-            "ceiling_answer": None,
-            "fact": probe.facts[0].text if probe.kind == "recall" else None,
-            "category": probe.facts[0].category if probe.kind == "recall" else None,
-            "judged_by": None,
-        }
-        if id(probe) in answers:
-            answer, ceiling = answers[id(probe)]
-            row["answer"], row["ceiling_answer"] = answer.shown(), ceiling.shown()
-            if probe.kind in JUDGED:
-                row["score"], row["ceiling_score"] = grades[id(probe)]
-                row["judged_by"] = model_name(judge) if judge is not None else None
-            else:
-                row["score"], row["ceiling_score"] = _score(probe, answer), _score(probe, ceiling)
-        rows.append(row)
+    outcomes = {id(p): _Outcome() for p in asked}
+    calls: list[Call] = []
+    slots: list[tuple[int, str]] = []
+    for p in asked:
+        answer, full, outcomes[id(p)].note = _calls(p, contexts, model, tools, window, ceiling)
+        calls.append(answer)
+        slots.append((id(p), "answer"))
+        if full is not None:
+            calls.append(full)
+            slots.append((id(p), "ceiling"))
+    for (pid, slot), reply in zip(
+        slots, ask(calls, cache, max_concurrency=max_concurrency, settings=settings), strict=True
+    ):
+        setattr(outcomes[pid], slot, reply)
+    _judge(asked, outcomes, judge, cache, max_concurrency, settings)
+    rows = [_row(p, outcomes.get(id(p)), judge) for p in planned]
+    _warn_ungraded(rows)
     return pl.DataFrame(rows, schema={**PROBE_COLUMNS, **EXTRA_COLUMNS}, orient="row")
+
+
+def _row(probe: Probe, out: _Outcome | None, judge: BaseChatModel | None) -> dict[str, Any]:
+    """One probe's row: answers, scores, and what failed."""
+    row: dict[str, Any] = {
+        "turn": probe.turn,
+        "kind": probe.kind,
+        "question": probe.question,
+        "expected": probe.expected,
+        "answer": None,
+        "score": None,
+        "ceiling_score": None,
+        "ceiling_answer": None,
+        "fact": probe.facts[0].text if probe.kind == "recall" else None,
+        "category": probe.facts[0].category if probe.kind == "recall" else None,
+        "judged_by": None,
+        "error": None,
+        "ceiling_note": None,
+        "judge_reply": None,
+        "ceiling_judge_reply": None,
+    }
+    if out is None:
+        return row
+    errors = []
+    row["ceiling_note"] = out.note
+    judged = probe.kind in JUDGED
+    if judged and judge is not None:
+        row["judged_by"] = model_name(judge)
+    for slot, grade, column in (
+        (out.answer, out.grades[0], "score"),
+        (out.ceiling, out.grades[1], "ceiling_score"),
+    ):
+        prefix = "" if column == "score" else "ceiling_"
+        if isinstance(slot, Failed):
+            errors.append(f"{prefix or 'answer_'}call: {slot.error}")
+            continue
+        if slot is None:
+            continue
+        row[f"{prefix}answer" if prefix else "answer"] = slot.shown()
+        if not judged:
+            row[column] = _score(probe, slot)
+        elif isinstance(grade, Failed):
+            errors.append(f"{prefix}judge: {grade.error}")
+        elif grade is not None:
+            row[f"{prefix}judge_reply"] = grade.text
+            row[column] = parse_grade(grade.text)
+    row["error"] = "; ".join(errors) or None
+    return row
+
+
+def _warn_ungraded(rows: list[dict[str, Any]]) -> None:
+    """One warning for the judge replies that gave no grade (their scores are null)."""
+    ungraded = sum(
+        row[f"{p}judge_reply"] is not None and row[score] is None
+        for row in rows
+        for p, score in (("", "score"), ("ceiling_", "ceiling_score"))
+    )
+    if ungraded:
+        warnings.warn(
+            f"{ungraded} judge repl{'y' if ungraded == 1 else 'ies'} had no 'GRADE: <0-5>' "
+            "line: those scores are null; the raw replies are in the judge_reply and "
+            "ceiling_judge_reply columns",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _judge(
     asked: Sequence[Probe],
-    answers: dict[int, tuple[Reply, Reply]],
+    outcomes: dict[int, _Outcome],
     judge: BaseChatModel | None,
     cache: ProbeCache,
     max_concurrency: int | None,
-) -> dict[int, tuple[float | None, float | None]]:
-    """The judge's scores of each judged probe's (answer, ceiling answer)."""
-    judged = [p for p in asked if p.kind in JUDGED]
-    if judge is None or not judged:
-        return {}
-    calls = []
-    for probe in judged:
-        answer, ceiling = answers[id(probe)]
-        for graded in (answer, ceiling):
-            prompt = judge_prompt(probe.question, ceiling.shown(), graded.shown(), recorded(probe))
+    settings: CallSettings,
+) -> None:
+    """The judge's replies grading each judged probe's answer and ceiling answer, set on its
+    outcome (a graded answer must have come; the reference is the ceiling answer, or a note
+    that there is none)."""
+    if judge is None:
+        return
+    calls: list[Call] = []
+    slots: list[tuple[int, int]] = []
+    for probe in (p for p in asked if p.kind in JUDGED):
+        out = outcomes[id(probe)]
+        reference = out.ceiling.shown() if isinstance(out.ceiling, Reply) else NO_REFERENCE
+        for i, graded in enumerate((out.answer, out.ceiling)):
+            if not isinstance(graded, Reply):
+                continue
+            prompt = judge_prompt(probe.question, reference, graded.shown(), recorded(probe))
             calls.append(Call(judge, prompt, (HumanMessage(content=prompt),)))
-    replies = ask(calls, cache, max_concurrency=max_concurrency)
-    return {
-        id(p): (parse_grade(replies[2 * i].text), parse_grade(replies[2 * i + 1].text))
-        for i, p in enumerate(judged)
-    }
+            slots.append((id(probe), i))
+    replies = ask(calls, cache, max_concurrency=max_concurrency, settings=settings)
+    for (pid, i), reply in zip(slots, replies, strict=True):
+        grades = list(outcomes[pid].grades)
+        grades[i] = reply
+        outcomes[pid].grades = (grades[0], grades[1])
+
+
+NO_REFERENCE = "(none: the full-context answer was not asked or failed)"
+"""The judge's reference answer when the ceiling call gave none."""
+
+
+def limit_calls(
+    planned: Sequence[Probe], max_calls: int, judge: bool, ceiling: str = "cap"
+) -> list[Probe]:
+    """The first probes of `planned` whose calls (answer, ceiling unless skipped, and two
+    judge calls for judged kinds) add up to at most `max_calls`."""
+    per = 1 if ceiling == "skip" else 2
+    out, used = [], 0
+    for probe in planned:
+        judged = probe.kind in JUDGED
+        if judged and not judge:
+            out.append(probe)
+            continue
+        cost = per + (per if judged else 0)
+        if used + cost > max_calls:
+            break
+        out.append(probe)
+        used += cost
+    return out
 
 
 DRY_RUN_COLUMNS: dict[str, Any] = {
@@ -438,8 +608,13 @@ DRY_RUN_COLUMNS: dict[str, Any] = {
     "cached": pl.Boolean,
     "cost_usd": pl.Float64,
     "price": pl.Utf8,
+    "full_tokens": pl.Int64,
+    "window": pl.Int64,
+    "fits": pl.Boolean,
 }
-"""`dry_run`'s frame: one row per call `run` would make."""
+"""`dry_run`'s frame: one row per call `run` would make. `input_tokens` is what is sent (a
+capped ceiling's size after the cap), `full_tokens` its size uncapped, `window` the model's
+window (null: unknown) and `fits` whether input and answer fit it (null: unknown)."""
 
 
 def dry_run(
@@ -449,31 +624,44 @@ def dry_run(
     judge: BaseChatModel | None = None,
     *,
     cache: ProbeCache | None = None,
+    window: int | None = None,
+    judge_window: int | None = None,
+    ceiling: str = "cap",
 ) -> pl.DataFrame:
     """The calls `run` would make, priced, without calling a model: per call its turn, kind,
     `call` (`answer` on the compacted context, `ceiling` on the full one, `judge` and
     `judge_ceiling` grading them), model, input tokens (LangChain's approximate count), the
     `ANSWER_TOKENS` assumed output, whether `cache` already holds it (then it costs nothing;
-    null for judge calls, whose input depends on the answers) and the estimated cost in USD,
-    null with `price` "unknown" when `ctxlab._cost.pricing` has no price for the model."""
+    null for judge calls, whose input depends on the answers), the estimated cost in USD (null
+    with `price` "no price" when `ctxlab._cost.pricing` has none for the model: `--price` /
+    `set_price` gives one), and whether it fits the model's window (`window`, else
+    `model_window`; the judge's `judge_window`)."""
     contexts = _Contexts(replay)
     tools = tool_schemas(contexts.trace)
+    window = model_window(model, window)
+    judge_window = model_window(judge, judge_window) if judge is not None else None
     rows = []
     for probe in planned:
         if probe.kind in JUDGED and judge is None:
             continue
-        for label, call in zip(
-            ("answer", "ceiling"), _calls(probe, contexts, model, tools), strict=True
-        ):
+        answer, full, _ = _calls(probe, contexts, model, tools, window, ceiling)
+        for label, call in (("answer", answer), ("ceiling", full)):
+            if call is None:
+                continue
             hit = cache is not None and cache.get(call.key) is not None
             tokens = _tokens(model, call.messages, call.tools)
-            rows.append(_priced(probe, label, model, tokens, hit))
+            whole = tokens
+            if label == "ceiling" and ceiling == "cap":
+                extra = call.messages[len(contexts.full(probe.turn)) :][-1:]
+                whole = _tokens(model, (*contexts.full(probe.turn), *extra), call.tools)
+            rows.append(_priced(probe, label, model, tokens, hit, whole, window))
         if probe.kind in JUDGED and judge is not None:
             filler = "x" * int(ANSWER_TOKENS * tk.CHARS_PER_TOKEN)
             prompt = judge_prompt(probe.question, filler, filler, recorded(probe))
             tokens = _tokens(judge, (HumanMessage(content=prompt),), ())
             rows += [
-                _priced(probe, label, judge, tokens, None) for label in ("judge", "judge_ceiling")
+                _priced(probe, label, judge, tokens, None, tokens, judge_window)
+                for label in ("judge", "judge_ceiling")
             ]
     return pl.DataFrame(rows, schema=DRY_RUN_COLUMNS, orient="row")
 
@@ -487,7 +675,13 @@ def _tokens(
 
 
 def _priced(
-    probe: Probe, label: str, model: BaseChatModel, tokens: int, cached: bool | None
+    probe: Probe,
+    label: str,
+    model: BaseChatModel,
+    tokens: int,
+    cached: bool | None,
+    whole: int,
+    window: int | None,
 ) -> dict[str, Any]:
     name = model_name(model)
     rates = rates_for(name)
@@ -495,8 +689,8 @@ def _priced(
     if cached:
         cost = 0.0
     elif rates is not None:
-        price = rates.price.at(tokens)
-        cost = (tokens * price.input + ANSWER_TOKENS * price.output) / 1e6
+        at = rates.price.at(tokens)
+        cost = (tokens * at.input + ANSWER_TOKENS * at.output) / 1e6
     return {
         "turn": probe.turn,
         "kind": probe.kind,
@@ -506,20 +700,53 @@ def _priced(
         "output_tokens": ANSWER_TOKENS,
         "cached": cached,
         "cost_usd": cost,
-        "price": rates.price.source if rates is not None else "unknown",
+        "price": rates.price.source if rates is not None else NO_PRICE,
+        "full_tokens": whole,
+        "window": window,
+        "fits": None if window is None else tokens + ANSWER_TOKENS <= window,
     }
 
 
+NO_PRICE = "no price"
+"""What a call of a model without a known price is priced at (never `$0`)."""
+
+
 def cost_line(calls: pl.DataFrame) -> str:
-    """One line summing a `dry_run` frame: calls, cached, input tokens, estimated cost."""
+    """One line summing a `dry_run` frame: calls, cached, input tokens, estimated cost ("no
+    price" for models without one, never `$0`)."""
     cached = int(calls["cached"].fill_null(False).sum())
     tokens = int(calls["input_tokens"].sum())
     unpriced = calls.filter(pl.col("cost_usd").is_null())["model"].unique(maintain_order=True)
-    cost = float(calls["cost_usd"].fill_null(0.0).sum())
-    text = f"{calls.height} calls ({cached} cached), {tokens:,} input tokens, estimated ${cost:.4f}"
+    priced = calls.filter(pl.col("cost_usd").is_not_null())
+    text = f"{calls.height} calls ({cached} cached), {tokens:,} input tokens, "
+    if calls.height == 0:
+        return f"{calls.height} calls"
+    if priced.height == 0:
+        return text + f"{NO_PRICE} (pass --price INPUT,OUTPUT in USD per million tokens)"
+    text += f"estimated ${float(priced['cost_usd'].sum()):.4f}"
     if unpriced.len():
-        text += f" (no price for {', '.join(unpriced.to_list())}: their calls not counted)"
+        text += f" ({NO_PRICE} for {', '.join(unpriced.to_list())}: their calls not counted)"
     return text
+
+
+def window_table(calls: pl.DataFrame) -> pl.DataFrame:
+    """Per probe kind and call, of a `dry_run` frame: calls, how many would exceed the model's
+    window uncapped (`over_window_full`) and as sent (`over_window`: after the ceiling cap),
+    and the window. Empty when no model's window is known."""
+    known = calls.filter(pl.col("window").is_not_null())
+    if known.height == 0:
+        return pl.DataFrame()
+    return (
+        known.group_by("kind", "call", "window", maintain_order=True)
+        .agg(
+            pl.len().alias("calls"),
+            (pl.col("full_tokens") + pl.col("output_tokens") > pl.col("window"))
+            .sum()
+            .alias("over_window_full"),
+            (~pl.col("fits")).sum().alias("over_window"),
+        )
+        .select("kind", "call", "calls", "over_window_full", "over_window", "window")
+    )
 
 
 __all__ = [
@@ -532,8 +759,11 @@ __all__ = [
     "MemoryProbeCache",
     "Probe",
     "ProbeCache",
-    "ProbeCallError",
+    "CEILINGS",
+    "NO_PRICE",
     "cost_line",
+    "limit_calls",
+    "window_table",
     "dry_run",
     "plan",
     "probe_turns",

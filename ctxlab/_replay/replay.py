@@ -24,7 +24,12 @@ from ctxlab._replay.policies._engine_facts import turn_table
 from ctxlab._replay.policies.base import Call, Event, Files, Policy, PolicyRun
 from ctxlab._store.schema import EVENTS, TURNS
 from ctxlab._trace import Trace
-from ctxlab.summarizers import Extractive, Summarizer
+from ctxlab.summarizers import Extractive, Summarizer, SummaryError
+
+FALLBACK_SUMMARY = "Previous conversation was too long to summarize."
+"""LangChain's summary when `trim_tokens_to_summarize` leaves nothing to summarise: no model
+was asked (an agent trace's one human message is at its start, where trimming from the end
+with `start_on="human"` never reaches)."""
 
 _STORE_ONLY = ("replay_key", "seq")
 """Columns the store adds to a replay's frames: which replay, and the order of its events."""
@@ -131,6 +136,11 @@ class Replay:
         """Events as objects, in order (offloads no model call saw come last)."""
         return [e for c in self.calls for e in c.events] + self.extra_events
 
+    @property
+    def fallback_summaries(self) -> int:
+        """`summarize` events holding LangChain's `FALLBACK_SUMMARY` instead of a summary."""
+        return fallback_summaries(self.event_list)
+
     def file_bytes(self, path: str) -> bytes:
         """A virtual file as the backend would store it (UTF-8)."""
         return self.files[path].encode("utf-8")
@@ -196,8 +206,14 @@ def replay_with_run(
         policy = get(policy)
     summarizer = summarizer or Extractive()
     run = policy.start(trace, summarizer)
-    calls = [run.call(turn) for turn in trace.turns]
+    calls = []
+    for turn in trace.turns:
+        try:
+            calls.append(run.call(turn))
+        except SummaryError as exc:
+            raise SummaryError(f"trace {trace.trace_id!r}, turn {turn.index}: {exc}") from exc
     extra = run.finish()
+    _warn_fallbacks(trace, policy, calls)
     return Replay(
         trace_id=trace.trace_id,
         policy=policy.name,
@@ -218,3 +234,25 @@ def harness_count(policy: Policy, trace: Trace) -> CountedAs | None:
     (Claude Code, Codex), else None."""
     method = getattr(policy, "harness_count", None)
     return method(trace) if method is not None else None
+
+
+def fallback_summaries(events: list[Event]) -> int:
+    """How many `summarize` events hold LangChain's `FALLBACK_SUMMARY`, not a summary."""
+    return sum(e.kind == "summarize" and e.summary == FALLBACK_SUMMARY for e in events)
+
+
+def _warn_fallbacks(trace: Trace, policy: Policy, calls: list[Call]) -> None:
+    """One warning per replay whose summaries fell back to `FALLBACK_SUMMARY` (never silent:
+    the summariser under test was then never asked)."""
+    count = fallback_summaries([e for c in calls for e in c.events])
+    if count:
+        import warnings
+
+        warnings.warn(
+            f"trace {trace.trace_id!r} under {policy.name}: {count} summar"
+            f"{'y' if count == 1 else 'ies'} fell back to LangChain's placeholder "
+            f"{FALLBACK_SUMMARY!r} (trim_tokens_to_summarize left no human message to start "
+            "from), so the summariser was not asked; raise or unset trim_tokens_to_summarize",
+            UserWarning,
+            stacklevel=3,
+        )

@@ -7,8 +7,9 @@ summary only through its length).
 
 * `Fixed(text)`: the same text every time (tests, conformance, `--summary-text-file`).
 * `LLM(chat_model)`: any LangChain chat model, prompted exactly as deepagents prompts it (and,
-  like it, retried once with the middle of the history cut out if the prompt overflows), with a
-  cache keyed by (model, prompt, input) so re-running a replay never pays twice.
+  like it, retried with the middle of the history cut out if the prompt overflows, then in
+  chunks within the model's window), with a cache keyed by (model, prompt, input) so
+  re-running a replay never pays twice.
 * `Extractive()`: the offline default. No key, no model: it fills the sections the prompt asks
   for (deepagents': session intent, summary, artifacts, next steps) with text taken from the
   conversation itself, deterministically, so prompts can be compared offline. It reads the
@@ -23,6 +24,7 @@ import hashlib
 import itertools
 import json
 import re
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,15 +32,17 @@ from functools import cached_property, lru_cache, partial
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.messages import get_buffer_string as _buffer
 from langchain_core.messages.utils import count_tokens_approximately
 
 from ctxlab._cost import tokens as tk
 from ctxlab._messages import PATH, is_summary, message_text
+from ctxlab._replay.model_calls import DEFAULT_CALLS, CallSettings
+from ctxlab._replay.overflow import is_overflow, model_window, stated_window
 from ctxlab._replay.policies.deepagents.texts import DEEPAGENTS_DEFAULT_SUMMARY_PROMPT
 from ctxlab._replay.prompt_sections import Section, outline
+from ctxlab._replay.prompt_template import PromptError, checked_prompt, literal_prompt
 from ctxlab._store.schema import SummaryRow
 
 DEFAULT_PROMPT = DEEPAGENTS_DEFAULT_SUMMARY_PROMPT
@@ -66,8 +70,9 @@ class Summarizer(Protocol):
 
 
 def format_prompt(messages: Sequence[BaseMessage], prompt: str = DEFAULT_PROMPT) -> str:
-    """The exact string LangChain's summarisation sends: XML-rendered history in the template."""
-    return prompt.format(messages=_buffer(list(messages), format="xml")).rstrip()
+    """The exact string LangChain's summarisation sends: XML-rendered history in the template
+    (`checked_prompt`: refused or completed when it cannot hold the history)."""
+    return checked_prompt(prompt).format(messages=_buffer(list(messages), format="xml")).rstrip()
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,27 @@ class Fixed:
         return cls(Path(path).read_text(encoding="utf-8"))
 
 
+CHUNK_TRIES = 4
+"""How many windows, each smaller, a chunked summary tries before `SummaryError`."""
+
+CHUNK_SHARE = 0.7
+"""Share of the window one part's whole prompt fills by LangChain's approximate count (4
+characters a token), leaving room for tokenizers that count up to 40% more."""
+
+
+class _PartOverflow(Exception):
+    """A part of a chunked summary the model refused as too long (`error`, as it raised it)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class SummaryError(RuntimeError):
+    """A summary the model could not write: the input does not fit its window even cut, or the
+    call failed. `replay` adds the trace and turn to the message."""
+
+
 @dataclass
 class LLM:
     """A LangChain chat model as summariser, with a cache so a replay never pays twice.
@@ -100,6 +126,15 @@ class LLM:
     process and session using that file; otherwise in memory (`cache`). Entries are keyed by
     what was asked, and the first one stored for a key wins, so every process reads the same
     text for the same request: same cache, same replay, byte for byte.
+
+    The summariser knows its model's window (`window`, else `ctxlab._replay.overflow.
+    model_window`: the profile's `max_input_tokens`, a local backend's context size): a
+    prompt larger than it, or one the model refuses as too long (any backend's wording,
+    `ctxlab._replay.overflow.is_overflow`), is asked again with the middle of the history cut
+    out as LangChain does, then, if that still does not fit, as a chunked summary (each part
+    summarised within the window, then the parts' summaries summarised). When even that fails,
+    `SummaryError` says the sizes and what to change. `stats` counts the cut, chunked and empty
+    answers; an empty answer is warned about once, kept in `empty` and never cached.
     """
 
     chat_model: Any
@@ -109,12 +144,23 @@ class LLM:
     cache: dict[str, str] = field(default_factory=dict)
     pending: list[SummaryRow] = field(default_factory=list, repr=False)
     """Entries written without a store, for the caller to store (`take_pending`)."""
+    window: int | None = None
+    """The model's input window in tokens; None: read from the model (`model_window`)."""
+    calls: CallSettings = DEFAULT_CALLS
+    """Retries, backoff and time limit of each model call (`ctxlab._replay.model_calls`)."""
+    stats: Counter[str] = field(default_factory=Counter, repr=False)
+    """How many times a summary was asked with the middle cut (`middle_cut`), in chunks
+    (`chunked`), or came back empty (`empty`)."""
+    empty: list[str] = field(default_factory=list, repr=False)
+    """The rendered prompts whose answer was empty (for inspection; not cached)."""
 
     def __post_init__(self) -> None:
         if self.store is not None and not hasattr(self.store, "put_summaries"):
             from ctxlab._store.store import Store
 
             self.store = Store(self.store)
+        if self.prompt is not None:
+            self.prompt = checked_prompt(self.prompt)
 
     def for_workers(self, store: Any = None) -> LLM:
         """A copy for processes that must not write a store (sweep workers): the entries of
@@ -125,7 +171,7 @@ class LLM:
         source = self.store if self.store is not None else store
         if source is not None:
             cache.update(source.summaries(self._model_id()))
-        return LLM(self.chat_model, self.prompt, None, cache)
+        return LLM(self.chat_model, self.prompt, None, cache, window=self.window, calls=self.calls)
 
     def take_pending(self) -> list[SummaryRow]:
         """The entries written since the last call (only without a store), handed over once."""
@@ -136,13 +182,6 @@ class LLM:
     def name(self) -> str:
         """`llm:` + digest of the model identity and the prompt override."""
         return f"llm:{_digest(self._model_id(), self.prompt or '')}"
-
-    def _middle_cut(self, messages: Sequence[BaseMessage], template: str) -> str:
-        """The one retry after the summary call overflowed (`middle_cut_prompt`)."""
-        retry = middle_cut_prompt(messages, template, self.chat_model)
-        if retry is None:
-            raise ContextOverflowError("summary input does not fit even with the middle cut out")
-        return retry
 
     def _model_id(self) -> str:
         """The chat model's identity as LangChain describes it (`asdict`: its identifying
@@ -160,18 +199,17 @@ class LLM:
 
     def summarize(self, messages: Sequence[BaseMessage], *, prompt: str = DEFAULT_PROMPT) -> str:
         """The model's answer to deepagents' prompt, from the cache when seen before."""
-        key = self.key(messages, prompt)
+        template = checked_prompt(self.prompt or prompt)
+        key = self.key(messages, template)
         text = self.cache.get(key)
         if text is None and self.store is not None:
             text = self.store.get_summary(key)
         if text is None:
-            template = self.prompt or prompt
             asked = format_prompt(messages, template)
-            try:
-                response = self.chat_model.invoke(asked)
-            except ContextOverflowError:
-                response = self.chat_model.invoke(self._middle_cut(messages, template))
-            text = response.text.strip()
+            text = self._fitted(messages, template, asked).strip()
+            if not text:
+                self._empty(asked)
+                return text
             row = SummaryRow(key, self._model_id(), _sha(template), _sha(asked), text)
             if self.store is None:
                 self.pending.append(row)
@@ -181,26 +219,133 @@ class LLM:
         self.cache[key] = text
         return text
 
+    def _empty(self, asked: str) -> None:
+        self.stats["empty"] += 1
+        self.empty.append(asked)
+        if self.stats["empty"] == 1:
+            warnings.warn(
+                f"summariser {self.model_label}: the model returned an empty summary (kept in "
+                "LLM.empty, not cached; LLM.stats['empty'] counts them)",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    @property
+    def model_label(self) -> str:
+        """The model's name for messages: its model id or path, else its type."""
+        from ctxlab._evaluate.probe_calls import model_name
+
+        return model_name(self.chat_model)
+
+    def _ask(self, text: str) -> str:
+        return self.calls.invoke(self.chat_model, text).text
+
+    def _fitted(self, messages: Sequence[BaseMessage], template: str, asked: str) -> str:
+        """The answer to `asked`, or, when it does not fit the window, to the middle cut (as
+        LangChain cuts it; again at a smaller window the model's error states, if any) and
+        then to a chunked summary."""
+        window = model_window(self.chat_model, self.window)
+        size = _tokens(asked, self.chat_model)
+        if window is None or size <= window:
+            try:
+                return self._ask(asked)
+            except Exception as exc:
+                if not is_overflow(exc):
+                    raise
+                window = self.window or stated_window(exc) or window
+        for _ in range(CHUNK_TRIES):
+            cut = middle_cut_prompt(messages, template, self.chat_model, window=window)
+            if cut is None or (window is not None and _tokens(cut, self.chat_model) > window):
+                break
+            self.stats["middle_cut"] += 1
+            try:
+                return self._ask(cut)
+            except Exception as exc:
+                if not is_overflow(exc):
+                    raise
+                stated = stated_window(exc)
+                if stated is None or (window is not None and stated >= window):
+                    window = window or _tokens(cut, self.chat_model) // 2
+                    break
+                window = stated
+        return self._chunked(messages, template, window or size // 2, size)
+
+    def _chunked(
+        self, messages: Sequence[BaseMessage], template: str, window: int, asked: int
+    ) -> str:
+        """Each part of the history that fits the window summarised, then the parts' summaries
+        summarised in one call. A part the model still refuses (its tokenizer counts more than
+        the approximation) starts it over with the window it states, else two thirds of the
+        one tried, `CHUNK_TRIES` times at most; then `SummaryError`."""
+        self.stats["chunked"] += 1
+        for _ in range(CHUNK_TRIES):
+            try:
+                return self._chunked_within(messages, template, window, asked)
+            except _PartOverflow as part:
+                stated = stated_window(part.error)
+                window = stated if stated is not None and stated < window else window * 2 // 3
+        self._fail(window, asked, "every part overflowed, the window shrunk each time")
+        raise AssertionError("unreachable")
+
+    def _chunked_within(
+        self, messages: Sequence[BaseMessage], template: str, window: int, asked: int
+    ) -> str:
+        """`_chunked` at one window: raises `_PartOverflow` when the model refuses a part."""
+        fixed = _tokens(template.format(messages=""), self.chat_model)
+        budget = int(window * CHUNK_SHARE)  # a whole part's prompt, by the approximate count
+        if fixed >= budget:
+            self._fail(window, asked, f"the prompt alone is ~{fixed:,} tokens")
+        parts: list[str] = []
+        for chunk in _chunks(messages, template, self.chat_model, budget):
+            prompt = format_prompt(chunk, template)
+            if _tokens(prompt, self.chat_model) > budget:  # one message alone too long
+                room = (budget - fixed) * 5 // 2  # the middle cut keeps 2/5 of its window
+                prompt = middle_cut_prompt(chunk, template, self.chat_model, window=room) or ""
+            parts.append(self._ask_part(prompt).strip())
+        joined = "\n\n".join(
+            f"Summary of part {i} of {len(parts)}:\n{part}" for i, part in enumerate(parts, 1)
+        )
+        final = template.format(messages=joined).rstrip()
+        if _tokens(final, self.chat_model) > window:
+            self._fail(window, asked, "the summaries of its parts are themselves too long")
+        return self._ask_part(final)
+
+    def _ask_part(self, prompt: str) -> str:
+        try:
+            return self._ask(prompt)
+        except Exception as exc:
+            if is_overflow(exc):
+                raise _PartOverflow(exc) from exc
+            raise
+
+    def _fail(self, window: int, asked: int, why: str) -> None:
+        raise SummaryError(
+            f"summary input of about {asked:,} tokens does not fit {self.model_label}'s window "
+            f"of {window:,} tokens even with the middle cut out or in chunks: {why}. Use a model "
+            "with a larger window, pass LLM(model, window=N) with its real window, or lower "
+            "the policy's trigger (or its trim_tokens_to_summarize) so slices are smaller"
+        )
+
 
 MIDDLE_OMITTED = "\n\n[... middle of conversation omitted ...]\n\n"
 """What LangChain's summarisation puts where it cut the middle of an overflowing history."""
 
 
 def middle_cut_prompt(
-    messages: Sequence[BaseMessage], template: str, chat_model: Any
+    messages: Sequence[BaseMessage], template: str, chat_model: Any, *, window: int | None = None
 ) -> str | None:
     """LangChain's summarisation retry after an overflow, owned here (the upstream method is
     private): the XML history keeps its start (where the objective usually is) and its most
-    recent part within half its approximate token count and 40% of the model's profiled input
-    window, a quarter of the kept characters from the head; None if nothing fits.
-    `tests/test_summarizers.py` compares it with the installed LangChain."""
+    recent part within half its approximate token count and 40% of the model's input window
+    (`window`, else its profile's), a quarter of the kept characters from the head; None if
+    nothing fits. `tests/test_summarizers.py` compares it with the installed LangChain."""
     formatted = _buffer(list(messages), format="xml")
-    anthropic = type(chat_model).__module__.startswith("langchain_anthropic")
-    cpt = tk.ANTHROPIC_CHARS_PER_TOKEN if anthropic else tk.CHARS_PER_TOKEN
+    cpt = _chars_per_token(chat_model)
     tokens = count_tokens_approximately([HumanMessage(content=formatted)], chars_per_token=cpt)
     budget = tokens // 2
     profile = getattr(chat_model, "profile", None)
     limit = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
+    limit = window if window is not None else limit
     if isinstance(limit, int) and not isinstance(limit, bool):
         budget = min(budget, limit * 2 // 5)
     keep = len(formatted) * budget // max(tokens, 1)
@@ -209,6 +354,32 @@ def middle_cut_prompt(
     head = keep // 4
     cut = f"{formatted[:head]}{MIDDLE_OMITTED}{formatted[-(keep - head) :]}"
     return template.format(messages=cut).rstrip()
+
+
+def _chars_per_token(chat_model: Any) -> float:
+    anthropic = type(chat_model).__module__.startswith("langchain_anthropic")
+    return tk.ANTHROPIC_CHARS_PER_TOKEN if anthropic else tk.CHARS_PER_TOKEN
+
+
+def _tokens(text: str, chat_model: Any) -> int:
+    """LangChain's approximate token count of a prompt sent as one human message."""
+    cpt = _chars_per_token(chat_model)
+    return count_tokens_approximately([HumanMessage(content=text)], chars_per_token=cpt)
+
+
+def _chunks(
+    messages: Sequence[BaseMessage], template: str, chat_model: Any, budget: int
+) -> Iterator[list[BaseMessage]]:
+    """Consecutive runs of `messages` whose prompt stays within `budget` tokens (a message too
+    long on its own is a run by itself)."""
+    chunk: list[BaseMessage] = []
+    for message in messages:
+        if chunk and _tokens(format_prompt([*chunk, message], template), chat_model) > budget:
+            yield chunk
+            chunk = []
+        chunk.append(message)
+    if chunk:
+        yield chunk
 
 
 def _sha(text: str) -> str:
@@ -736,6 +907,10 @@ class CachedExtractive(Extractive):
 __all__ = [
     "DEFAULT_PROMPT",
     "LLM",
+    "PromptError",
+    "SummaryError",
+    "checked_prompt",
+    "literal_prompt",
     "CachedExtractive",
     "Extractive",
     "Fixed",

@@ -36,6 +36,7 @@ from ctxlab._evaluate.evaluation import evaluate
 from ctxlab._evaluate.facts import CATEGORIES, Fact, Haystack, extract, message_text
 from ctxlab._messages import AUTO, chars_per_token, readable_text, summary_message
 from ctxlab._replay.policies.catalog import get
+from ctxlab._replay.prompt_template import checked_prompt
 from ctxlab._replay.replay import replay
 from ctxlab._trace import Trace
 from ctxlab._view.escape import esc
@@ -150,6 +151,23 @@ class Side:
     tokens: int
     kept: dict[str, set[str]]
     facts: dict[str, list[str]] = field(default_factory=dict)
+    error: str | None = None
+    """Why this side has no summary (a refused prompt, a model that failed), else None."""
+
+
+_PRE = "white-space:pre-wrap;font-size:12px;border:1px solid #ccc;padding:6px;margin:0"
+
+
+def _summary_html(label: str, side: Side, diffed: str) -> str:
+    """One side's summary panel: its tokens and diffed text, or its error (escaped), said in
+    red; an empty summary is said to be empty."""
+    if side.error is not None:
+        return (
+            f"<b>{label}</b>: no summary<div class='ctx-summary-error' style='{_PRE};"
+            f"color:#B22222'>{esc(side.error)}</div>"
+        )
+    note = " (the summariser returned nothing)" if not side.summary else ""
+    return f"<b>{label}</b>: {side.tokens:,} tokens{note}<div style='{_PRE}'>{diffed}</div>"
 
 
 class PromptDiff(W.VBox):
@@ -168,10 +186,14 @@ class PromptDiff(W.VBox):
         points: Sequence[Point] | None = None,
         model: BaseChatModel | None = None,
         judge: BaseChatModel | None = None,
+        cache: Any = None,
     ) -> None:
         self.trace = trace
         self.model = model
         self.judge = judge
+        self.cache = cache
+        """Where probe answers are kept (`ctxlab.evaluate`'s `cache`: a store or its path;
+        default in memory for this process), so a rerun asks only the calls that failed."""
         self._trace_facts: list[Fact] | None = None
         self.slice_facts: list[Fact] = []
         """The Tier 1 facts the chosen slice mentions (`ctxlab._evaluate.facts`), set by `run`."""
@@ -263,16 +285,21 @@ class PromptDiff(W.VBox):
         for summarizer, prompt in zip(
             self.summarizers, (self.prompt_a.value, self.prompt_b.value), strict=True
         ):
-            text = summarizer.summarize(messages, prompt=prompt).strip() if messages else ""
+            try:  # one side failing (a bad prompt, a model error) keeps the other's summary
+                checked_prompt(prompt)
+                text = summarizer.summarize(messages, prompt=prompt).strip() if messages else ""
+                error = None
+            except Exception as exc:  # noqa: BLE001 - shown on its side, never lost silently
+                text, error = "", f"{type(exc).__name__}: {exc}"
             tokens = tk.count_tokens([summary_message(text)], chars_per_token=self.cpt)
-            sides.append(Side(text, tokens, kept(found, text), facts_kept(self.slice_facts, text)))
+            facts = facts_kept(self.slice_facts, text)
+            sides.append(Side(text, tokens, kept(found, text), facts, error))
         a, b = sides
         self.sides = (a, b)
         self._found = found
         html_a, html_b = word_diff(a.summary, b.summary)
-        pre = "white-space:pre-wrap;font-size:12px;border:1px solid #ccc;padding:6px;margin:0"
-        self.summary_a.value = f"<b>A</b>: {a.tokens:,} tokens<div style='{pre}'>{html_a}</div>"
-        self.summary_b.value = f"<b>B</b>: {b.tokens:,} tokens<div style='{pre}'>{html_b}</div>"
+        self.summary_a.value = _summary_html("A", a, html_a)
+        self.summary_b.value = _summary_html("B", b, html_b)
         self.anchors.value = _anchors_html(found, a.kept, b.kept, len(messages))
         in_slice = by_category(self.slice_facts)
         self.fact_table.value = _kept_html(
@@ -305,9 +332,10 @@ class PromptDiff(W.VBox):
         out = []
         for side in (a, b):
             result = replay(self.trace, point.policy, Fixed(side.summary))
-            out.append(
-                evaluate(result, model=self.model, judge=self.judge, turns=[point.turn]).probes
+            found = evaluate(
+                result, model=self.model, judge=self.judge, turns=[point.turn], cache=self.cache
             )
+            out.append(found.probes)
         return out[0], out[1]
 
     def _probes_html(self) -> str:
@@ -326,7 +354,10 @@ class PromptDiff(W.VBox):
                 if score is not None and ceiling is not None
                 else "no probe scored"
             )
-            cells.append(f"<td><b>{label}</b></td><td>{count}</td><td>{shown}</td>")
+            failed = int(frame["error"].is_not_null().sum()) if "error" in frame.columns else 0
+            if failed:  # their scores are null; "Run both" again asks only these calls
+                shown += f" ({failed} failed: run again to retry them)"
+            cells.append(f"<td><b>{label}</b></td><td>{count}</td><td>{esc(shown)}</td>")
         rows = "".join(f"<tr>{c}</tr>" for c in cells)
         return (
             "<table class='ctx-probe-table' style='font-size:12px'><tr><th>summary</th>"
