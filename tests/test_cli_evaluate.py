@@ -88,7 +88,13 @@ def test_json_is_the_python_evaluation(
         for counts in got["survival"].values():
             assert set(counts) == SURVIVAL
     assert doc["evaluations"][0]["facts"]
-    assert " ".join(err.split()) == probes.SKIPPED  # stdout stays JSON
+    said = " ".join(err.split())  # stdout stays JSON
+    assert said.endswith(probes.SKIPPED)
+    rest = said[: -len(probes.SKIPPED)].strip()  # at most the placeholder warning before it
+    assert rest == "" or (
+        rest.startswith("ctxlab: warning: trace ")
+        and "fell back to LangChain's placeholder" in rest
+    )
     stored = Store(store, read_only=True)
     assert stored.facts().height == sum(e.facts.height for e in expected)
     assert sorted(stored.replays()["needed_lost"]) == sorted(e.needed_lost for e in expected)
@@ -114,13 +120,24 @@ WIDTH = 100
 """The terminal width the table tests give (`COLUMNS`)."""
 
 
+def _only_fallback_warnings(err: str) -> bool:
+    """Nothing on stderr but the warning that LangChain's default `trim_tokens_to_summarize`
+    turned summaries into its placeholder (issue 36: said, never silent), at most once per
+    replayed trace."""
+    said = [m for m in messages(err) if m] if err.strip() else []
+    return all(
+        m.startswith("ctxlab: warning: trace ") and "fell back to LangChain's placeholder" in m
+        for m in said
+    )
+
+
 def test_table_fits_the_terminal_and_names_what_was_lost(
     capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trace: ctxlab.Trace
 ) -> None:
     monkeypatch.setenv("COLUMNS", str(WIDTH))
     argv = ["evaluate", str(LONG), "--policy", "langchain-summarization", *FLAGS]
     code, out, err = _run(capsys, [*argv, "--store", str(tmp_path / "s.duckdb")])
-    assert code == 0 and err == ""
+    assert code == 0 and _only_fallback_warnings(err)
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= WIDTH
     assert any(line.split()[:2] == ["category", "total"] for line in lines)

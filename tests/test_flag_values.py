@@ -13,6 +13,7 @@ import pytest
 import ctxlab
 from ctxlab._cli.main import main
 from ctxlab.policies import get, names
+from tests.cli_text import messages
 
 MESSAGES = [
     {"role": "user", "content": "list the files"},
@@ -52,7 +53,7 @@ def test_nonsense_settings_exit_2_in_one_line(
     code = main(["replay", str(trace_file), "--policy", policy, "--set", setting])
     out = capsys.readouterr()
     assert code == 2 and out.out == ""
-    (line,) = out.err.strip().splitlines()
+    (line,) = messages(out.err)
     assert line.startswith("ctxlab: error: argument --set: ") and setting.split("=")[0] in line
 
 
@@ -62,7 +63,7 @@ def test_a_summary_file_that_is_not_utf8_is_a_flag_error(
     latin = tmp_path / "summary.txt"
     latin.write_bytes("résumé".encode("latin-1"))
     assert main(["replay", str(trace_file), "--summary-text-file", str(latin)]) == 2
-    (line,) = capsys.readouterr().err.strip().splitlines()
+    (line,) = messages(capsys.readouterr().err)
     assert "--summary-text-file" in line and "not UTF-8" in line
 
 

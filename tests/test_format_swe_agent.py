@@ -265,11 +265,11 @@ def _broken(change: Any) -> dict[str, Any]:
         (lambda d: d["history"][1].__setitem__("role", None), "history[1].role"),
         (
             lambda d: d["history"][1].__setitem__("role", "robot"),
-            "history: unknown message type 'robot'",
+            "history: message 1: unknown message type 'robot'",
         ),
         (
             lambda d: d["history"][2]["tool_calls"][0]["function"].__setitem__("arguments", "{x"),
-            "history: tool-call arguments",
+            "history: message 2: tool-call arguments",
         ),
         (
             lambda d: d["history"][2].__setitem__("tool_calls", 5),

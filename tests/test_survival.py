@@ -177,7 +177,7 @@ def test_evaluation_json_shape_and_empty_probes() -> None:
     trace, _ = _planted()
     evaluation = ctxlab.evaluate(replay(trace, _langchain(), Fixed(SUMMARY)))
     out = json.loads(json.dumps(evaluation.to_json()))
-    assert list(out) == ["trace_id", "policy", "facts", "survival", "probes"]
+    assert list(out) == ["trace_id", "policy", "facts", "survival", "probes", "failed"]
     assert out["trace_id"] == "planted" and out["policy"] == "langchain-summarization"
     assert out["probes"] == []
     assert set(out["facts"][0]) == set(FACT_SCHEMA)

@@ -137,7 +137,7 @@ def probe_cache(cache: Any) -> ProbeCache:
     if isinstance(cache, str | os.PathLike):
         from ctxlab._store.store import Store
 
-        cache = Store(cache)
+        cache = Store(os.fspath(cache))
     if hasattr(cache, "probe_cache"):
         return cache.probe_cache()
     return cache

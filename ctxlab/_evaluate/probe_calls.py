@@ -18,6 +18,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -202,7 +203,7 @@ def ask(
             found[key] = cached
     for group in _groups(list(todo.items())):
         runnable = _runnable(group[0][1])
-        asking = RunnableLambda(lambda messages, r=runnable: settings.invoke(r, messages))
+        asking = RunnableLambda(partial(_ask, settings, runnable))
         config: Any = {"max_concurrency": max_concurrency}
         inputs = [list(call.messages) for _, call in group]
         for i, out in asking.batch_as_completed(inputs, config, return_exceptions=True):
@@ -214,6 +215,11 @@ def ask(
             cache.put(key, answer, model_name(call.model))
             found[key] = cache.get(key) or answer
     return [Reply.decode(found[k]) if k in found else failed[k] for k in keys]
+
+
+def _ask(settings: CallSettings, runnable: Any, messages: Any) -> Any:
+    """One model call with `settings`' retries, backoff and timeout (a batch's body)."""
+    return settings.invoke(runnable, messages)
 
 
 def _groups(items: list[tuple[str, Call]]) -> list[list[tuple[str, Call]]]:

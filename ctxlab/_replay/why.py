@@ -68,6 +68,8 @@ def _in_tokens(size: Any, window: int | None) -> int | None:
     """A `(kind, value)` size as tokens, when it is one (`tokens`, or `fraction` of a known
     window)."""
     kind, value = size if isinstance(size, tuple | list) and len(size) == 2 else (None, None)
+    if not isinstance(value, int | float):
+        return None
     if kind == "tokens":
         return int(value)
     if kind == "fraction" and window:
