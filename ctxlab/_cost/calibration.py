@@ -478,7 +478,7 @@ def calibrate(
     With `store`, the fits of traces that recorded usage are saved in it first, so traces of
     the same model family without usage borrow them (from this call's traces or earlier ones).
     """
-    from ctxlab._evaluate.compare import traces_of
+    from ctxlab._ingest.load import traces_of
 
     walked = traces_of(traces)
     fitted = [c for t in walked for c in calibrate_models(t) if c.calls_with_usage]

@@ -21,19 +21,6 @@ if TYPE_CHECKING:
     from ctxlab._trace import Trace
 
 
-def traces_of(source: str | Path | Trace | Iterable[Trace]) -> list[Trace]:
-    """Every trace `source` names, subagents included (depth first), as the CLI walks them: a
-    path is loaded, a trace stands for itself and its subagents."""
-    from ctxlab._ingest.load import load
-    from ctxlab._trace import Trace
-
-    if isinstance(source, str | Path):
-        source = load(source)
-    elif isinstance(source, Trace):
-        source = [source]
-    return [t for top in source for t in top.walk()]
-
-
 def policy_named(name: str, window: int | None = None, model: str | None = None) -> Policy:
     """The catalogue's policy `name`, with `window` and `model` set where it (or a member of
     the pipeline `a+b`) has such a parameter."""
@@ -50,7 +37,7 @@ def policy_named(name: str, window: int | None = None, model: str | None = None)
     return get(name, **params) if params else policy
 
 
-def price_for(prices: Mapping[str | None, Price] | None, model: str | None) -> Price | None:
+def given_price(prices: Mapping[str | None, Price] | None, model: str | None) -> Price | None:
     """The price given for `model` (matched as the price list matches names), else the one
     given for every model (key None), else None (the price list decides)."""
     from ctxlab._cost.pricing import model_key
@@ -102,6 +89,7 @@ def compare_rows(
 ) -> list[dict[str, Any]]:
     """`compare`'s rows as plain dicts, as `ctxlab compare --json` prints them."""
     from ctxlab._evaluate.metrics import summary
+    from ctxlab._ingest.load import traces_of
     from ctxlab._replay.replay import replay
     from ctxlab._replay.summarizers import Extractive
 
@@ -117,7 +105,7 @@ def compare_rows(
                 result = replay(trace, policy, summarizer=summarizer)
             except ValueError as exc:
                 raise ValueError(f"{trace.trace_id}: {name}: {exc}") from exc
-            price = price_for(prices, model or trace.model)
+            price = given_price(prices, model or trace.model)
             row = summary(result, trace, model=model, window=window, price=price)
             row["policy"] = name
             rows.append(row)

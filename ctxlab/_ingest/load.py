@@ -19,7 +19,7 @@ import os
 import stat
 import warnings
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, islice
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -524,3 +524,14 @@ def load(path: str | Path) -> TraceList:
     if result.errors:
         raise result.errors[0]
     return result
+
+
+def traces_of(source: str | os.PathLike[str] | Trace | Iterable[Trace]) -> list[Trace]:
+    """Every trace `source` names, subagents included (depth first), as the CLI walks them: a
+    path is loaded (`load`), a trace stands for itself and its subagents. The twins of the
+    commands (`ctxlab.compare`, `ctxlab.calibrate`) take their traces through here."""
+    if isinstance(source, str | os.PathLike):
+        source = load(os.fspath(source))
+    elif isinstance(source, Trace):
+        source = [source]
+    return [t for top in source for t in top.walk()]
