@@ -21,6 +21,7 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import unescape
 
@@ -120,6 +121,14 @@ _JOINERS = np.array([ord(c) for c in "./-"], dtype=np.uint32)
 _ESCAPES = np.array([ord("n"), ord("t")], dtype=np.uint32)
 
 
+@cache
+def _offsets_in_bytes() -> bool:
+    """Whether this polars' `str.find_many` gives UTF-8 byte offsets (polars 1.x to 2.1) or
+    character offsets (2.2 on): asked once of polars itself, since `polars>=1.0` admits both
+    and a match confirmed at the wrong offset is a fact silently missed."""
+    return pl.Series(["\u00e9a"]).str.find_many(["a"])[0].to_list() == [2]
+
+
 class Finder:
     """Which facts a text holds, for many texts at once: the texts are normalised and searched
     for every fact's `ctxlab._evaluate.facts.keys` in one Aho-Corasick pass (overlapping
@@ -183,10 +192,10 @@ class Finder:
 
     def _confirm(self, text: str, matches: pl.DataFrame) -> set[int]:
         """`mentions_normalised` for the facts matched in a long text (`matches`: each `key`
-        and `at`, its UTF-8 byte offset, as polars gives it), in time linear in the text and
-        the number of matches: `_fits`'s boundary rules are applied to every match at once, on
-        the text's code points (numpy), instead of once per match in Python (a run of one
-        character matches a key at every offset: 30 µs a character that way)."""
+        and `at`, its offset in bytes or characters, as this polars gives it), in time linear
+        in the text and the number of matches: `_fits`'s boundary rules are applied to every
+        match at once, on the text's code points (numpy), instead of once per match in Python
+        (a run of one character matches a key at every offset: 30 µs a character that way)."""
         cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
         size = len(cps)
         distinct, where = np.unique(cps, return_inverse=True)
@@ -201,7 +210,7 @@ class Finder:
         )
         rows = matches.join(shapes, on="key", how="left")
         at = rows["at"].to_numpy().astype(np.int64)
-        if len(text.encode()) != size:  # byte offsets to character offsets
+        if _offsets_in_bytes() and len(text.encode()) != size:  # bytes to characters
             data = np.frombuffer(text.encode(), dtype=np.uint8)
             at = np.searchsorted(np.flatnonzero((data & 0xC0) != 0x80), at)
         end = at + rows["chars"].to_numpy()
