@@ -97,9 +97,7 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for trace in result:
         for label, policy in settings.items():
-            # Policy.name is an instance attribute in its Protocol (policies/base.py), a ClassVar
-            # in every policy: drop this ignore once the Protocol reads it as a property
-            replayed = replay(trace, policy)  # type: ignore[arg-type]
+            replayed = replay(trace, policy)
             store.save(replayed, trace)
             frame = replayed.turns
             kinds = replayed.events["kind"].value_counts(sort=True).rows()

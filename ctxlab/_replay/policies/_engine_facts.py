@@ -16,8 +16,9 @@ describe, so an `id` is never reused while they live, and leave with the trace.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -93,7 +94,7 @@ _FACTS: WeakMemo[dict[float, TraceFacts]] = WeakMemo()
 def calls_of(message: BaseMessage) -> frozenset[str] | None:
     """The ids of the tool calls `message` makes (None if it is not an AIMessage)."""
     if isinstance(message, AIMessage):
-        return frozenset(c["id"] for c in message.tool_calls if c.get("id"))
+        return frozenset(i for c in message.tool_calls if (i := c.get("id")))
     return None
 
 
@@ -119,7 +120,8 @@ def facts(trace: Trace, chars_per_token: float) -> TraceFacts:
     return found
 
 
-class TurnTable(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class TurnTable:
     """A trace's model calls as columns (read-only arrays), for the count-only forms and the
     frames they fill: every move read them off the `Turn` objects again (0.1 ms a move)."""
 

@@ -230,7 +230,10 @@ class PolicyRun(Protocol):
 class Policy(Protocol):
     """Parameters + rule. `name` and `params()` identify a replay in the store."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The policy's registered name (read-only here, so a class variable satisfies it)."""
+        ...
 
     def params(self) -> dict[str, Any]:
         """Parameters as given (before defaults are resolved against a trace)."""

@@ -167,7 +167,9 @@ class ClaudeCode(StagePolicy):
         if not self.auto_compact:
             return []
         threshold = self.harness_count(trace).policy(self.threshold(window))
-        stages = [AutoCompactStage(threshold, CONTINUATION, CLAUDE_CODE_SUMMARY_PROMPT)]
+        stages: list[Stage] = [
+            AutoCompactStage(threshold, CONTINUATION, CLAUDE_CODE_SUMMARY_PROMPT)
+        ]
         return aligned(stages, self, trace, window)
 
     def harness_count(self, trace: Trace) -> CountedAs:

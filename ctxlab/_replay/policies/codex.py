@@ -19,6 +19,7 @@ handoff. Assistant messages and tool calls and results are dropped.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain_core.messages import HumanMessage
@@ -125,9 +126,7 @@ class CodexStage(RebuildStage):
             if remaining > 0:
                 msg = it.msg
                 budget = int(remaining * ctx.chars_per_token)
-                short = replaced(
-                    msg, ("codex-cut", budget), lambda m=msg, b=budget: _middle_cut(m, b)
-                )
+                short = replaced(msg, ("codex-cut", budget), partial(_middle_cut, msg, budget))
                 chosen.append(Item(it.pos, short, "human"))
             break
         chosen.reverse()

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -118,7 +118,9 @@ class Item(NamedTuple):
         eq = self.__eq__(other)
         return eq if eq is NotImplemented else not eq
 
-    __hash__ = tuple.__hash__
+    def __hash__(self) -> int:
+        """The tuple's hash (a class that defines `__eq__` alone is unhashable)."""
+        return tuple.__hash__(self)
 
 
 @dataclass
@@ -241,7 +243,7 @@ class StageCall(Call):
 def count_orphans(messages: Sequence[BaseMessage]) -> int:
     """Tool results without an earlier call in the request, plus calls never answered in it
     (a provider rejects both with a 400)."""
-    called: set[str] = set()
+    called: set[str | None] = set()
     answered: set[str] = set()
     bad = 0
     for m in messages:
@@ -482,9 +484,9 @@ def safe_cutoff_backward(items: Sequence[Item], cutoff: int) -> int:
         return cutoff
     ids: set[str] = set()
     j = cutoff
-    while j < len(items) and isinstance(items[j].msg, ToolMessage):
-        if items[j].msg.tool_call_id:
-            ids.add(items[j].msg.tool_call_id)
+    while j < len(items) and isinstance(m := items[j].msg, ToolMessage):
+        if m.tool_call_id:
+            ids.add(m.tool_call_id)
         j += 1
     for i in range(cutoff - 1, -1, -1):
         m = items[i].msg
@@ -494,7 +496,10 @@ def safe_cutoff_backward(items: Sequence[Item], cutoff: int) -> int:
     return j
 
 
-def replaced(message: BaseMessage, key: Any, make: Callable[[], BaseMessage]) -> BaseMessage:
+M = TypeVar("M", bound=BaseMessage)
+
+
+def replaced(message: BaseMessage, key: Any, make: Callable[[], M]) -> M:
     """`make()` memoised per (message, key): the same edit yields the same object every call."""
     return tk.derived(message, key, make)
 

@@ -20,6 +20,7 @@ kept. Compaction affects the input only; later compactions continue from the com
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from textwrap import dedent
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -373,7 +374,7 @@ class EditStage(InspectStage):
                 m = out[i].msg
                 if has_thinking(m):
                     out[i] = Item(
-                        out[i].pos, replaced(m, ("no-thinking",), lambda m=m: _no_thinking(m)), "ai"
+                        out[i].pos, replaced(m, ("no-thinking",), partial(_no_thinking, m)), "ai"
                     )
         names = {c.get("id"): c.get("name") for i in ais for c in out[i].msg.tool_calls}
         results = [
@@ -389,9 +390,7 @@ class EditStage(InspectStage):
                 m = out[i].msg
                 out[i] = Item(
                     out[i].pos,
-                    replaced(
-                        m, ("inspect-clear",), lambda m=m: _cleared(m, TOOL_RESULT_PLACEHOLDER)
-                    ),
+                    replaced(m, ("inspect-clear",), partial(_cleared, m, TOOL_RESULT_PLACEHOLDER)),
                     "stubs",
                 )
         elif clear:  # the call and its result both go; the call leaves a line of text
@@ -402,19 +401,19 @@ class EditStage(InspectStage):
                 if ids:
                     out[i] = Item(
                         out[i].pos,
-                        replaced(
-                            m, ("inspect-no-call", ids), lambda m=m, ids=ids: _without_calls(m, ids)
-                        ),
+                        replaced(m, ("inspect-no-call", ids), partial(_without_calls, m, ids)),
                         "ai",
                     )
             dropped = set(clear)
-            out = [it for i, it in enumerate(out) if i not in dropped]
+            kept = [it for i, it in enumerate(out) if i not in dropped]
+        else:
+            kept = out
         before = view[settled:] if self.edited is None else self.edited.tail
-        if len(out) - settled == len(before) and all(
-            a.msg is b.msg or a.msg == b.msg for a, b in zip(out[settled:], before, strict=True)
+        if len(kept) - settled == len(before) and all(
+            a.msg is b.msg or a.msg == b.msg for a, b in zip(kept[settled:], before, strict=True)
         ):
             return None, "", None
-        return out, "clear_tool_uses", None
+        return kept, "clear_tool_uses", None
 
 
 class TrimStage(InspectStage):

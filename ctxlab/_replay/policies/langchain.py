@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from langchain_core.messages import (
     AIMessage,
@@ -55,6 +56,7 @@ from ctxlab._replay.policies.langchain_rules import is_message_type, keep_search
 from ctxlab._replay.policies.langchain_texts import DEFAULT_SUMMARY_PROMPT, DEFAULT_TOOL_PLACEHOLDER
 
 if TYPE_CHECKING:
+    from ctxlab._replay.policies._engine_counts import Mark
     from ctxlab._replay.policies.counts_only import CallCounts
     from ctxlab._trace import Trace
     from ctxlab.summarizers import Summarizer
@@ -93,7 +95,7 @@ class SummarizeStage:
         history_path: str | None = None,
     ) -> None:
         self.clauses = normalize_trigger(trigger)
-        self.keep = tuple(keep)
+        self.keep = cast("tuple[str, float]", tuple(keep))
         self.trim = trim_tokens_to_summarize
         self.prompt = summary_prompt
         self.prefix = prefix
@@ -103,7 +105,7 @@ class SummarizeStage:
         self.gone: set[int] = set()  # inserted messages (earlier stages' summaries) summarised
         self.gone_refs: list[BaseMessage] = []
         # the last input and its view, and how many system messages the view holds
-        self._in: list[Item] | None = None
+        self._in: list[Item] | Mark | None = None
         self._view: list[Item] = []
         self._n_system = 0
         # what the view grew by since the last call (None: rebuilt), and the count of the
@@ -368,7 +370,7 @@ class ClearStage:
         self.decisions: dict[
             tuple[int, int], tuple[ToolMessage, AIMessage, ToolMessage | None]
         ] = {}
-        self.prev_in: list[Item] | None = None
+        self.prev_in: list[Item] | Mark | None = None
         self.prev_out: list[Item] = []
         self.over = False  # the previous input was over the trigger (and fully processed)
         self.tool_idx: list[int] = []  # input indices of the tool results
@@ -394,7 +396,7 @@ class ClearStage:
                 stub = replaced(
                     message,
                     ("clear", self.placeholder),
-                    lambda m=message: _cleared_result(m, self.placeholder),
+                    partial(_cleared_result, message, self.placeholder),
                 )
         self.decisions[key] = (message, ai, stub)
         return stub
@@ -415,12 +417,12 @@ class ClearStage:
     def _clear(self, out: list[Item], idx: int, saved: int, ctx: Context) -> tuple[int, int | None]:
         """Clear the result at `idx` in place: (tokens saved so far by the edit's own counter,
         its position if cleared); `saved_ctx` adds what the request's counter saves."""
-        message = out[idx].msg
+        message = cast(ToolMessage, out[idx].msg)  # `idx` is from `tool_idx`
         ai_idx = self.last_ai[idx]
         if ai_idx < 0:
             return saved, None
-        ai = out[ai_idx].msg
-        stub = self._decide(message, ai)  # type: ignore[arg-type]
+        ai = cast(AIMessage, out[ai_idx].msg)  # `last_ai` holds AIMessages' indices
+        stub = self._decide(message, ai)
         if stub is None:
             return saved, None
         tok = self.tok
@@ -428,8 +430,8 @@ class ClearStage:
         self.saved_ctx += ctx.tokens(message) - ctx.tokens(stub)
         out[idx] = Item(out[idx].pos, stub, "stubs")
         if self.clear_tool_inputs:
-            tid = message.tool_call_id  # type: ignore[attr-defined]
-            new_ai = replaced(ai, ("clear_input", tid), lambda a=ai, t=tid: _cleared_input(a, t))
+            tid = message.tool_call_id
+            new_ai = replaced(ai, ("clear_input", tid), partial(_cleared_input, ai, tid))
             saved += tok(ai) - tok(new_ai)
             self.saved_ctx += ctx.tokens(ai) - ctx.tokens(new_ai)
             out[ai_idx] = Item(out[ai_idx].pos, new_ai, "ai")
@@ -565,7 +567,7 @@ class TrimStage:
             and not options.get("allow_partial")
             and not options.get("end_on")
         )
-        self.prev_in: list[Item] | None = None
+        self.prev_in: list[Item] | Mark | None = None
         self.prev_cut = 0
         self.starts: list[int] = []  # input indices of messages `start_on` accepts
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal, cast
 
 from langchain_core.messages import ToolMessage
 
@@ -34,6 +34,7 @@ from ctxlab._replay.policies.engine import (
 )
 
 if TYPE_CHECKING:
+    from ctxlab._replay.policies._engine_counts import Mark
     from ctxlab._replay.policies.counts_only import CallCounts
     from ctxlab._trace import Trace
     from ctxlab.summarizers import Summarizer
@@ -83,8 +84,9 @@ class MaskedCopies:
         msg = it.msg
         hit = self._by_id.get(id(msg))
         if hit is None or hit[0] is not msg:
-            stub = replaced(msg, key, lambda m=msg: _masked(m, text(m)))  # type: ignore[arg-type]
-            hit = self._by_id[id(msg)] = (msg, Item(it.pos, stub, "stubs"))  # type: ignore[assignment]
+            tool = cast(ToolMessage, msg)  # masking edits tool results only
+            stub = replaced(tool, key, lambda: _masked(tool, text(tool)))
+            hit = self._by_id[id(msg)] = (tool, Item(it.pos, stub, "stubs"))
         return hit[1] if hit[1].pos == it.pos else Item(it.pos, hit[1].msg, "stubs")
 
 
@@ -109,7 +111,7 @@ class LastNStage:
         self.masked: set[int] = set()
         self.stubs = MaskedCopies()
         self.counted = RunningCount()  # the inputs' tokens, for the events
-        self.prev_in: list[Item] | None = None
+        self.prev_in: list[Item] | Mark | None = None
         self.prev_out: list[Item] = []
         self.obs: list[int] = []  # input indices of the observations
         self.first: int | None = None  # input index of the first user message
@@ -227,7 +229,7 @@ class WindowMaskStage:
         self.masked: set[int] = set()
         self.stubs = MaskedCopies()
         self.counted = RunningCount()  # the inputs' tokens, for the events
-        self.prev_in: list[Item] | None = None
+        self.prev_in: list[Item] | Mark | None = None
         self.prev_out: list[Item] = []
         self.saved = 0
 

@@ -11,6 +11,7 @@ grep, read_file, edit_file, write_file, delete) never are. Rules and stub texts 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -36,6 +37,7 @@ from ctxlab._replay.policies.engine import (
 )
 
 if TYPE_CHECKING:
+    from ctxlab._replay.policies._engine_counts import Mark
     from ctxlab._replay.policies.counts_only import CallCounts
     from ctxlab._trace import Trace
     from ctxlab.summarizers import Summarizer
@@ -55,7 +57,7 @@ class OffloadStage:
         self.limit = limit_chars
         self.excluded = excluded
         self.done: set[int] = set()
-        self.prev_in: list[Item] | None = None
+        self.prev_in: list[Item] | Mark | None = None
         self.prev_out: list[Item] = []
         self.names: dict[str, str] = {}  # tool_call_id -> tool name, over the input so far
 
@@ -66,13 +68,14 @@ class OffloadStage:
         for it in items:
             if isinstance(it.msg, AIMessage):
                 for c in it.msg.tool_calls:
-                    if c.get("id"):
-                        same = same and names.get(c["id"], c["name"]) == c["name"]
-                        names[c["id"]] = c["name"]
+                    if cid := c.get("id"):
+                        same = same and names.get(cid, c["name"]) == c["name"]
+                        names[cid] = c["name"]
         return same
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         new = appended(self.prev_in, items)
+        out: list[Item]
         if new is not None and self._names(new):
             start = len(self.prev_out)
             out = extended(self.prev_out, new, edits=False, owner=self)  # new items edited only
@@ -97,7 +100,7 @@ class OffloadStage:
         if len(text) <= self.limit:
             return
         path = f"/large_tool_results/{sanitize_tool_call_id(msg.tool_call_id)}"
-        stub = replaced(msg, ("offload", path), lambda m=msg, p=path, t=text: tool_stub(m, p, t))
+        stub = replaced(msg, ("offload", path), partial(tool_stub, msg, path, text))
         out[i] = Item(it.pos, stub, "stubs")
         if it.pos is not None and it.pos not in self.done:
             self.done.add(it.pos)

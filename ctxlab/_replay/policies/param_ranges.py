@@ -121,7 +121,7 @@ SHARED = {"window": check_window, "max_output_tokens": check_max_output_tokens}
 def check_shared(policy: Any) -> None:
     """Check every field of `policy`: its value against its annotated type, then `SHARED`'s
     and `RANGES`' checks by name; a `ValueError` naming the field and what it takes."""
-    hints = _hints(type(policy))
+    hints = _hints(policy.__class__)
     for field in dataclasses.fields(policy):
         value = getattr(policy, field.name)
         check = SHARED.get(field.name)

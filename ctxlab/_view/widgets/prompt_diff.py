@@ -113,9 +113,7 @@ def summarisation_points(trace: Trace, policy: Any = None) -> list[Point]:
         candidates += [DeepAgents(stress=0.25), DeepAgents(stress=0.1)]
     for cand in candidates:
         try:
-            # Policy.name is an instance attribute in its Protocol (policies/base.py), a
-            # ClassVar in every policy: drop this ignore once the Protocol reads it as a property
-            result = replay(trace, cand)  # type: ignore[arg-type]
+            result = replay(trace, cand)
         except (TypeError, ValueError) as exc:
             if policy is not None:
                 raise ValueError(

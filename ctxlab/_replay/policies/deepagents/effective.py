@@ -31,8 +31,12 @@ class EffectiveList:
     tpos: list[int]
     tsaved: list[int]
     dropped_until: int
-    reasoned: list[int]
     scale: float
+
+    if TYPE_CHECKING:  # the run's cached property
+
+        @property
+        def reasoned(self) -> list[int]: ...
 
     def _window_start(self) -> int:
         """The state position the effective list's messages start at."""
@@ -92,7 +96,10 @@ class EffectiveList:
         reasoning). Those keep a message's type and its tool calls' ids and names, which is all
         the cutoff and tail-clip searches read, so they need no copies."""
         p = self._pos(j)
-        return self.event.message if p < 0 else self.view[p]
+        if p < 0:
+            assert self.event is not None  # position -1 is its summary
+            return self.event.message
+        return self.view[p]
 
     def _messages(self, start: int, stop: int, trunc_stop: int) -> Sent:
         """Effective messages [start, stop) as the request holds them (arguments truncated

@@ -18,6 +18,7 @@ counter (shared with session ids and human-message files), which depends on the 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -133,7 +134,7 @@ def _build(
                 entry = tk.derived(
                     message,
                     ("deepagents-rejected", call["name"]),
-                    lambda c=call: rejected_result(c),
+                    partial(rejected_result, call),
                 )
                 toks = tk.message_tokens(entry, cpt)
             else:
@@ -142,7 +143,7 @@ def _build(
         elif isinstance(message, AIMessage):
             if message.tool_calls:
                 calls, rejected, args = tk.derived(
-                    message, CALL_FACTS, lambda m=message: call_facts(m)
+                    message, CALL_FACTS, partial(call_facts, message)
                 )
                 if args:
                     cuttable.append((i, message, toks, args))

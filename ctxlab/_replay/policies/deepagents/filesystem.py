@@ -13,7 +13,7 @@ from hashlib import sha256
 from pathlib import PurePosixPath
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 
 from ctxlab._messages import message_text
 from ctxlab._replay.policies.deepagents.texts import (
@@ -114,7 +114,7 @@ def rejected_result(call: dict[str, Any]) -> ToolMessage:
     )
 
 
-def parallel_mutation(ai: AIMessage, call: dict[str, Any]) -> bool:
+def parallel_mutation(ai: AIMessage, call: ToolCall) -> bool:
     """`_parallel_file_mutation_error`: an earlier call in the same AIMessage hit this path
     (only asked of messages with two or more file mutations)."""
     if call["name"] not in FILE_MUTATION_TOOLS:

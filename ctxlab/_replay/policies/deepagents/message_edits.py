@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolCall
 
 from ctxlab._cost import tokens as tk
 from ctxlab._replay.policies.deepagents.filesystem import FILE_MUTATION_TOOLS, parallel_mutation
@@ -117,13 +117,15 @@ def truncated(message: AIMessage, max_length: int, text: str) -> AIMessage:
     return tk.derived(message, ("deepagents-truncated", max_length, text), make)
 
 
-def call_facts(message: AIMessage) -> tuple[dict[Any, dict], frozenset[Any], tuple[str, ...]]:
+def call_facts(
+    message: AIMessage,
+) -> tuple[dict[Any, ToolCall], frozenset[Any], tuple[str, ...]]:
     """What the feed needs of an AIMessage with tool calls, in one pass over them (once per
     message, whatever the truncation settings): its calls by id (the first of equal ids, as a
     search would find it); the ids of those deepagents rejects as same-path parallel
     mutations; and the string arguments of its `write_file`/`edit_file` calls, which argument
     truncation may cut (`truncation_growth`)."""
-    by_id: dict[Any, dict] = {}
+    by_id: dict[Any, ToolCall] = {}
     mutations = 0
     cuttable: list[str] = []
     for call in message.tool_calls:

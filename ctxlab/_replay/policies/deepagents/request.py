@@ -24,7 +24,6 @@ class RequestParts(EffectiveList):
     system_tokens: int
     window_kinds: dict[str, int]
     fed: int
-    baselines: list[int]
     last_fingerprint: int
     named: dict[int, tuple[object, int]]
     versions: dict[int, int]
@@ -39,6 +38,11 @@ class RequestParts(EffectiveList):
     unreasoned: set[int]
     scaled: bool
     requests: bool
+
+    if TYPE_CHECKING:  # the run's cached properties
+
+        @property
+        def baselines(self) -> list[int]: ...
 
     def _record(self, turn: Turn, events: list[Event], trunc_stop: int, count: int) -> Call:
         """This call as replayed: its count, tokens by kind, message count, events, the

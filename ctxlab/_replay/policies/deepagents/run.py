@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from itertools import accumulate
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from langchain_core.messages import (
     AIMessage,
@@ -100,7 +100,7 @@ class DeepAgentsRun(SummarizationStep, RequestParts):
         self.fed = 0
         self.counter = 0
         self.budget = self.settings.budget  # this call's input budget
-        self.budget_per_call = s.recorded_max_output and s.window is not None
+        self.budget_per_call = s.recorded_max_output  # with a window (`budget_for`)
         self.truncate_when = self._truncate_when()
         self.trigger = [[self._metric(k, v) for k, v in clause.items()] for clause in s.clauses]
         # Fingerprints: 4 * state position for a state message as fed; a new number (negative,
@@ -143,7 +143,7 @@ class DeepAgentsRun(SummarizationStep, RequestParts):
                 for p, m in enumerate(found.messages[self.offset :])
                 if isinstance(m, AIMessage)
                 and isinstance(m.content, list)
-                and tk.derived(m, REASONING_SIZE, lambda m=m: size_without_reasoning(m)) is not None
+                and tk.derived(m, REASONING_SIZE, partial(size_without_reasoning, m)) is not None
             ],
         )
 
@@ -166,7 +166,8 @@ class DeepAgentsRun(SummarizationStep, RequestParts):
         self.fed = stop
         feed = self.feed or self._open_feed()
         kinds, toks = feed.kinds[fed:stop], feed.tokens[fed:stop]
-        self.view += feed.view[fed:stop]
+        # a None is an offloaded result's place, filled by `_offload_result` below
+        self.view += cast("list[BaseMessage]", feed.view[fed:stop])
         self.kinds += kinds
         self.etok.values += toks
         window = self.window_kinds
@@ -284,6 +285,7 @@ class DeepAgentsRun(SummarizationStep, RequestParts):
         limit = self.settings.human_evict_chars
         last = len(self.view) - 1
         message = self.view[last]
+        assert isinstance(message, HumanMessage)  # asked only when the state ends with one
         if not limit or last in self.tagged:
             return None
         text = message_text(message)

@@ -9,9 +9,9 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import overload
+from typing import cast, overload
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from ctxlab._messages import KINDS
 from ctxlab._replay.policies.deepagents.message_edits import dropped, truncated
@@ -113,7 +113,8 @@ class Sent(Sequence[BaseMessage]):
             built += self._messages
             for p in self._cut:
                 if self._first <= p < stop:
-                    built[p + at] = truncated(built[p + at], *self._truncation)
+                    # `_cut` holds the positions of AIMessages argument truncation shortens
+                    built[p + at] = truncated(cast(AIMessage, built[p + at]), *self._truncation)
             for p in self._dropped:
                 built[p + at] = dropped(built[p + at])
             self._built = built

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -47,7 +48,24 @@ class SummarizationStep(EffectiveList):
     summaries: dict[str, HumanMessage]
     unreasoned: set[int]
     edited_until: int
-    reasoned: list[int]
+    fixed: int
+    """Tokens of the system prompt and tool schemas, in every request."""
+    offset: int
+    """1 when the trace starts with a system message (state position + offset = history
+    position), else 0."""
+
+    if TYPE_CHECKING:  # the run's own, declared here for the checker only: a definition in
+        # this class would come before `RequestParts` in `DeepAgentsRun`'s method order
+
+        def _record(self, turn: Turn, events: list[Event], trunc_stop: int, count: int) -> Call: ...
+
+        def _set(self, index: int, message: BaseMessage, kind: str) -> None: ...
+
+        def _offload(self, message: ToolMessage, text: str) -> tuple[ToolMessage, str]: ...
+
+        def _next_hex(self) -> str: ...
+
+        def _recount_window(self) -> None: ...
 
     def _summarization(self, turn: Turn, events: list[Event]) -> Call:
         s = self.settings
@@ -63,6 +81,7 @@ class SummarizationStep(EffectiveList):
         trunc_stop = 0
         when = self.truncate_when
         if when is not None and (n_eff if when[0] else total) >= when[1]:
+            assert s.truncate_trigger is not None  # `when` is made from it
             cut = self._truncate_cutoff(n_eff)
             if cut < n_eff and self._flags(0, cut):
                 trunc_stop = cut
@@ -102,8 +121,9 @@ class SummarizationStep(EffectiveList):
         """The input budget of a call that recorded `max_output` tokens of output: the
         policy's (`Settings.budget`), or, when the output limit comes from the trace, the
         window's 95% less the call's own."""
-        if self.budget_per_call and max_output is not None:
-            return max(0, int(self.settings.window * 0.95) - max_output)
+        window = self.settings.window
+        if self.budget_per_call and max_output is not None and window is not None:
+            return max(0, int(window * 0.95) - max_output)
         return self.settings.budget
 
     def _metric(self, kind: str, value: float) -> tuple[bool, float | None]:
@@ -120,9 +140,8 @@ class SummarizationStep(EffectiveList):
             return True, value
         if kind == "tokens":
             return False, value
-        if kind == "fraction" and self.settings.window is not None:
-            return False, self._threshold(kind, value)
-        return None
+        limit = self._threshold(kind, value) if kind == "fraction" else None
+        return None if limit is None else (False, limit)
 
     def _truncate_cutoff(self, n_eff: int) -> int:
         kind, value = self.settings.truncate_keep
@@ -133,6 +152,7 @@ class SummarizationStep(EffectiveList):
         if kind not in {"tokens", "fraction"}:
             return n_eff
         target = self._threshold(kind, value)
+        assert target is not None  # a token count, or a fraction of a known window
         # Walking back, the first i with suffix(i) > target gives i + 1; suffixes only grow.
         lo, hi = 0, n_eff  # smallest j with suffix(j) <= target (suffix(n_eff) = 0)
         while lo < hi:
@@ -146,10 +166,12 @@ class SummarizationStep(EffectiveList):
     def _should_summarize(self, n_eff: int, total: int, msgs: list[BaseMessage] | None) -> bool:
         for clause in self.trigger:
             for by_messages, limit in clause:
+                if limit is None:  # never met
+                    break
                 if by_messages:
                     if n_eff < limit:
                         break
-                elif limit is None or not (total >= limit or self._reported(float(limit), msgs)):
+                elif not (total >= limit or self._reported(float(limit), msgs)):
                     break
             else:
                 return True
@@ -166,6 +188,7 @@ class SummarizationStep(EffectiveList):
         if n_eff == 0:
             return 0
         target = self._threshold(kind, value)
+        assert target is not None  # a token count, or a fraction of a known window
         msgs = self._all(trunc_stop)
         whole = self._scaled(self._suffix(0, trunc_stop), msgs, False)
         if whole <= target:
@@ -267,8 +290,8 @@ class SummarizationStep(EffectiveList):
         changed = []
         lo = bisect_left(reasoned, max(start, self.dropped_until))
         for p in reasoned[lo : bisect_left(reasoned, min(stop, len(view)))]:
-            m = view[p]  # an AIMessage as fed: a state never replaces one
-            size = tk.derived(m, REASONING_SIZE, lambda m=m: size_without_reasoning(m))
+            m = cast(AIMessage, view[p])  # as fed: a state never replaces an AIMessage
+            size = tk.derived(m, REASONING_SIZE, partial(size_without_reasoning, m))
             changed.append((p, size.tokens(cpt)))
         undo = (self.dropped_until, [(p, self.etok.values[p]) for p, _ in changed])
         self.dropped_until = max(self.dropped_until, stop)
@@ -363,6 +386,7 @@ class SummarizationStep(EffectiveList):
     def _clip(self, p: int, batch_start: int) -> tuple[BaseMessage, str | None]:
         """`_clip_one_tail_message`: slice a read_file result, offload any other."""
         message = self.view[p]
+        assert isinstance(message, ToolMessage)  # the request's trailing tool results
         call = None
         for j in range(batch_start - 1, -1, -1):
             m = self._raw(j)
