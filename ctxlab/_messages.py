@@ -124,8 +124,9 @@ def paths_in(text: str) -> list[str]:
     return PATH.findall(text)
 
 
-def first_orphan_result(messages: Sequence[BaseMessage]) -> int | None:
-    """Index of the first tool result that answers no earlier assistant tool call, or None.
+def first_orphan_result(messages: Sequence[BaseMessage]) -> tuple[int, ToolMessage] | None:
+    """Index and message of the first tool result that answers no earlier assistant tool call,
+    or None.
 
     Every loader checks its rebuilt history with this before handing it to policies (which may
     never split a call from its result); each raises its own error, located in its own terms.
@@ -135,7 +136,7 @@ def first_orphan_result(messages: Sequence[BaseMessage]) -> int | None:
         if isinstance(msg, AIMessage):
             called.update(call_id for c in msg.tool_calls if (call_id := c.get("id")))
         elif isinstance(msg, ToolMessage) and msg.tool_call_id not in called:
-            return i
+            return i, msg
     return None
 
 

@@ -15,9 +15,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-NOT_YET_CHECKED = ("ctxlab/_replay/policies/", "ctxlab/_ingest/formats/")
-"""Folders whose errors are left out for now: they were being restructured while the rest was
-fixed (issue 33). The lead removes this filter once they are clean too."""
+NOT_YET_CHECKED = frozenset(
+    {
+        "ctxlab/_replay/policies/_engine_counts.py",
+        "ctxlab/_replay/policies/clear_counts.py",
+        "ctxlab/_replay/policies/edit_counts.py",
+        "ctxlab/_replay/policies/masking_counts.py",
+        "ctxlab/_replay/policies/offload_counts.py",
+        "ctxlab/_replay/policies/threshold_counts.py",
+    }
+)
+"""Files whose errors are left out, by exact path: the count-only forms that issue 33 replaces
+by forms the engine derives (branch issue-33a). Remove each name as its file goes."""
 
 _ERROR = re.compile(r"^(?P<path>[^:\n]+):\d+(?::\d+)?: error: ", re.MULTILINE)
 _SUMMARY = re.compile(r"^(Success: no issues found|Found \d+ errors? in \d+ files?)", re.MULTILINE)
@@ -35,26 +44,26 @@ def run_mypy() -> subprocess.CompletedProcess[str]:
     )
 
 
-def errors_outside(output: str, skipped: tuple[str, ...]) -> list[str]:
-    """mypy's error lines, except those located in files under `skipped`."""
+def errors_outside(output: str, skipped: frozenset[str]) -> list[str]:
+    """mypy's error lines, except those located in the files `skipped` names."""
     return [
         line
         for line in output.splitlines()
-        if (m := _ERROR.match(line)) and not m["path"].replace("\\", "/").startswith(skipped)
+        if (m := _ERROR.match(line)) and m["path"].replace("\\", "/") not in skipped
     ]
 
 
-def test_errors_outside_skips_only_the_folders_not_yet_checked() -> None:
+def test_errors_outside_skips_only_the_files_not_yet_checked() -> None:
     output = (
-        "ctxlab/_replay/policies/engine.py:3: error: Bad  [misc]\n"
+        "ctxlab/_replay/policies/masking_counts.py:3: error: Bad  [misc]\n"
+        "ctxlab\\_replay\\policies\\clear_counts.py:4:7: error: Bad  [arg-type]\n"
+        "ctxlab/_replay/policies/masking.py:3: error: Bad  [misc]\n"
         "ctxlab/_ingest/formats/codex.py:4:7: error: Bad  [arg-type]\n"
-        "ctxlab/_replay/replay.py:5: error: Bad  [arg-type]\n"
         "ctxlab/_replay/replay.py:5: note: See elsewhere\n"
-        "ctxlab/_ingest/load.py:9: error: Bad  [return-value]\n"
     )
     assert errors_outside(output, NOT_YET_CHECKED) == [
-        "ctxlab/_replay/replay.py:5: error: Bad  [arg-type]",
-        "ctxlab/_ingest/load.py:9: error: Bad  [return-value]",
+        "ctxlab/_replay/policies/masking.py:3: error: Bad  [misc]",
+        "ctxlab/_ingest/formats/codex.py:4:7: error: Bad  [arg-type]",
     ]
 
 

@@ -20,7 +20,7 @@ the trace says so in its notes, as it does for the tool schemas (only toolset na
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
@@ -46,7 +46,7 @@ _TOOL_RESULTS = {
 Values = list[tuple[Any, int | None]]
 
 
-def _is_event(value: Any) -> bool:
+def _is_event(value: Any) -> TypeGuard[dict[str, Any]]:
     return (
         isinstance(value, dict)
         and isinstance(value.get("type"), str)

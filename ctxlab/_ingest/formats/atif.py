@@ -279,7 +279,7 @@ class _Builder:
 
     def agent(self, step: dict[str, Any], message: str | list[Any], copied: bool) -> None:
         where = self.where
-        calls = []
+        calls: list[dict[str, Any]] = []
         for raw in _list(step.get("tool_calls"), "tool_calls", where):
             call = _obj(raw, "tool_calls[]", where)
             call_id = call.get("tool_call_id", call.get("id"))
@@ -326,7 +326,7 @@ class _Builder:
             tool_calls=calls,
             additional_kwargs={"reasoning_content": reasoning} if reasoning else {},
             response_metadata={"model_name": model} if model else {},
-            usage_metadata=usage,  # type: ignore[arg-type]
+            usage_metadata=usage,
         )
         self.pending = [c["id"] for c in calls]
         self.called.update(self.pending)
@@ -492,11 +492,11 @@ def _attach(trace: Trace, root: dict[str, Any], refs: list[dict[str, Any]], wher
         child.parent_trace_id = trace.trace_id
         embedded[child.trace_id] = child
         trace.subagents.append(child)
-    waiting = []
+    waiting: list[Any] = []  # references to trajectories the file does not embed
     for ref in refs:
-        child = embedded.get(str(ref.get("trajectory_id")))
-        if child is not None:
-            child.parent_tool_call_id = ref["parent_tool_call_id"]
+        found = embedded.get(str(ref.get("trajectory_id")))
+        if found is not None:
+            found.parent_tool_call_id = ref["parent_tool_call_id"]
         else:
             waiting.append(ref)
     if waiting:

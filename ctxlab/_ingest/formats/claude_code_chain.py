@@ -25,6 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from ctxlab._errors import TraceFormatError
 from ctxlab._ingest.formats.claude_code_lines import MESSAGE_TYPES, Line
+from ctxlab._ingest.formats.messages import Content
 from ctxlab._ingest.formats.redaction import arguments_or_text
 from ctxlab._ingest.inputs import Context, Recorder
 from ctxlab._trace import RecordedCompaction, Turn
@@ -185,7 +186,7 @@ def _ai_message(lines: list[Line]) -> tuple[AIMessage, Line]:
         id=lines[0].message_id,
         tool_calls=calls,
         response_metadata=metadata,
-        usage_metadata=usage,  # type: ignore[arg-type]
+        usage_metadata=usage,
     )
     return message, last
 
@@ -195,7 +196,7 @@ def _user_messages(line: Line, names: dict[str, str]) -> list[BaseMessage]:
     if line.text is not None:
         return [HumanMessage(content=line.text)]
     out: list[BaseMessage] = []
-    rest = []
+    rest: list[Any] = []  # content blocks
     for block in line.blocks:
         if block["type"] != "tool_result":
             rest.append(block)
@@ -276,7 +277,8 @@ class _Builder:
             self.compactions.append(
                 RecordedCompaction(turn=len(self.turns), started_at=line.timestamp)
             )
-        message = HumanMessage(content=line.text if line.text is not None else line.blocks)
+        content: Content = line.text if line.text is not None else line.blocks
+        message = HumanMessage(content=content)
         self.compactions[-1] = replace(self.compactions[-1], summary=message.text)
         self.awaiting_summary = False
         self.inserted.append(message)
@@ -290,9 +292,10 @@ class _Builder:
             self.synthetic += 1
             self.add(message)
             return
-        usage = last.usage or {}
+        usage = last.usage or {}  # a recorded usage has every field (`claude_code_lines`)
         read = usage.get("cache_read_input_tokens")
         write = usage.get("cache_creation_input_tokens")
+        full = usage["input_tokens"] + (read or 0) + (write or 0) if usage else None
         self.turns.append(
             Turn(
                 index=len(self.turns),
@@ -302,7 +305,7 @@ class _Builder:
                 model=lines[0].model,
                 provider="anthropic",
                 run_id=lines[0].message_id,
-                input_tokens=(usage["input_tokens"] + read + write) if usage else None,
+                input_tokens=full,
                 output_tokens=usage.get("output_tokens"),
                 cache_read_tokens=read,
                 cache_write_tokens=write,
@@ -364,8 +367,8 @@ def build(
         elif line.type == "assistant":
             # a line sharing a chain line's uuid but not its message is not on the chain
             if line.message_id in fragments and line.message_id not in done:
-                done.add(line.message_id)  # type: ignore[arg-type]
-                builder.call(fragments[line.message_id])  # type: ignore[index]
+                done.add(line.message_id)
+                builder.call(fragments[line.message_id])
         elif line.is_compact_summary:
             builder.summary(line)
         else:

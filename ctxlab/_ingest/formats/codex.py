@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from langchain_core.messages import (
     AIMessage,
@@ -25,11 +25,12 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
     ToolMessage,
+    UsageMetadata,
 )
 
 from ctxlab._errors import TraceFormatError
 from ctxlab._ingest.formats import redaction
-from ctxlab._ingest.formats.messages import MessageDecodeError
+from ctxlab._ingest.formats.messages import Content, MessageDecodeError
 from ctxlab._ingest.formats.redaction import arguments_or_text
 from ctxlab._ingest.inputs import Context, Inputs, Recorder
 from ctxlab._messages import summary_message
@@ -111,6 +112,12 @@ class _Where:
             raise self.fail(f"'{name}' must be an object, got {_kind(value)}")
         return value
 
+    @overload
+    def text(self, value: Any, name: str, *, optional: Literal[False] = False) -> str: ...
+
+    @overload
+    def text(self, value: Any, name: str, *, optional: bool) -> str | None: ...
+
     def text(self, value: Any, name: str, *, optional: bool = False) -> str | None:
         if value is None and optional:
             return None
@@ -134,7 +141,7 @@ def _kind(value: Any) -> str:
     )
 
 
-def _content(value: Any, where: _Where, name: str) -> str | list[dict[str, Any]]:
+def _content(value: Any, where: _Where, name: str) -> Content:
     """Responses content parts (`input_text`, `output_text`, `input_image`) as LangChain
     content: one string when the message has one text part, text/image blocks otherwise."""
     if value is None:
@@ -165,13 +172,13 @@ def _content(value: Any, where: _Where, name: str) -> str | list[dict[str, Any]]
     return blocks
 
 
-def _text_of(content: str | list[dict[str, Any]]) -> str:
+def _text_of(content: Content) -> str:
     if isinstance(content, str):
         return content
     return "\n".join(b["text"] for b in content if b["type"] == "text")
 
 
-def _tool_output(value: Any, where: _Where) -> str | list[dict[str, Any]]:
+def _tool_output(value: Any, where: _Where) -> Content:
     """A tool result: a string, content parts, or `{"content"|"output": ...}` (older payloads)."""
     if isinstance(value, dict):
         inner = value.get("content", value.get("output"))
@@ -189,13 +196,13 @@ class _Call:
     """A model call whose output items are still arriving."""
 
     started_at: str | None
-    text: list[str | list[dict[str, Any]]] = field(default_factory=list)
+    text: list[Content] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     reasoning: list[Any] = field(default_factory=list)
     web_searches: list[Any] = field(default_factory=list)
 
     def message(self, model: str | None) -> AIMessage:
-        content: str | list[Any]
+        content: Content
         if not self.text:
             content = ""
         elif len(self.text) == 1:
@@ -293,7 +300,7 @@ class _Rollout:
         self.turns.append(self.turn(output, usage, call.started_at))
         self.history.append(output)
         self.sent.append(output)
-        self.called.update(c["id"] for c in output.tool_calls if c.get("id"))
+        self.called.update(i for c in output.tool_calls if (i := c.get("id")))
         self.task_active.add(self.task)
 
     def turn(self, output: AIMessage | None, usage: _Usage | None, started: str | None) -> Turn:
@@ -540,7 +547,7 @@ def _usage(value: dict[str, Any], where: _Where, name: str) -> _Usage:
     )
 
 
-def _usage_metadata(usage: _Usage) -> dict[str, Any]:
+def _usage_metadata(usage: _Usage) -> UsageMetadata:
     """OpenAI accounting: `input_tokens` includes the cached ones (`total = input + output`)."""
     return {
         "input_tokens": usage.input,
@@ -635,7 +642,7 @@ def _event(state: _Rollout, payload: dict[str, Any], where: _Where) -> None:
 
 
 def _session_meta(state: _Rollout, payload: dict[str, Any], where: _Where) -> None:
-    meta = {
+    meta: dict[str, Any] = {
         k: payload.get(k)
         for k in ("id", "cwd", "originator", "cli_version", "source")
         if k in payload
@@ -700,9 +707,7 @@ def read(values: Values, source: str) -> list[Trace]:
             stamp = None
         else:
             value = where.obj(value, "line")
-            kind = value.get("type")
-            if not isinstance(kind, str):
-                raise where.fail(f"'type' must be a string, got {_kind(kind)}")
+            kind = where.text(value.get("type"), "type")
             payload = where.obj(value.get("payload"), "payload")
             stamp = where.text(value.get("timestamp"), "timestamp", optional=True)
         if kind == "response_item":

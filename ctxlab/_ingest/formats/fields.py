@@ -47,6 +47,13 @@ def obj(holder: dict[str, Any], key: str, field: str | None = None) -> dict[str,
     return value
 
 
+def obj_or_empty(holder: dict[str, Any], key: str) -> dict[str, Any]:
+    """`holder[key]` when it is an object, else an empty one: for optional blocks (metadata,
+    metrics) whose absence or odd shape loses only what they would have added."""
+    value = holder.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def seq(holder: dict[str, Any], key: str, field: str | None = None) -> list[Any]:
     """`holder[key]` as a list; missing or null gives an empty one."""
     value = holder.get(key)

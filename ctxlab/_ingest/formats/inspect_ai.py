@@ -35,6 +35,7 @@ from langchain_core.messages import (
 )
 
 from ctxlab._errors import TraceFormatError
+from ctxlab._ingest.formats.fields import obj_or_empty
 from ctxlab._ingest.formats.langsmith import fingerprint, looks_like_summary
 from ctxlab._ingest.formats.messages import MessageDecodeError, parse_arguments
 from ctxlab._ingest.inputs import Inputs, Recorder
@@ -274,6 +275,7 @@ def _inputs(s: _Sample, event: dict[str, Any], where: str) -> list[BaseMessage]:
                 )
             raw.extend(s.pool[pair[0] : pair[1]])
     s.expect(raw, list, f"{where}.input", "a list of chat messages")
+    assert isinstance(raw, list)  # `expect` raised otherwise
     return [_message(s, m, f"{where}.input[{i}]") for i, m in enumerate(raw)]
 
 
@@ -456,11 +458,12 @@ def _chain(
 
 
 def _check_pairs(s: _Sample, history: list[BaseMessage]) -> None:
-    i = first_orphan_result(history)
-    if i is not None:
+    orphan = first_orphan_result(history)
+    if orphan is not None:
+        i, result = orphan
         raise s.error(
             f"message {i} of the rebuilt history",
-            f"tool result for call {history[i].tool_call_id!r} has no matching tool call in an "
+            f"tool result for call {result.tool_call_id!r} has no matching tool call in an "
             "earlier assistant message",
         )
 
@@ -603,7 +606,7 @@ def _compaction(
     """A `compaction` event as a `RecordedCompaction` on `turn`, the first call after it."""
     where = f"event {event_index} (compaction)"
     kind = event.get("type")
-    metadata = event.get("metadata") if isinstance(event.get("metadata"), dict) else {}
+    metadata = obj_or_empty(event, "metadata")
     if kind is None:  # some Inspect versions record the strategy only
         kind = _STRATEGY_TYPES.get(str(metadata.get("strategy")), "summary")
     s.expect(kind, str, f"{where}.type", "'summary', 'edit' or 'trim'")

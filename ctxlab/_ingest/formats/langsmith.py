@@ -702,7 +702,7 @@ def tool_call_id_of(run: Run) -> str | None:
         return str(run.extra["tool_call_id"])
     out = (run.outputs or {}).get("output")
     if isinstance(out, dict):
-        kwargs = out.get("kwargs") if isinstance(out.get("kwargs"), dict) else out
+        kwargs = out["kwargs"] if isinstance(out.get("kwargs"), dict) else out
         if kwargs.get("tool_call_id"):
             return str(kwargs["tool_call_id"])
         found = _CALL_ID_IN_REPR.search(str(out.get("repr") or ""))
@@ -766,7 +766,7 @@ def check_pairs(history: list[BaseMessage], source: str, run_id: str | None) -> 
     orphan = first_orphan_result(history)
     if orphan is not None:
         raise TraceFormatError(
-            f"tool result for call {history[orphan].tool_call_id!r} has no matching tool call "
+            f"tool result for call {orphan[1].tool_call_id!r} has no matching tool call "
             "in an earlier AI message",
             source=source,
             run_id=run_id,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -193,7 +194,7 @@ def _chain_trace(
             after_summary = True
             continue
         if isinstance(msg, AIMessage):
-            usage = msg.usage_metadata or {}
+            usage: Mapping[str, Any] = msg.usage_metadata or {}
             details = usage.get("input_token_details") or {}
             model, provider = _model_of(msg, metadata)
             turns.append(

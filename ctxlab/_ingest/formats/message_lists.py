@@ -13,6 +13,7 @@ from typing import Any
 from langchain_core.messages import SystemMessage
 
 from ctxlab._errors import TraceFormatError
+from ctxlab._ingest.formats.fields import obj_or_empty
 from ctxlab._ingest.formats.messages import MessageDecodeError, decode_messages
 from ctxlab._messages import first_orphan_result
 from ctxlab._trace import Trace, from_messages
@@ -71,15 +72,16 @@ def trace_from_list(value: Any, *, source: str, trace_id: str, line: int | None 
     system = container.get("system")
     if system and not (messages and isinstance(messages[0], SystemMessage)):
         messages.insert(0, SystemMessage(content=system))
-    i = first_orphan_result(messages)
-    if i is not None:
+    orphan = first_orphan_result(messages)
+    if orphan is not None:
+        i, result = orphan
         raise TraceFormatError(
-            f"message {i}: tool result for call {messages[i].tool_call_id!r} has no matching "
+            f"message {i}: tool result for call {result.tool_call_id!r} has no matching "
             "tool call in an earlier assistant message",
             source=source,
             line=line,
         )
-    metadata = container.get("metadata") if isinstance(container.get("metadata"), dict) else {}
+    metadata = obj_or_empty(container, "metadata")
     trace = from_messages(
         messages,
         trace_id=str(container.get("trace_id") or trace_id),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import (
     AIMessage,
@@ -29,6 +29,9 @@ from langchain_core.messages import (
 )
 
 from ctxlab._ingest.formats.fields import describe
+
+Content = str | list[Any]
+"""What a LangChain message's `content` holds: text, or a list of blocks (dicts; strings)."""
 
 
 class MessageDecodeError(ValueError):
@@ -433,7 +436,7 @@ def decode_messages(raw: Iterable[Any], memo: Memo | None = None) -> list[BaseMe
     out: list[BaseMessage] = []
     for index, item in enumerate(raw):
         key = _memo_key(item) if memo is not None else None
-        hit = memo.get(key) if key is not None else None
+        hit = memo.get(key) if memo is not None and key is not None else None
         if hit is not None and hit[0] == item:
             decoded = hit[1]
         else:
@@ -441,14 +444,15 @@ def decode_messages(raw: Iterable[Any], memo: Memo | None = None) -> list[BaseMe
                 decoded = decode_message(item)
             except MessageDecodeError as exc:  # say which message of the list
                 raise MessageDecodeError(f"message {index}: {exc}") from exc
-            if key is not None:
+            if memo is not None and key is not None:
                 memo[key] = (item, decoded)
         for msg in decoded:
             is_call_item = isinstance(item, dict) and item.get("type") == "function_call"
             if is_call_item and out and isinstance(out[-1], AIMessage):
                 prev = out[-1]
                 out[-1] = prev.model_copy(
-                    update={"tool_calls": [*prev.tool_calls, *msg.tool_calls]}
+                    # a function_call item decodes to an AIMessage holding its call
+                    update={"tool_calls": [*prev.tool_calls, *cast(AIMessage, msg).tool_calls]}
                 )
             else:
                 out.append(msg)

@@ -29,6 +29,7 @@ import orjson
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ctxlab._errors import TraceFormatError
+from ctxlab._ingest.formats.fields import obj_or_empty
 from ctxlab._ingest.formats.messages import MessageDecodeError, parse_arguments
 from ctxlab._ingest.inputs import Inputs, Recorder
 from ctxlab._trace import RecordedCompaction, Trace, Turn
@@ -632,13 +633,13 @@ def _instance(value: Any, where: _Where, stem: str) -> Trace:
             line=where.line,
         )
     instance_id = value.get("instance_id")
-    issue = value.get("issue") if isinstance(value.get("issue"), dict) else {}
+    issue = obj_or_empty(value, "issue")
     if instance_id is None and issue.get("repo") and issue.get("number") is not None:
         instance_id = f"{issue.get('owner')}/{issue['repo']}#{issue['number']}"  # resolver
     trace_id = str(instance_id) if instance_id is not None else f"{stem}:{where.line}"
     trace, builder = _build(history, where, trace_id)
-    metadata = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
-    llm = metadata.get("llm_config") if isinstance(metadata.get("llm_config"), dict) else {}
+    metadata = obj_or_empty(value, "metadata")
+    llm = obj_or_empty(metadata, "llm_config")
     trace.metadata = {
         "instance_id": instance_id,
         "agent_class": metadata.get("agent_class"),
@@ -647,7 +648,7 @@ def _instance(value: Any, where: _Where, stem: str) -> Trace:
         "condenser_config": metadata.get("condenser_config"),
         "error": value.get("error"),
     }
-    metrics = value.get("metrics") if isinstance(value.get("metrics"), dict) else {}
+    metrics = obj_or_empty(value, "metrics")
     latencies = metrics.get("response_latencies")
     if isinstance(latencies, list) and len(latencies) > len(trace.turns):
         lost = len(latencies) - len(trace.turns)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from ctxlab._errors import TraceFormatError
+from ctxlab._ingest.formats.fields import obj_or_empty
 from ctxlab._ingest.inputs import Inputs
 from ctxlab._trace import Trace, Turn
 
@@ -129,14 +130,14 @@ def _trace(value: dict[str, Any], source: str, line: int | None, stem: str) -> T
             source=source,
             line=line,
         )
-    issue = value.get("issue") if isinstance(value.get("issue"), dict) else {}
+    issue = obj_or_empty(value, "issue")
     if value.get("instance_id") is not None:
         trace_id = str(value["instance_id"])
     elif issue.get("repo") and issue.get("number") is not None:
         trace_id = f"{issue.get('owner')}/{issue['repo']}#{issue['number']}"
     else:
         trace_id = f"{stem}:{line}"
-    metrics = value.get("metrics") if isinstance(value.get("metrics"), dict) else {}
+    metrics = obj_or_empty(value, "metrics")
     costs = metrics.get("costs")
     notes = list(NOTES)
     if isinstance(costs, list) and len(costs) != len(turns):

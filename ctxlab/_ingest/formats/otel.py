@@ -170,7 +170,7 @@ def _check_pairs(history: list[BaseMessage], source: str, trace_id: str) -> None
     orphan = first_orphan_result(history)
     if orphan is not None:
         raise TraceFormatError(
-            f"trace {trace_id}: tool result for call {history[orphan].tool_call_id!r} has no "
+            f"trace {trace_id}: tool result for call {orphan[1].tool_call_id!r} has no "
             "matching tool call in an earlier assistant message",
             source=source,
         )

@@ -563,7 +563,7 @@ def _indexed_message(fields: dict[str, Any], inner: str, call: str, fn: str) -> 
     msg: dict[str, Any] = {"role": get.get("role") or "user"}
     content = _blocks_text(get.get("content"))
     if content is None:
-        blocks = []
+        blocks: list[dict[str, Any]] = []
         for part in _indexed(get, "contents."):
             text = part.get("message_content.text")
             if text is not None:

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ctxlab._errors import TraceFormatError
+from ctxlab._ingest.formats.fields import obj_or_empty
 
 ATTRIBUTE_PREFIXES = ("gen_ai.", "llm.", "ai.", "openinference.", "traceloop.")
 """Attribute families of the GenAI conventions; a bare map with such keys is one span."""
@@ -261,7 +262,7 @@ def span_from(obj: dict[str, Any], *, default_trace: str, line: int | None, orde
     """One span from any of the plain span shapes (see the module docstring)."""
     context = _first(obj, "spanContext", "context")
     context = context if isinstance(context, dict) else {}
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    metadata = obj_or_empty(obj, "metadata")
     attributes = _first(obj, "attributes")
     if attributes is None and isinstance(metadata.get("attributes"), dict):
         attributes = metadata["attributes"]  # Langfuse keeps the OTel attributes here

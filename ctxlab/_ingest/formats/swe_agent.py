@@ -124,11 +124,12 @@ def _decode(raw: list[Any], where: str, check: _Where, memo: Memo) -> list[BaseM
 
 
 def _check_pairs(history: list[BaseMessage], check: _Where) -> None:
-    i = first_orphan_result(history)
-    if i is not None:
+    orphan = first_orphan_result(history)
+    if orphan is not None:
+        i, result = orphan
         raise check.fail(
             f"history[{i}]",
-            f"tool observation for call {history[i].tool_call_id!r} has no earlier assistant "
+            f"tool observation for call {result.tool_call_id!r} has no earlier assistant "
             "message with that tool call",
         )
 

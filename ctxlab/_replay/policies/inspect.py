@@ -385,6 +385,7 @@ class EditStage(InspectStage):
             and (it.msg.name or names.get(it.msg.tool_call_id)) not in self.exclude
         ]
         clear = results[: max(0, len(results) - self.keep_tool_uses)]
+        kept: list[Item] = out
         if self.keep_inputs:
             for i in clear:
                 m = out[i].msg
@@ -406,8 +407,6 @@ class EditStage(InspectStage):
                     )
             dropped = set(clear)
             kept = [it for i, it in enumerate(out) if i not in dropped]
-        else:
-            kept = out
         before = view[settled:] if self.edited is None else self.edited.tail
         if len(kept) - settled == len(before) and all(
             a.msg is b.msg or a.msg == b.msg for a, b in zip(kept[settled:], before, strict=True)
