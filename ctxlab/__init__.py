@@ -4,9 +4,9 @@ The public API reads like the user's sentence: `ctxlab.load(path)` gives `Trace`
 `ctxlab.replay(trace, policies.DeepAgents())` a `Replay`, `ctxlab.evaluate(replay)` what it
 lost, `ctxlab.Store()` keeps them, and `ctxlab.sweep(traces, policy, grid)` runs parameter grids
 into the store; `ctxlab.plots` and `ctxlab.widgets` draw them. Each CLI command has its twin
-here (`compare`, `calibrate`, ...). The public modules are `policies`, `summarizers`, `plots`,
-`widgets`, `facts`, `metrics`, `probes` and `cost`; every module whose name starts with `_` is
-private (docs/architecture.md).
+here (`inspect`, `compare`, `check_replay`, `calibrate`, ...). The public modules are
+`policies`, `summarizers`, `plots`, `widgets`, `facts`, `metrics`, `probes` and `cost`; every
+module whose name starts with `_` is private (docs/architecture.md).
 
 Every name is imported on first use: `import ctxlab` itself loads nothing else, so the CLI
 starts (and `ctxlab --help` answers) without polars, DuckDB or the policy catalogue, and a
@@ -31,11 +31,13 @@ _EXPORTS = {
     "TraceList": "ctxlab._ingest.load",
     "TraceLoadWarning": "ctxlab._ingest.load",
     "calibrate": "ctxlab._cost.calibration",
+    "check_replay": "ctxlab._evaluate.check_replay",
     "compare": "ctxlab._evaluate.compare",
     "Turn": "ctxlab._trace",
     "UnsupportedSettingError": "ctxlab._errors",
     "evaluate": "ctxlab._evaluate.evaluation",
     "from_messages": "ctxlab._trace",
+    "inspect": "ctxlab._ingest.inspection",
     "load": "ctxlab._ingest.load",
     "load_all": "ctxlab._ingest.load",
     "replay": "ctxlab._replay.replay",
@@ -60,11 +62,13 @@ __all__ = [
     "Turn",
     "UnsupportedSettingError",
     "calibrate",
+    "check_replay",
     "compare",
     "cost",
     "evaluate",
     "facts",
     "from_messages",
+    "inspect",
     "load",
     "load_all",
     "metrics",
@@ -82,8 +86,10 @@ if TYPE_CHECKING:
     from ctxlab import cost, facts, metrics, plots, policies, probes, summarizers, widgets
     from ctxlab._cost.calibration import calibrate
     from ctxlab._errors import TraceFormatError
+    from ctxlab._evaluate.check_replay import check_replay
     from ctxlab._evaluate.compare import compare
     from ctxlab._evaluate.evaluation import Evaluation, evaluate
+    from ctxlab._ingest.inspection import inspect
     from ctxlab._ingest.load import TraceList, TraceLoadWarning, load, load_all
     from ctxlab._replay.replay import Replay, replay
     from ctxlab._replay.requests import Requests, request_messages

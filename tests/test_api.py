@@ -41,7 +41,8 @@ def test_every_other_module_is_private() -> None:
 
 
 def test_verbs_are_functions_not_modules() -> None:
-    for verb in ("load", "replay", "evaluate", "compare", "calibrate", "sweep"):
+    verbs = ("load", "inspect", "replay", "evaluate", "compare", "check_replay", "calibrate")
+    for verb in (*verbs, "sweep"):
         assert callable(getattr(ctxlab, verb)) and not isinstance(
             getattr(ctxlab, verb), type(ctxlab)
         ), verb
@@ -101,3 +102,63 @@ def test_calibrate_saves_fits_a_bare_trace_borrows(tmp_path: Path) -> None:
     (borrowed,) = ctxlab.calibrate(bare, store)
     assert borrowed.calls_with_usage == 0 and borrowed.method == "calibrated"
     assert borrowed.fit.scale == fitted[0].fit.scale
+
+
+LONG = REPO / "traces" / "deepagents_long_session.jsonl.xz"
+
+
+def _as_json(value: object) -> object:
+    """`value` as the command's JSON reads back (tuples become lists)."""
+    return json.loads(json.dumps(value))
+
+
+def test_check_replay_is_the_commands_twin(shared: Path, capsys: pytest.CaptureFixture) -> None:
+    compacted = shared / "data" / "real-traces" / "claude-code-session-compacted"
+    for path in (LONG, compacted):
+        printed = _cli_json(["check-replay", str(path), "--json"], capsys)["traces"]
+        checks = ctxlab.check_replay(path)
+        assert _as_json([c.as_dict() for c in checks]) == printed, path
+        assert any(c.events for c in checks), path  # recorded compactions were checked
+    claude = checks[0]
+    assert claude.policy == "claude-code" and set(claude.recorded_settings) == {"window"}
+    settings = ["--policy", "deepagents", "--set", "trigger=fraction:0.1", "--window", "90000"]
+    printed = _cli_json(["check-replay", str(LONG), "--json", *settings], capsys)["traces"]
+    checks = ctxlab.check_replay(
+        LONG, "deepagents", settings={"trigger": "fraction:0.1", "window": "90000"}
+    )
+    assert _as_json([c.as_dict() for c in checks]) == printed
+    assert checks[0].params["window"] == 90_000
+
+
+def test_check_replay_takes_traces_and_policy_objects() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    trace = ctxlab.load(LONG)[0]
+    by_name = ctxlab.check_replay(trace, "deepagents")
+    by_object = ctxlab.check_replay(trace, ctxlab.policies.DeepAgents())
+    assert len(by_name) == len(trace.walk()) > 1  # subagents included
+    # by name, the preset runs as the recording fixed it (window, counter, usage scaling); an
+    # object runs as given
+    assert set(by_name[0].recorded_settings) == {"window", "chars_per_token", "use_usage_metadata"}
+    assert by_name[0].turn_agreement == 1.0 and by_name[0].params["window"] == 32_000
+    assert by_object[0].recorded_settings == {} and by_object[0].params != by_name[0].params
+    with pytest.raises(ValueError, match="by name"):
+        ctxlab.check_replay(trace, ctxlab.policies.DeepAgents(), settings={"window": "9000"})
+    bare = ctxlab.from_messages([HumanMessage("hi"), AIMessage("yo")], model="acme-1")
+    (guessed,) = ctxlab.check_replay(bare)
+    assert guessed.policy == "deepagents" and guessed.preset_guess in guessed.notes
+    with pytest.raises(ValueError, match=rf"^{bare.trace_id}: codex: .*window"):
+        ctxlab.check_replay(bare, "codex")
+
+
+def test_inspect_is_the_commands_twin(shared: Path, capsys: pytest.CaptureFixture) -> None:
+    real = shared / "data" / "real-traces"
+    printed = _cli_json(["inspect", str(real), "--json"], capsys)["traces"]
+    frame = ctxlab.inspect(real)
+    assert isinstance(frame, pl.DataFrame)
+    assert frame.to_dicts() == printed and frame.height >= 10
+    assert frame["recorded_compactions"].sum() > 0 and frame["recorded_input_tokens"].null_count()
+    (short,) = ctxlab.load(SHORT)
+    row = ctxlab.inspect(short).row(0, named=True)
+    assert row["trace_id"] == short.trace_id and row["subagents"] == len(short.walk()) - 1
+    assert ctxlab.inspect([]).schema == frame.schema

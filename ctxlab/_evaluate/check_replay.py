@@ -13,6 +13,9 @@ prints the pairs.
   the preset runs as the recorded harness was configured, not at public defaults.
 * `check(trace, replay)`: one `Paired` per recorded compaction (`ctxlab._ingest.recorded`), the
   replayed events no recorded one claimed, `turn_agreement` and `token_error_median`.
+* `check_replay(traces, policy=None)`: `ctxlab.check_replay`, the twin of the command: each
+  trace replayed under its harness's preset (or `policy`) as the recording configured it, then
+  checked; one `Check` per trace, subagents included.
 
 Pairing is one to one, nearest first, within a family: a recorded summary pairs with a replayed
 `summarize`, any other recorded rewrite with a replayed event that rewrites what earlier calls
@@ -26,7 +29,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import statistics
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -35,8 +40,9 @@ from ctxlab._ingest.recorded import recorded_compactions
 from ctxlab._trace import RecordedCompaction, Trace
 
 if TYPE_CHECKING:
-    from ctxlab._replay.policies.base import Event
+    from ctxlab._replay.policies.base import Event, Policy
     from ctxlab._replay.replay import Replay
+    from ctxlab._replay.summarizers import Summarizer
 
 SUMMARISING = frozenset({"summarize"})
 """Replayed event kinds that put a summary where messages were."""
@@ -286,6 +292,11 @@ class Check:
     notes: list[str] = field(default_factory=list)
     counted_as: CountedAs | None = None
     """How the replay counted the parts the file lacks (`Replay.counted_as`)."""
+    recorded_settings: dict[str, dict[str, str]] = field(default_factory=dict)
+    """The policy's parameters the recording fixed (`recorded_settings`): name -> `value` (as
+    `--set` spells it) and `source` (where it came from)."""
+    preset_guess: str | None = None
+    """Why the preset was a guess (no harness recognised), when it was; also the last note."""
 
     @property
     def turn_agreement(self) -> float | None:
@@ -313,6 +324,7 @@ class Check:
             "unpaired_replayed_turns": [e.turn for e in self.unpaired],
             "notes": list(self.notes),
             "counted_as": self.counted_as.as_dict() if self.counted_as is not None else None,
+            "recorded_settings": {k: dict(v) for k, v in self.recorded_settings.items()},
         }
 
 
@@ -367,6 +379,91 @@ def check(trace: Trace, replay: Replay) -> Check:
     if median is not None and median > TOKEN_GOAL:
         result.notes.append(_count_gap(trace, replay, median))
     return result
+
+
+def check_replay(
+    traces: str | os.PathLike[str] | Trace | Iterable[Trace],
+    policy: str | Policy | None = None,
+    *,
+    settings: Mapping[str, str] | None = None,
+    summarizer: Summarizer | None = None,
+) -> list[Check]:
+    """Replay every trace (a path, a `Trace`, or traces; subagents included) and pair its
+    recorded compactions with the replayed ones: one `Check` per trace, each `as_dict()` a
+    trace of `ctxlab check-replay --json`.
+
+    `policy` is a catalogue name (`ctxlab policies`) or a policy object; None picks the preset
+    of each trace's harness (`preset_for`). A policy given by name runs with the settings the
+    recording fixes (`recorded_settings`: the window the harness ran with, ...) unless
+    `settings` sets them: parameters spelled as `--set` spells them (`{"window": "200000"}`),
+    which win over both. A policy object runs as it is. `summarizer` defaults to the offline
+    `Extractive`. A policy that cannot run on a trace raises `ValueError` naming the trace.
+    """
+    from ctxlab._ingest.load import traces_of
+    from ctxlab._replay.policies.catalog import get_spelled
+
+    given = dict(settings or {})
+    if given and policy is not None and not isinstance(policy, str):
+        raise ValueError("settings apply to a policy given by name; set them on the object")
+    return check_traces(
+        traces_of(traces),
+        policy,
+        given,
+        lambda name, recorded: get_spelled(name, {**recorded, **given}),
+        summarizer,
+    )
+
+
+def check_traces(
+    traces: Iterable[Trace],
+    policy: str | Policy | None,
+    overridden: Collection[str],
+    build: Callable[[str, dict[str, str]], Policy],
+    summarizer: Summarizer | None = None,
+) -> list[Check]:
+    """`check_replay`'s work, shared with the command (which builds policies from its flags):
+    each trace replayed under `policy` (None: its harness's preset), then checked. A name is
+    built by `build(name, the recorded settings as --set texts)`, leaving out those named in
+    `overridden`; an object runs as it is. A policy `build` refuses raises as `build` raised;
+    one that cannot run on a trace raises `ValueError` naming the trace."""
+    from ctxlab._replay.replay import replay
+    from ctxlab._replay.summarizers import Extractive
+
+    summarizer = summarizer if summarizer is not None else Extractive()
+    built: dict[tuple[str, tuple[tuple[str, str], ...]], Policy] = {}
+    checks = []
+    for trace in traces:
+        recorded: dict[str, tuple[str, str]] = {}
+        warning = None
+        if policy is None or isinstance(policy, str):
+            name, warning = (policy, None) if policy else preset_for(trace)
+            recorded = {
+                k: v for k, v in recorded_settings(trace, name).items() if k not in overridden
+            }
+            texts = tuple((k, value) for k, (value, _) in recorded.items())
+            if (name, texts) not in built:  # one object per setting: replays share its memo
+                built[name, texts] = build(name, dict(texts))
+            chosen = built[name, texts]
+        else:
+            chosen = policy
+        try:
+            result = check(trace, replay(trace, chosen, summarizer=summarizer))
+        except ValueError as exc:  # the policy cannot run on this trace (as in `replay`)
+            raise ValueError(f"{trace.trace_id}: {exc}") from exc
+        if recorded:
+            result.notes.insert(
+                0,
+                "settings from the recording: "
+                + "; ".join(f"{k}={v} ({why})" for k, (v, why) in recorded.items()),
+            )
+        result.recorded_settings = {
+            k: {"value": v, "source": why} for k, (v, why) in recorded.items()
+        }
+        if warning is not None:
+            result.notes.append(warning)
+            result.preset_guess = warning
+        checks.append(result)
+    return checks
 
 
 def _counted_note(counted: CountedAs) -> str:

@@ -1,9 +1,8 @@
 """`ctxlab check-replay TRACE [--policy NAME] [--json]`: recorded compactions vs replayed ones.
 
-Mirrors `ctxlab._evaluate.check_replay.check(trace, ctxlab.replay(trace, policy))` for every trace
-in
-TRACE (subagents included). Without `--policy`, each trace is replayed under the preset of its
-harness (`ctxlab._evaluate.check_replay.preset_for`); a guess prints a warning line. `--window`,
+Prints `ctxlab.check_replay(TRACE, policy)`: every trace in TRACE (subagents included) replayed
+and checked. Without `--policy`, each trace is replayed under the preset of its harness; a guess
+prints a warning line. `--window`,
 `--trigger`, `--keep`, `--stress` and `--set` override the policy's parameters as in `ctxlab
 replay` (the recorded harness's window is often not in the file). The table shows, per
 recorded compaction, the recorded and replayed call, the tokens before it on both sides and
@@ -22,6 +21,7 @@ from ctxlab._cli import flags
 from ctxlab._cli.commands.replay import add_policy_flags, build_policy
 from ctxlab._cli.output import load_status, report_errors, warn
 from ctxlab._cli.tables import add_wide_flag, clip, fit, plural, table, terminal_width
+from ctxlab._errors import FlagError
 
 if TYPE_CHECKING:
     from ctxlab._evaluate.check_replay import Check
@@ -50,56 +50,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ctxlab._evaluate.check_replay import check, preset_for, recorded_settings
-    from ctxlab._ingest.load import load_all
-    from ctxlab._replay.replay import replay
+    from ctxlab._evaluate.check_replay import check_traces
+    from ctxlab._ingest.load import load_all, traces_of
     from ctxlab.summarizers import Extractive, Fixed
 
-    policies: dict[tuple[str, tuple[str, ...]], Policy] = {}
     given = {name for name in ("window", "trigger", "keep", "stress") if getattr(args, name)}
     given |= {a.split("=", 1)[0].strip() for a in args.set}
 
-    def policy_named(name: str, recorded: dict[str, tuple[str, str]]) -> Policy:
-        sets = tuple(f"{k}={v}" for k, (v, _) in recorded.items() if k not in given)
-        if (name, sets) not in policies:
-            spelled = {**vars(args), "policy": name, "set": [*sets, *args.set]}
-            policies[name, sets] = build_policy(argparse.Namespace(**spelled))
-        return policies[name, sets]
+    def build(name: str, recorded: dict[str, str]) -> Policy:
+        """The policy the flags describe, over the recording's settings they leave alone;
+        a bad flag is a `FlagError` naming it."""
+        sets = [f"{k}={v}" for k, v in recorded.items()]
+        return build_policy(
+            argparse.Namespace(**{**vars(args), "policy": name, "set": [*sets, *args.set]})
+        )
 
     if args.policy:
-        policy_named(args.policy, {})
+        build(args.policy, {})  # a bad flag is reported before anything loads
     summarizer = Fixed.from_file(args.summary_text_file) if args.summary_text_file else Extractive()
     loaded = load_all([args.path])
     flags.require_traces(loaded, [args.path])
-    checks = []
-    settings: list[dict[str, dict[str, str]]] = []
-    for trace in (t for top in loaded for t in top.walk()):
-        name, warning = (args.policy, None) if args.policy else preset_for(trace)
-        if warning is not None:
-            warn(warning)
-        recorded = {k: v for k, v in recorded_settings(trace, name).items() if k not in given}
-        policy = policy_named(name, recorded)
-        try:
-            result = check(trace, replay(trace, policy, summarizer=summarizer))
-        except ValueError as exc:  # the policy cannot run on this trace (as in `replay`)
-            print(fit(f"ctxlab: error: {trace.trace_id}: {exc}"), file=sys.stderr)
-            return 2
-        if recorded:
-            result.notes.insert(
-                0,
-                "settings from the recording: "
-                + "; ".join(f"{k}={v} ({why})" for k, (v, why) in recorded.items()),
-            )
-        if warning is not None:
-            result.notes.append(warning)
-        checks.append(result)
-        settings.append({k: {"value": v, "source": why} for k, (v, why) in recorded.items()})
+    try:
+        checks = check_traces(traces_of(loaded), args.policy, given, build, summarizer)
+    except FlagError:
+        raise
+    except ValueError as exc:  # a policy that cannot run on a trace (as in `replay`)
+        print(fit(f"ctxlab: error: {exc}"), file=sys.stderr)
+        return 2
+    for c in checks:
+        if c.preset_guess is not None:
+            warn(c.preset_guess)
     if args.json:
-        rows = [
-            {**c.as_dict(), "recorded_settings": kept}
-            for c, kept in zip(checks, settings, strict=True)
-        ]
-        print(json.dumps({"traces": rows}, indent=2))
+        print(json.dumps({"traces": [c.as_dict() for c in checks]}, indent=2))
     else:
         for c in checks:
             _print(c, args.wide)

@@ -1,4 +1,8 @@
-"""`ctxlab inspect PATH... [--json]`: what each trace file holds, before any replay."""
+"""`ctxlab inspect PATH... [--json]`: what each trace file holds, before any replay.
+
+Prints `ctxlab.inspect` of the traces in every PATH (its rows are the JSON's `traces`), the
+number of traces per format, and the files that failed or were skipped.
+"""
 
 from __future__ import annotations
 
@@ -63,11 +67,12 @@ def _problem(error: TraceFormatError) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ctxlab._ingest.inspection import inspect
     from ctxlab._ingest.load import load_all
 
     result = load_all(args.paths)
     flags.require_traces(result, args.paths)
-    summaries = [{**t.summary(), "source": t.source} for t in result]
+    summaries = inspect(result).to_dicts()
     formats = dict(sorted(Counter(s["format"] for s in summaries).items()))
     if args.json:
         out = {
