@@ -7,11 +7,9 @@ subagents are counted in their parent's row, not listed.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ctxlab._trace import Trace
+from ctxlab._ingest.load import Source, top_traces
 
 if TYPE_CHECKING:
     import polars as pl
@@ -36,21 +34,13 @@ def _schema() -> dict[str, pl.DataType]:
     }
 
 
-def inspect(source: str | os.PathLike[str] | Trace | Iterable[Trace]) -> pl.DataFrame:
+def inspect(source: Source) -> pl.DataFrame:
     """One row per trace in `source` (a file, `.gz` file or directory, loaded as
-    `ctxlab.load` loads it; a `Trace`; or traces): id, format, model, messages, model calls
+    `ctxlab.load` loads it; a `Trace`; or a list of them): id, format, model, messages, calls
     (`turns`), subagents, recorded compactions, the input tokens the provider reported summed
     over the calls (null when none were), the format's notes on what it does not record, and
     the source file."""
     import polars as pl
 
-    from ctxlab._ingest.load import load
-
-    if isinstance(source, str | os.PathLike):
-        traces: Iterable[Trace] = load(os.fspath(source))
-    elif isinstance(source, Trace):
-        traces = [source]
-    else:
-        traces = source
-    rows = [{**t.summary(), "source": t.source} for t in traces]
+    rows = [{**t.summary(), "source": t.source} for t in top_traces(source)]
     return pl.DataFrame(rows, schema=_schema())

@@ -526,12 +526,56 @@ def load(path: str | Path) -> TraceList:
     return result
 
 
-def traces_of(source: str | os.PathLike[str] | Trace | Iterable[Trace]) -> list[Trace]:
-    """Every trace `source` names, subagents included (depth first), as the CLI walks them: a
-    path is loaded (`load`), a trace stands for itself and its subagents. The twins of the
-    commands (`ctxlab.compare`, `ctxlab.calibrate`) take their traces through here."""
+Source = str | os.PathLike[str] | Trace | Iterable[str | os.PathLike[str] | Trace]
+"""What the functions that take traces accept: a path (file, `.gz` file or directory), a
+`Trace`, or a collection of them."""
+
+
+def given_traces(source: Source) -> TraceList:
+    """The traces `source` names, as given (subagents inside their parents): the `Trace`s
+    themselves, then every path's traces loaded together (`load_all`: failures are collected in
+    `errors` and `skipped`, not raised). A string is a path, never a list of letters; anything
+    but a path or a `Trace` is a `TypeError` saying what was given."""
+    if isinstance(source, Trace | str | os.PathLike):
+        items: list[Any] = [source]
+    elif isinstance(source, bytes) or not isinstance(source, Iterable):
+        raise TypeError(
+            "traces must be a path, a Trace, or a list of paths or traces; "
+            f"got {type(source).__name__}"
+        )
+    else:
+        items = list(source)
+    traces: list[Trace] = []
+    paths: list[str | Path] = []
+    for item in items:
+        if isinstance(item, Trace):
+            traces.append(item)
+        elif isinstance(item, str | os.PathLike):
+            paths.append(Path(item))
+        else:
+            raise TypeError(
+                f"traces: each item must be a path or a Trace; got {type(item).__name__}"
+            )
+    if not paths:
+        return TraceList(traces)
+    loaded = load_all(paths)
+    return TraceList([*traces, *loaded], loaded.errors, loaded.skipped)
+
+
+def top_traces(source: Source) -> list[Trace]:
+    """The traces `source` names, subagents inside their parents: a path is loaded as `load`
+    loads it, a trace stands for itself, and in a collection the first file that fails to
+    load raises."""
     if isinstance(source, str | os.PathLike):
-        source = load(os.fspath(source))
-    elif isinstance(source, Trace):
-        source = [source]
-    return [t for top in source for t in top.walk()]
+        return load(os.fspath(source))
+    found = given_traces(source)
+    if found.errors:
+        raise found.errors[0]
+    return found
+
+
+def traces_of(source: Source) -> list[Trace]:
+    """Every trace `source` names (`top_traces`), subagents included (depth first), as the CLI
+    walks them. The twins of the commands (`ctxlab.compare`, `ctxlab.calibrate`,
+    `ctxlab.check_replay`) take their traces through here."""
+    return [t for top in top_traces(source) for t in top.walk()]

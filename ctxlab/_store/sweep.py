@@ -44,7 +44,7 @@ import polars as pl
 
 from ctxlab._errors import SweepError, TraceFormatError
 from ctxlab._evaluate.evaluation import evaluate
-from ctxlab._ingest.load import load_all
+from ctxlab._ingest.load import Source, given_traces
 from ctxlab._replay.applies import check_policy, with_settings
 from ctxlab._replay.policies.catalog import get
 from ctxlab._replay.replay import replay
@@ -141,41 +141,18 @@ def ray_problem(address: str | None) -> str | None:
     return None
 
 
-def _inputs(traces: Trace | str | os.PathLike[str] | Iterable[Any]) -> list[Any]:
-    """The items `sweep` was given: one path or `Trace` stands alone, as `ctxlab.load` takes
-    it; anything else is a collection of them. A string is a path, never a list of letters."""
-    if isinstance(traces, Trace | str | os.PathLike):
-        return [traces]
-    if isinstance(traces, bytes) or not isinstance(traces, Iterable):
-        raise SweepError(
-            "traces must be a path, a Trace, or a list of paths or traces; "
-            f"got {type(traces).__name__}"
-        )
-    items = list(traces)
-    for item in items:
-        if not isinstance(item, Trace | str | os.PathLike):
-            raise SweepError(
-                f"traces: each item must be a path or a Trace; got {type(item).__name__}"
-            )
-    return items
-
-
-def _load(traces: Trace | str | os.PathLike[str] | Iterable[Any]) -> list[Trace]:
-    loaded: list[Trace] = []
-    paths: list[str | Path] = []
-    for item in _inputs(traces):
-        if isinstance(item, Trace):
-            loaded.append(item)
-        else:
-            paths.append(Path(item))
-    if paths:
-        result = load_all(paths)
-        if result.errors:
-            raise SweepError("cannot sweep: " + "; ".join(str(e) for e in result.errors))
-        loaded.extend(result)
-    if not loaded:
+def _load(traces: Source) -> list[Trace]:
+    """The traces to sweep (`given_traces`), refusing any that failed to load: a sweep runs on
+    every trace it was given or on none."""
+    try:
+        result = given_traces(traces)
+    except TypeError as exc:
+        raise SweepError(str(exc)) from None
+    if result.errors:
+        raise SweepError("cannot sweep: " + "; ".join(str(e) for e in result.errors))
+    if not result:
         raise SweepError("no traces to sweep")
-    return loaded
+    return list(result)
 
 
 def plan_cells(
