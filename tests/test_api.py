@@ -112,22 +112,35 @@ def _as_json(value: object) -> object:
     return json.loads(json.dumps(value))
 
 
-def test_check_replay_is_the_commands_twin(shared: Path, capsys: pytest.CaptureFixture) -> None:
-    compacted = shared / "data" / "real-traces" / "claude-code-session-compacted"
-    for path in (LONG, compacted):
-        printed = _cli_json(["check-replay", str(path), "--json"], capsys)["traces"]
-        checks = ctxlab.check_replay(path)
-        assert _as_json([c.as_dict() for c in checks]) == printed, path
-        assert any(c.events for c in checks), path  # recorded compactions were checked
-    claude = checks[0]
+def _check_replay_twin(path: Path, capsys: pytest.CaptureFixture, *flags: str) -> list:
+    """`ctxlab.check_replay` of `path`, checked equal to `ctxlab check-replay --json`."""
+    printed = _cli_json(["check-replay", str(path), "--json", *flags], capsys)["traces"]
+    given = dict(zip(flags[::2], flags[1::2], strict=True))
+    policy = given.pop("--policy", None)
+    settings = dict(v.split("=", 1) for k, v in given.items() if k == "--set")
+    settings |= {k[2:]: v for k, v in given.items() if k != "--set"}
+    checks = ctxlab.check_replay(path, policy, settings=settings)
+    assert _as_json([c.as_dict() for c in checks]) == printed, path
+    return checks
+
+
+def test_check_replay_is_the_commands_twin(capsys: pytest.CaptureFixture) -> None:
+    checks = _check_replay_twin(LONG, capsys)
+    assert [len(c.events) for c in checks][0] == 3 and checks[0].turn_agreement == 1.0
+    flags = ("--policy", "deepagents", "--set", "trigger=fraction:0.1", "--window", "90000")
+    (top, *_) = _check_replay_twin(LONG, capsys, *flags)
+    assert top.params["window"] == 90_000 and "window" not in top.recorded_settings
+
+
+def test_check_replay_is_the_commands_twin_on_shared_files(
+    shared: Path, capsys: pytest.CaptureFixture
+) -> None:
+    real = shared / "data" / "real-traces"
+    claude = _check_replay_twin(real / "claude-code-session-compacted", capsys)[0]
     assert claude.policy == "claude-code" and set(claude.recorded_settings) == {"window"}
-    settings = ["--policy", "deepagents", "--set", "trigger=fraction:0.1", "--window", "90000"]
-    printed = _cli_json(["check-replay", str(LONG), "--json", *settings], capsys)["traces"]
-    checks = ctxlab.check_replay(
-        LONG, "deepagents", settings={"trigger": "fraction:0.1", "window": "90000"}
-    )
-    assert _as_json([c.as_dict() for c in checks]) == printed
-    assert checks[0].params["window"] == 90_000
+    assert claude.events  # its recorded compaction was checked
+    codex = _check_replay_twin(real / "codex-rollout", capsys)[0]
+    assert codex.policy == "codex" and codex.recorded_settings
 
 
 def test_check_replay_takes_traces_and_policy_objects() -> None:
