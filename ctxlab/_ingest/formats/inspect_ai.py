@@ -838,9 +838,13 @@ def read(values: list[tuple[Any, int | None]], source: str) -> list[Trace]:
         )
     traces = [_sample_trace(log, sample, i) for i, sample in enumerate(samples)]
     config = _compaction_config(doc.get("plan"))
-    if config is not None:
-        for trace in traces:
+    packages = spec.get("packages")
+    version = packages.get("inspect_ai") if isinstance(packages, dict) else None
+    for trace in traces:
+        if config is not None:
             trace.metadata["compaction_config"] = config
+        if isinstance(version, str):  # how its compaction counted (`inspect.counts_usage`)
+            trace.metadata["inspect_version"] = version
     return traces
 
 
