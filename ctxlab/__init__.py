@@ -36,6 +36,7 @@ _EXPORTS = {
     "UnsupportedSettingError": "ctxlab._errors",
     "evaluate": "ctxlab._evaluate.evaluation",
     "from_messages": "ctxlab._trace",
+    "harness_traces": "ctxlab._ingest.harness_traces",
     "load": "ctxlab._ingest.load",
     "load_all": "ctxlab._ingest.load",
     "replay": "ctxlab._replay.replay",
@@ -65,6 +66,7 @@ __all__ = [
     "evaluate",
     "facts",
     "from_messages",
+    "harness_traces",
     "load",
     "load_all",
     "metrics",
@@ -84,6 +86,7 @@ if TYPE_CHECKING:
     from ctxlab._errors import TraceFormatError
     from ctxlab._evaluate.compare import compare
     from ctxlab._evaluate.evaluation import Evaluation, evaluate
+    from ctxlab._ingest.harness_traces import harness_traces
     from ctxlab._ingest.load import TraceList, TraceLoadWarning, load, load_all
     from ctxlab._replay.replay import Replay, replay
     from ctxlab._replay.requests import Requests, request_messages

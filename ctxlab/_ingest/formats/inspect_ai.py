@@ -809,7 +809,8 @@ def _scorer_note(trace: Trace, scorers: int) -> list[str]:
     return [
         f"{scorers} scorer model calls ({', '.join(models) or 'model not recorded'}: "
         f"{scored:,} input tokens{share}) are kept in harness_calls as 'scorer' calls, not "
-        "replayed as the agent's turns."
+        "replayed as the agent's turns; ctxlab.harness_traces(trace, 'scorer') gives each as "
+        "a trace of its own."
     ]
 
 
