@@ -356,13 +356,14 @@ def check(trace: Trace, replay: Replay) -> Check:
         event = replayed[match[i]] if i in match else None
         before = _before(replay, r.turn)
         fired = event.tokens_before if event is not None else None
+        fired_at = event.turn if event is not None else None
         paired = Paired(
             r,
             event,
             harness(before, r.turn) if before is not None else None,
             replayed_policy_tokens=before,
             replayed_tokens_before=(
-                harness(fired, event.turn) if fired is not None and event is not None else None
+                harness(fired, fired_at) if fired is not None and fired_at is not None else None
             ),
         )
         events.append(dataclasses.replace(paired, note=_note(paired, lowest)))
