@@ -37,6 +37,7 @@ _EXPORTS = {
     "UnsupportedSettingError": "ctxlab._errors",
     "evaluate": "ctxlab._evaluate.evaluation",
     "from_messages": "ctxlab._trace",
+    "harness_traces": "ctxlab._ingest.harness_traces",
     "inspect": "ctxlab._ingest.inspection",
     "load": "ctxlab._ingest.load",
     "load_all": "ctxlab._ingest.load",
@@ -68,6 +69,7 @@ __all__ = [
     "evaluate",
     "facts",
     "from_messages",
+    "harness_traces",
     "inspect",
     "load",
     "load_all",
@@ -89,6 +91,7 @@ if TYPE_CHECKING:
     from ctxlab._evaluate.check_replay import check_replay
     from ctxlab._evaluate.compare import compare
     from ctxlab._evaluate.evaluation import Evaluation, evaluate
+    from ctxlab._ingest.harness_traces import harness_traces
     from ctxlab._ingest.inspection import inspect
     from ctxlab._ingest.load import TraceList, TraceLoadWarning, load, load_all
     from ctxlab._replay.replay import Replay, replay

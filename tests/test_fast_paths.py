@@ -106,7 +106,30 @@ def conversations(draw: st.DrawFn) -> Trace:
                 )
             )
     msgs.append(AIMessage("done"))
+    with_usage(msgs)
     return from_messages(msgs, trace_id="generated", model=MODEL, provider="anthropic")
+
+
+def with_usage(msgs: list[Any]) -> None:
+    """Recorded usage on two traces in three (what the harness presets count from,
+    `counted_as`): growing with the history, on one of them with jumps, and missing at every
+    sixth call, as a recording's may be. Derived from the drawn messages, not drawn itself,
+    so the examples drawn for every policy stay the ones the seed gives."""
+    mode = len(msgs) % 3
+    if mode == 0:
+        return
+    sent, calls = 0, 0
+    for m in msgs:
+        if isinstance(m, AIMessage):
+            calls += 1
+            if calls % 6:
+                tokens = 500 + sent // 3 + (calls * 7_919 % 2_000 if mode == 2 else 0)
+                m.usage_metadata = {
+                    "input_tokens": tokens,
+                    "output_tokens": 5,
+                    "total_tokens": tokens + 5,
+                }
+        sent += len(message_text(m))
 
 
 def ties(trace: Trace) -> list[int]:

@@ -158,6 +158,26 @@ def test_log_inspect_wrote_with_a_subagent_and_a_grader() -> None:
     assert trace.summary()["subagents"] == 1
 
 
+def test_scorer_calls_load_as_traces_of_their_own() -> None:
+    """`ctxlab.harness_traces(path, "scorer")`: the grader's call, as the log records it, is a
+    one-call trace beside the agent's, replayable and billed like any trace."""
+    path = INSPECT_LOGS / "react-subagent.eval"
+    (trace,) = ctxlab.load(path)
+    (grader,) = trace.harness_calls
+    (own,) = ctxlab.harness_traces(path, "scorer")
+    assert own.trace_id == f"{trace.trace_id}:scorer:0"
+    assert own.parent_trace_id == trace.trace_id and own.format == "inspect-ai"
+    assert own.messages == [*grader.inputs, grader.output]
+    (turn,) = own.turns
+    assert (turn.position, turn.input_tokens) == (len(grader.inputs), grader.input_tokens)
+    assert turn.output is not None and turn.output.text == "GRADE: C"
+    # the grader re-reads the agent's answer: the submitted "done" is in its prompt
+    assert "done" in own.messages[-2].text
+    assert ctxlab.harness_traces(trace, "summary") == []
+    assert [t.trace_id for t in ctxlab.harness_traces(trace)] == [own.trace_id]
+    assert len(ctxlab.replay(own, "deepagents").calls) == 1
+
+
 # ----------------------------------------------------------------------------- synthetic logs
 
 

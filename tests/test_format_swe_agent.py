@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 import ctxlab
 from ctxlab._ingest.formats import swe_agent
+from ctxlab._messages import message_text
 
 MARSHMALLOW = (
     "data/real-traces/swe-agent-traj-function-calling-marshmallow/"
@@ -159,6 +160,67 @@ def test_old_trajectory_without_views(tmp_path: Path) -> None:
     assert any("model name is not recorded" in n for n in trace.notes)
     for policy in ("deepagents", "swe-agent-masking"):
         assert ctxlab.replay(trace, policy).turns.height == 2
+
+
+def _long_old_traj(steps: int) -> dict[str, Any]:
+    """A SWE-agent 0.x run of `steps` calls: system prompt, a demonstration (a user turn
+    marked `is_demo`), the instance, then text actions each answered by a user turn of i + 2
+    lines."""
+    doc = _old_traj()
+    history = doc["history"][:3]
+    for i in range(steps):
+        history.append(
+            {"role": "assistant", "content": f"Step {i}.\n```\nls\n```", "agent": "primary"}
+        )
+        if i < steps - 1:
+            lines = "\n".join(f"file{i}_{j}.py" for j in range(i + 2))
+            history.append({"role": "user", "content": lines, "agent": "primary"})
+    doc["history"] = history
+    doc["trajectory"] = [
+        {"action": "ls\n", "observation": "", "response": "", "thought": "", "state": "{}"}
+        for _ in range(steps)
+    ]
+    return doc
+
+
+def _swe_agent_0_view(history: list[dict[str, Any]], n: int) -> list[str]:
+    """What SWE-agent 0.x's `LastNObservations(n)` sends, written here from its
+    `last_n_history` (sweagent/agent/history_processors.py at v0.7.0), independently of
+    ctxlab: every user turn that is not a demonstration counts; the first and the last n are
+    kept, the others say "Old output omitted (N lines)"."""
+    users = [e for e in history if e["role"] == "user" and not e.get("is_demo", False)]
+    out, seen = [], 0
+    for e in history:
+        if e["role"] != "user" or e.get("is_demo", False):
+            out.append(e["content"])
+            continue
+        seen += 1
+        if seen == 1 or seen > len(users) - n:
+            out.append(e["content"])
+        else:
+            out.append(f"Old output omitted ({len(e['content'].splitlines())} lines)")
+    return out
+
+
+@pytest.mark.parametrize(("policy", "n"), [("swe-agent-masking", 5), ("observation-masking", 3)])
+def test_old_trajectory_masks_its_user_turns_as_swe_agent_0_did(
+    tmp_path: Path, policy: str, n: int
+) -> None:
+    """0.x's observations are user turns: the masking presets elide them as 0.x did, request
+    by request, keeping the demonstration, the instance and the last n."""
+    doc = _long_old_traj(12)
+    trace = ctxlab.load(_write(tmp_path, doc))[0]
+    assert trace.metadata["swe_agent"] == "0.x"
+    assert trace.metadata["observations"] == [2, *range(4, 4 + 2 * 11, 2)]
+    preset = ctxlab.policies.get(policy, n=n) if policy == "observation-masking" else policy
+    replayed = ctxlab.replay(trace, preset)
+    events = replayed.event_list
+    # masking starts once the observations before a call outnumber the instance and the last n
+    assert [e.turn for e in events] == list(range(n + 1, 12))
+    requests = ctxlab.Requests(replayed)
+    for turn in trace.turns:
+        sent = [message_text(r.message) for r in requests.at(turn.index)]
+        assert sent == _swe_agent_0_view(doc["history"][: turn.position], n)
 
 
 def _call(i: int, command: str) -> dict[str, Any]:

@@ -185,8 +185,13 @@ def test_inspect_presets_take_the_logs_compaction_config() -> None:
     (trim,) = ctxlab.load(logs / "react-trim.eval")
     assert trim.metadata["compaction_config"]["type"] == "trim"
     settings = recorded_settings(trim, "inspect-trim")
-    assert {k: v for k, (v, _) in settings.items()} == {"threshold": "4000", "preserve": "0.8"}
+    assert {k: v for k, (v, _) in settings.items()} == {
+        "threshold": "4000",
+        "preserve": "0.8",
+        "counted_as": "previous_call",
+    }
     (summary,) = ctxlab.load(logs / "react-summary.eval")
     assert {k: v for k, (v, _) in recorded_settings(summary, "inspect-summary").items()} == {
-        "threshold": "4000"
+        "threshold": "4000",
+        "counted_as": "previous_call",
     }

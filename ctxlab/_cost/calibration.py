@@ -27,9 +27,10 @@ excludes the cache) and is summed instead.
 from __future__ import annotations
 
 import math
+import operator
 import re
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -564,10 +565,22 @@ class CountedAs:
     added_tokens: int = 0
     scale: float = 1.0
     calls: int = 0
+    offsets: tuple[tuple[int, int] | None, ...] | None = None
+    """Per call, for `previous_call` (a harness that adds to the previous call's recorded
+    usage, as Inspect does): `(added tokens, the recorded call they were measured on)`, None
+    where no earlier call recorded usage (the harness counts the messages then); None for the
+    other methods, whose `added_tokens` holds at every call."""
 
     def harness(self, tokens: int) -> int:
         """The policy's count of a request as the harness would have counted it."""
         return round(self.added_tokens + self.scale * tokens)
+
+    def harness_at(self, tokens: int, call: int) -> int:
+        """`harness(tokens)` at call `call`: with per-call `offsets`, that call's own."""
+        if self.offsets is None:
+            return self.harness(tokens)
+        added = self.offsets[call] if 0 <= call < len(self.offsets) else None
+        return tokens + (added[0] if added is not None else 0)
 
     def policy(self, tokens: int) -> int:
         """The policy's count at which the harness's count reaches `tokens` (a threshold)."""
@@ -585,6 +598,68 @@ class CountedAs:
 
 FILE_ONLY = CountedAs("file")
 """No estimate: the policy counts what the file holds."""
+
+
+def _as_sent(
+    trace: Trace, turn: Turn, prefix: list[int], tokens: Callable[[BaseMessage], int]
+) -> int:
+    """The count of what `turn` sent: the history's running count when its inputs are the
+    history before it (the same objects, or none kept), else their sum."""
+    n = min(turn.position, len(trace.messages))
+    inputs = turn.inputs
+    if not inputs or (len(inputs) == n and all(map(operator.is_, inputs, trace.messages))):
+        return prefix[n]
+    return sum(map(tokens, inputs))
+
+
+PREVIOUS_CALL = ("previous_call", "file")
+"""How a harness that counts from the previous call's usage (Inspect) may be counted:
+`previous_call` as it does, `file` the file alone."""
+
+
+def previous_call(trace: Trace, chars_per_token: float, method: str = "previous_call") -> CountedAs:
+    """What a harness that decides on the previous call's recorded usage counted beyond the
+    policy's count of the file, call by call.
+
+    Inspect (>= 0.3.178, `compaction()` in src/inspect_ai/model/_compaction/_compaction.py)
+    counts a request as the last call's reported input (`input_context_tokens`, else input +
+    cache reads + cache writes) plus its own count of the messages added since; before any
+    call reported usage, and after a compaction until the next one did, it counts tool
+    schemas and messages. So at call k the harness counts the policy's count of its request
+    plus `recorded(j) - count(request j)`, j the last earlier call with usage (its as-sent
+    `Turn.inputs`; the history before it when the file keeps none). The difference is not
+    clamped: a counter that over-counts the file gives a negative one. `added_tokens` is the
+    median over the calls that have one (what `harness` adds where no call is named).
+    """
+    if method not in PREVIOUS_CALL:
+        raise ValueError(f"counted_as must be one of {', '.join(PREVIOUS_CALL)}, got {method!r}")
+    if method == "file":
+        return FILE_ONLY
+    tools = tk.tool_schema_tokens(trace.tools, chars_per_token) if trace.tools else 0
+    counted: dict[int, int] = {}  # per message object: the same objects recur call after call
+
+    def tokens(message: BaseMessage) -> int:
+        key = id(message)
+        if key not in counted:
+            counted[key] = tk.message_tokens(message, chars_per_token)
+        return counted[key]
+
+    prefix = [0]  # the history's running count: an uncompacted call's request is a prefix
+    for message in trace.messages:
+        prefix.append(prefix[-1] + tokens(message))
+    offsets: list[tuple[int, int] | None] = []
+    current: tuple[int, int] | None = None
+    for turn in trace.turns:
+        offsets.append(current)
+        if turn.input_tokens is not None:
+            sent = _as_sent(trace, turn, prefix, tokens)
+            current = (turn.input_tokens - tools - sent, turn.index)
+    known = [o[0] for o in offsets if o is not None]
+    if not known:
+        return FILE_ONLY
+    return CountedAs(
+        "previous_call", round(statistics.median(known)), 1.0, len(known), tuple(offsets)
+    )
 
 
 def counted_as(trace: Trace, chars_per_token: float, method: str = "usage") -> CountedAs:
@@ -642,6 +717,7 @@ __all__ = [
     "DEFAULT_FITS",
     "FILE_ONLY",
     "METHODS",
+    "PREVIOUS_CALL",
     "Biller",
     "CountedAs",
     "Fit",
@@ -656,4 +732,5 @@ __all__ = [
     "default_fit",
     "model_family",
     "models",
+    "previous_call",
 ]

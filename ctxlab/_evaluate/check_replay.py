@@ -91,7 +91,9 @@ def recorded_settings(trace: Trace, policy: str) -> dict[str, tuple[str, str]]:
       (`ctxlab._replay.policies.codex.window_from_recorded`), and
       `auto_compact_token_limit`, the rollout's `model_auto_compact_token_limit`;
     * `claude-code`: `window`, Claude Code's window for the recorded model id
-      (`ctxlab._replay.policies.claude_code.claude_code_window`), with the recorded version.
+      (`ctxlab._replay.policies.claude_code.claude_code_window`), with the recorded version;
+    * `inspect-*`: the plan's `react(compaction=...)` parameters, and `counted_as` by the
+      Inspect version the log records (`ctxlab._replay.policies.inspect.counts_usage`).
     """
     if policy == "codex":
         return _codex_settings(trace)
@@ -149,7 +151,7 @@ INSPECT_SETTINGS = {
 def _inspect_settings(trace: Trace, policy: str) -> dict[str, tuple[str, str]]:
     config = trace.metadata.get("compaction_config")
     if not isinstance(config, dict):
-        return {}
+        config = {}
     kind = config.get("type")
     out: dict[str, tuple[str, str]] = {}
     for key in INSPECT_SETTINGS.get(policy, ()):
@@ -158,6 +160,16 @@ def _inspect_settings(trace: Trace, policy: str) -> dict[str, tuple[str, str]]:
             continue
         text = json.dumps(value) if isinstance(value, bool) else str(value)
         out[key] = (text, f"the log's plan: react(compaction={kind}(..., {key}={value!r}))")
+    version = trace.metadata.get("inspect_version")
+    if isinstance(version, str):
+        from ctxlab._replay.policies.inspect import counts_usage
+
+        if counts_usage(version):
+            why = f"Inspect {version} counts from the last call's reported usage (>= 0.3.178)"
+            out["counted_as"] = ("previous_call", why)
+        else:
+            why = f"Inspect {version} counts tool schemas and messages (before 0.3.178)"
+            out["counted_as"] = ("file", why)
     return out
 
 
@@ -348,21 +360,23 @@ def check(trace: Trace, replay: Replay) -> Check:
             match[i] = j
             taken.add(j)
     counted = replay.counted_as
-    harness = counted.harness if counted is not None else (lambda tokens: tokens)
-    context = [c.context_tokens for c in replay.calls]
+    harness = counted.harness_at if counted is not None else (lambda tokens, _call: tokens)
     lowest = _lowest_threshold(replay, trace)
-    lowest = harness(lowest) if lowest is not None else None
+    lowest = harness(lowest, -1) if lowest is not None else None
     events = []
     for i, r in enumerate(recorded):
         event = replayed[match[i]] if i in match else None
-        before = context[r.turn - 1] if 0 < r.turn <= len(context) else None
+        before = _before(replay, r.turn)
         fired = event.tokens_before if event is not None else None
+        fired_at = event.turn if event is not None else None
         paired = Paired(
             r,
             event,
-            harness(before) if before is not None else None,
+            harness(before, r.turn) if before is not None else None,
             replayed_policy_tokens=before,
-            replayed_tokens_before=harness(fired) if fired is not None else None,
+            replayed_tokens_before=(
+                harness(fired, fired_at) if fired is not None and fired_at is not None else None
+            ),
         )
         events.append(dataclasses.replace(paired, note=_note(paired, lowest)))
     result = Check(
@@ -466,8 +480,31 @@ def check_traces(
     return checks
 
 
+def _before(replay: Replay, turn: int) -> int | None:
+    """The replay's count of the context the recording measured before the compaction at
+    `turn`: the previous call's request, or, for a harness that counts from the previous
+    call's usage (`counted_as=previous_call`: Inspect's `tokens_before`), that request plus
+    the messages fed since, which is what the harness counted at `turn` itself."""
+    calls = replay.calls
+    if not 0 < turn <= len(calls):
+        return None
+    before = calls[turn - 1].context_tokens
+    counted = replay.counted_as
+    if counted is None or counted.offsets is None or turn >= len(calls):
+        return before
+    now, then = calls[turn].baseline_tokens, calls[turn - 1].baseline_tokens
+    return before + (now - then if now is not None and then is not None else 0)
+
+
 def _counted_note(counted: CountedAs) -> str:
     """What the replay added to its count of the file, and from what."""
+    if counted.method == "previous_call":
+        return (
+            "counted as the harness counts (counted_as=previous_call): at each call, the "
+            "previous call's recorded input plus the policy's count of the messages since "
+            f"(on {counted.calls} calls; a median {counted.added_tokens:,} tokens above the "
+            "policy's count of the request); set counted_as=file to count the file alone"
+        )
     how = {
         "usage": f"fitted to the recorded usage of {counted.calls} calls before any compaction",
         "first_call": "the first call's recorded input minus what the file holds",
@@ -488,7 +525,7 @@ def _count_gap(trace: Trace, replay: Replay, median: float) -> str:
     if first is not None and replay.calls:
         ours = replay.calls[0].context_tokens
         if replay.counted_as is not None:
-            ours = replay.counted_as.harness(ours)
+            ours = replay.counted_as.harness_at(ours, 0)
         text += (
             f"; at the first call the replay counts {ours:,} tokens "
             f"where the recording says {first:,}"

@@ -392,20 +392,31 @@ def _call_of(messages: Sequence[BaseMessage], p: int, call_id: str) -> ToolCall 
 
 
 def _masked(replay: Replay, message: BaseMessage) -> BaseMessage:
-    """A masked observation with the policy's placeholder (AIMessages stay as they are)."""
-    from ctxlab._replay.policies.masking import _swe_placeholder
+    """A masked observation with the policy's placeholder (AIMessages stay as they are; a
+    SWE-agent 0.x observation is a user turn)."""
+    from ctxlab._replay.policies.masking import (
+        _masked as masked_copy,
+    )
+    from ctxlab._replay.policies.masking import (
+        _swe_0_placeholder,
+        _swe_placeholder,
+        swe_agent_observations,
+    )
 
-    if not isinstance(message, ToolMessage):
+    if isinstance(message, AIMessage):
         return message
     text = _placeholder(replay)
     if text is None:  # SWE-agent's placeholder counts the lines it hides
-        text = _swe_placeholder(message)
+        old = replay.trace is not None and swe_agent_observations(replay.trace)[1]
+        text = _swe_0_placeholder(message) if old else _swe_placeholder(message)  # type: ignore[arg-type]
+    elif not isinstance(message, ToolMessage):
+        return message
     # one copy per message and placeholder, so counts memoised per message object (billing)
     # hold across requests and replays
     return tk.derived(
         message,
         ("request-masked", text),
-        lambda: message.model_copy(update={"content": text, "artifact": None}),
+        lambda: masked_copy(message, text),  # type: ignore[arg-type]
     )
 
 

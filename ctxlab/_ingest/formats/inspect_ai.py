@@ -812,7 +812,8 @@ def _scorer_note(trace: Trace, scorers: int) -> list[str]:
     return [
         f"{scorers} scorer model calls ({', '.join(models) or 'model not recorded'}: "
         f"{scored:,} input tokens{share}) are kept in harness_calls as 'scorer' calls, not "
-        "replayed as the agent's turns."
+        "replayed as the agent's turns; ctxlab.harness_traces(trace, 'scorer') gives each as "
+        "a trace of its own."
     ]
 
 
@@ -841,9 +842,13 @@ def read(values: list[tuple[Any, int | None]], source: str) -> list[Trace]:
         )
     traces = [_sample_trace(log, sample, i) for i, sample in enumerate(samples)]
     config = _compaction_config(doc.get("plan"))
-    if config is not None:
-        for trace in traces:
+    packages = spec.get("packages")
+    version = packages.get("inspect_ai") if isinstance(packages, dict) else None
+    for trace in traces:
+        if config is not None:
             trace.metadata["compaction_config"] = config
+        if isinstance(version, str):  # how its compaction counted (`inspect.counts_usage`)
+            trace.metadata["inspect_version"] = version
     return traces
 
 

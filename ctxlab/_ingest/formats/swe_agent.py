@@ -134,6 +134,28 @@ def _check_pairs(history: list[BaseMessage], check: _Where) -> None:
         )
 
 
+def observations(raw: list[Any]) -> dict[str, Any]:
+    """Which history entries SWE-agent's `LastNObservations` treats as observations, and which
+    SWE-agent wrote the history: `{"observations": [history positions], "swe_agent": "0.x" |
+    "1.x"}` (the `swe-agent-masking` preset masks these).
+
+    1.x marks every entry with a `message_type` and masks the `observation`s (tool results,
+    and the instance template before them); 0.x has no `message_type` and masks every user
+    message (its observations are user turns). Both skip demonstrations (`is_demo`) and never
+    mask the first observation, the instance template: `_get_omit_indices` in
+    sweagent/agent/history_processors.py (SWE-agent@3ea751c0, 1.x) and `last_n_history` in
+    the same file at v0.7.0."""
+    entries = [e if isinstance(e, dict) else {} for e in raw]
+    old = not any("message_type" in e for e in entries)
+    positions = [
+        i
+        for i, e in enumerate(entries)
+        if not e.get("is_demo", False)
+        and (e.get("role") == "user" if old else e.get("message_type") == "observation")
+    ]
+    return {"observations": positions, "swe_agent": "0.x" if old else "1.x"}
+
+
 def _config(doc: dict[str, Any], check: _Where) -> dict[str, Any]:
     """`replay_config`, stored as an object or (SWE-agent 1.0) as a JSON string."""
     config = doc.get("replay_config")
@@ -282,6 +304,8 @@ def read(values: Values, source: str) -> list[Trace]:
     for key in ("exit_status", "submission"):
         if isinstance(info.get(key), str):
             metadata[key] = info[key]
+    if len(history) == len(raw_history):
+        metadata.update(observations(raw_history))
     return [
         Trace(
             trace_id=str(trace_id or Path(source).name.split(".")[0]),

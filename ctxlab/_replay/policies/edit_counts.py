@@ -117,7 +117,6 @@ def edit_counts(
     a_saved = (
         (sum(ais.lost.values()) - ais.gained).tolist() if ais is not None and ais.lost else None
     )
-    reason = f">= {threshold} tokens"
     turns, events = trace.turns, raw.events
     u = v = saved = 0
     us: list[int] = []
@@ -125,7 +124,10 @@ def edit_counts(
     sent: list[int] = []
     for t, count in enumerate(total):
         count -= saved
-        if count >= threshold:
+        added = stage.added(turns[t].index)
+        if stage.over(count, turns[t].index):
+            stage.last_over = turns[t].index
+            reason = f"> {threshold} tokens as Inspect counts ({count + added:,})"
             new_u = max(u, n_results[t] - keep_results)
             new_v = v if n_ais is None else max(v, n_ais[t] - keep_ai)
             gone = results.at[u:new_u]

@@ -19,6 +19,7 @@ kept. Compaction affects the input only; later compactions continue from the com
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import partial
 from textwrap import dedent
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from langchain_core.messages import AIMessage, ToolMessage
 
+from ctxlab._cost.calibration import CountedAs, previous_call
 from ctxlab._replay.policies._engine_counts import Grown, Mark, extended, mark
 from ctxlab._replay.policies.engine import (
     AUTO,
@@ -225,17 +227,54 @@ def _split(view: list[Item]) -> tuple[list[Item], list[Item]]:
     return view[:head_end], view[head_end:]
 
 
-class InspectStage(RebuildStage):
-    """Threshold check shared by the three strategies; `compact` is the strategy."""
+MAX_PASSES = 3
+"""Further passes Inspect makes when one leaves the request over the threshold
+(`_perform_compaction`'s `MAX_ITERATIONS`)."""
 
-    def __init__(self, threshold: int) -> None:
+
+class InspectStage(RebuildStage):
+    """Threshold check shared by the three strategies, as Inspect's `compaction()` handler
+    makes it (src/inspect_ai/model/_compaction/_compaction.py, inspect-ai 0.3.285); `compact`
+    is the strategy.
+
+    Inspect compacts when its count of the request exceeds `threshold` (strictly). Its count
+    is the previous call's reported input plus the messages added since, so it includes the
+    system prompt, the tool schemas and whatever the provider adds; before any call reported
+    usage, and after a compaction until the next call does, it counts tool schemas and
+    messages. `offsets` (`CountedAs.offsets`, `ctxlab._cost.calibration.previous_call`) hold,
+    per call, what that count adds to the policy's: None counts the request alone.
+    """
+
+    iterates: ClassVar[bool] = False
+    """Whether a pass that leaves the request over the threshold is followed by another
+    (trim and summary; an edit of its own output changes nothing)."""
+
+    def __init__(
+        self, threshold: int, offsets: tuple[tuple[int, int] | None, ...] | None = None
+    ) -> None:
         super().__init__()
         self.threshold = threshold
+        self.offsets = offsets
+        self.last_over = -1
+        """The last call whose count exceeded the threshold: Inspect drops the usage it
+        counts from there, so only a call at or after it gives the baseline again."""
+
+    def added(self, call: int) -> int:
+        """What Inspect's count of call `call` adds to the policy's count of its request."""
+        offsets = self.offsets
+        found = offsets[call] if offsets is not None and 0 <= call < len(offsets) else None
+        return found[0] if found is not None and found[1] >= self.last_over else 0
+
+    def over(self, count: int, call: int) -> bool:
+        """Whether Inspect compacts call `call`, whose request the policy counts `count`."""
+        return count + self.added(call) > self.threshold
 
     @property
     def trigger_tokens(self) -> int:
-        """The request size, as the policy counts it, at which this stage compacts."""
-        return int(self.threshold)
+        """The lowest request size, as the policy counts it, at which this stage may compact
+        at some call (the threshold less the largest offset; one past it without offsets)."""
+        most = max((o[0] for o in self.offsets or () if o is not None), default=0)
+        return max(1, int(self.threshold) + 1 - max(0, most))
 
     same = 0
     """Leading items of the last `compact` output known to equal its input (see `commit`)."""
@@ -247,16 +286,39 @@ class InspectStage(RebuildStage):
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         view = self.view(items)
-        if self.count(view, ctx) < self.threshold:
+        call = ctx.turn.index
+        count = self.count(view, ctx)
+        if not self.over(count, call):
             return view
+        added = self.added(call)
+        self.last_over = call
         self.same, self.written, self.edited = 0, None, None
         after, kind, path = self.compact(view, ctx)
         if after is None:
             return view
-        reason = f">= {self.threshold} tokens"
+        if self.iterates:
+            after = self._again(after, ctx)
+        reason = f"> {self.threshold} tokens as Inspect counts ({count + added:,})"
         return self.commit(
             ctx, view, after, kind, reason, path, self.same, self.written, edited=self.edited
         )
+
+    def _again(self, after: list[Item], ctx: Context) -> list[Item]:
+        """Inspect's further passes: while the result counts (tool schemas and messages) over
+        the threshold, compact it again, at most `MAX_PASSES` times, stopping once a pass
+        gains nothing (its result is kept, as Inspect keeps it)."""
+        total = ctx.count(after)
+        for _ in range(MAX_PASSES):
+            if total <= self.threshold:
+                break
+            again, _, _ = self.compact(after, ctx)
+            if again is None:
+                break
+            after, before = again, total
+            total = ctx.count(after)
+            if total >= before:
+                break
+        return after
 
     def compact(self, view: list[Item], ctx: Context) -> tuple[list[Item] | None, str, str | None]:
         raise NotImplementedError
@@ -317,8 +379,9 @@ class EditStage(InspectStage):
         keep_tool_uses: int,
         keep_tool_inputs: bool,
         exclude_tools: tuple[str, ...],
+        offsets: tuple[tuple[int, int] | None, ...] | None = None,
     ) -> None:
-        super().__init__(threshold)
+        super().__init__(threshold, offsets)
         self.keep_thinking = keep_thinking_turns
         self.keep_tool_uses = keep_tool_uses
         self.keep_inputs = keep_tool_inputs
@@ -417,9 +480,15 @@ class EditStage(InspectStage):
 
 class TrimStage(InspectStage):
     capabilities = frozenset({KEEPS_MARKS, JUMPS})  # acts only at `trigger_tokens`
+    iterates = True
 
-    def __init__(self, threshold: int, preserve: float) -> None:
-        super().__init__(threshold)
+    def __init__(
+        self,
+        threshold: int,
+        preserve: float,
+        offsets: tuple[tuple[int, int] | None, ...] | None = None,
+    ) -> None:
+        super().__init__(threshold, offsets)
         self.preserve = preserve
 
     def compact(self, view: list[Item], ctx: Context) -> tuple[list[Item] | None, str, str | None]:
@@ -433,9 +502,15 @@ class TrimStage(InspectStage):
 
 class SummaryStage(InspectStage):
     capabilities = frozenset({KEEPS_MARKS, JUMPS})  # acts only at `trigger_tokens`
+    iterates = True
 
-    def __init__(self, threshold: int, prompt: str) -> None:
-        super().__init__(threshold)
+    def __init__(
+        self,
+        threshold: int,
+        prompt: str,
+        offsets: tuple[tuple[int, int] | None, ...] | None = None,
+    ) -> None:
+        super().__init__(threshold, offsets)
         self.prompt = prompt
 
     def compact(self, view: list[Item], ctx: Context) -> tuple[list[Item] | None, str, str | None]:
@@ -456,11 +531,30 @@ class SummaryStage(InspectStage):
         return [*head, item], "summarize", path
 
 
+BASELINE_SINCE = (0, 3, 178)
+"""The first Inspect release whose compaction counts from the last call's reported usage
+(CHANGELOG 0.3.178: "Improve token counting by using input tokens reported from call to
+`generate()`", commit 1631cf0b2); earlier ones (0.3.159 on) counted tool schemas and messages
+at every call."""
+
+
+def counts_usage(version: object) -> bool:
+    """Whether an Inspect of `version` (the log's `eval.packages["inspect_ai"]`) counts from
+    the last call's usage; an unknown or unparsable version is taken as a current one."""
+    found = re.match(r"(\d+)\.(\d+)\.(\d+)", version) if isinstance(version, str) else None
+    return found is None or tuple(int(g) for g in found.groups()) >= BASELINE_SINCE
+
+
 @dataclass(frozen=True)
 class _Inspect(StagePolicy):
     threshold: float | int = 0.9
     window: int | None | Literal["auto"] = AUTO
     model: str | None = None
+    counted_as: str = "auto"
+    """How Inspect's count is made: `previous_call` (the last call's recorded usage plus the
+    messages since, as Inspect >= 0.3.178 counts), `file` (tool schemas and messages, as
+    earlier releases count, or to turn the estimate off), or `auto`: by the Inspect version
+    the log records (`previous_call` when it records none)."""
 
     def window_for(self, trace: Trace) -> int | None:
         """The profile window, else Inspect's 128k default."""
@@ -468,6 +562,27 @@ class _Inspect(StagePolicy):
 
     def _limit(self, window: int | None) -> int:
         return _threshold(self.threshold, window or INSPECT_DEFAULT_WINDOW)
+
+    def harness_count(self, trace: Trace) -> CountedAs:
+        """How this policy's decisions on `trace` counted the request beyond the file."""
+        method = self.counted_as
+        if method == "auto":
+            usage = counts_usage(trace.metadata.get("inspect_version"))
+            method = "previous_call" if usage else "file"
+        return previous_call(trace, self.counter_chars_per_token(trace), method)
+
+    def _offsets(self, trace: Trace) -> tuple[tuple[int, int] | None, ...] | None:
+        return self.harness_count(trace).offsets
+
+    def thresholds(self, trace: Trace) -> dict[str, int]:
+        """The window and, as `trigger`, the threshold moved into the policy's count by the
+        median of what Inspect's count adds to it (the stage's `trigger_tokens` is the lowest
+        level at which any call may compact, not a typical one)."""
+        window = self.window_for(trace)
+        out = {"window": int(window)} if window else {}
+        added = self.harness_count(trace).added_tokens
+        out["trigger"] = max(1, self._limit(window) + 1 - added)
+        return out
 
 
 @dataclass(frozen=True)
@@ -496,6 +611,7 @@ class InspectEdit(_Inspect):
                 int(self.keep_tool_uses),
                 self.keep_tool_inputs,
                 tuple(self.exclude_tools),
+                self._offsets(trace),
             )
         ]
 
@@ -523,7 +639,7 @@ class InspectTrim(_Inspect):
 
     def stages(self, trace: Trace, window: int | None) -> list[Stage]:
         """One trim stage."""
-        return [TrimStage(self._limit(window), float(self.preserve))]
+        return [TrimStage(self._limit(window), float(self.preserve), self._offsets(trace))]
 
 
 @dataclass(frozen=True)
@@ -546,7 +662,8 @@ class InspectSummary(_Inspect):
         template = self.prompt
         if template is None:
             template = "{messages}\n\n" + INSPECT_UPSTREAM_PROMPT
-        return [SummaryStage(self._limit(window), _with_addendums(template, self.instructions))]
+        prompt = _with_addendums(template, self.instructions)
+        return [SummaryStage(self._limit(window), prompt, self._offsets(trace))]
 
 
 __all__ = [

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal, cast
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from ctxlab._replay.policies._engine_counts import RunningCount, extended, mark
 from ctxlab._replay.policies.base import Event
@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 
 SWE_AGENT_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
 """`LastNObservations.__call__` (SWE-agent `sweagent/agent/history_processors.py`)."""
+SWE_AGENT_0_PLACEHOLDER = "Old output omitted ({lines} lines)"
+"""`last_n_history` in SWE-agent 0.x (`sweagent/agent/history_processors.py` at v0.7.0): what
+its `LastNObservations` puts in place of an elided user turn."""
 OPENHANDS_PLACEHOLDER = "<MASKED>"
 """`ObservationMaskingCondenser.condense` (OpenHands `memory/condenser/impl/`)."""
 
@@ -51,6 +54,8 @@ def _tags(message: ToolMessage) -> set[str]:
 
 
 def _masked(message: ToolMessage, text: str) -> ToolMessage:
+    if not isinstance(message, ToolMessage):  # a SWE-agent 0.x observation: a user turn
+        return message.model_copy(update={"content": text})
     return message.model_copy(update={"content": text, "artifact": None})
 
 
@@ -68,6 +73,11 @@ def _swe_placeholder(message: ToolMessage) -> str:
     )
     text = SWE_AGENT_PLACEHOLDER.format(lines=lines)
     return text + (f" ({images} images omitted)" if images else "")
+
+
+def _swe_0_placeholder(message: BaseMessage) -> str:
+    """SWE-agent 0.x's text: the line count of the content (`len(content.splitlines())`)."""
+    return SWE_AGENT_0_PLACEHOLDER.format(lines=len(message_text(message).splitlines()))
 
 
 class MaskedCopies:
@@ -94,6 +104,11 @@ class LastNStage:
     """`LastNObservations`: observations are the task message plus every tool result; the first
     (the instance template) is never elided; all but the last `n` (give or take `polling`) are.
 
+    `observations`: the history positions the recording's own SWE-agent treats as observations
+    (`Trace.metadata["observations"]`, from the SWE-agent reader), which replace that default;
+    with `old=True` (SWE-agent 0.x, whose observations are user turns) the elided text is
+    0.x's.
+
     Fast path: when the input is the previous input plus new messages, the masked prefix only
     grows (`last_removed` never falls), so the previous output is extended and the observations
     that fell out of the last `n` are masked, in the time of what changed.
@@ -102,12 +117,19 @@ class LastNStage:
     capabilities = frozenset({KEEPS_MARKS})
 
     def __init__(
-        self, n: int, polling: int, remove_tags: frozenset[str], keep_tags: frozenset[str]
+        self,
+        n: int,
+        polling: int,
+        remove_tags: frozenset[str],
+        keep_tags: frozenset[str],
+        observations: frozenset[int] | None = None,
+        old: bool = False,
     ) -> None:
         if n <= 0:
             raise ValueError("n must be a positive integer")
         self.n, self.polling = n, max(1, polling)
         self.remove_tags, self.keep_tags = remove_tags, keep_tags
+        self.observations, self.old = observations, old
         self.masked: set[int] = set()
         self.stubs = MaskedCopies()
         self.counted = RunningCount()  # the inputs' tokens, for the events
@@ -119,10 +141,21 @@ class LastNStage:
         self.saved = 0  # tokens the masked observations no longer cost
 
     def _stub(self, it: Item) -> Item:
+        if self.old:
+            return self.stubs.of(it, ("swe-mask-0.x",), _swe_0_placeholder)
         return self.stubs.of(it, ("swe-mask",), _swe_placeholder)
 
+    def _observation(self, it: Item) -> bool:
+        """Whether `it` is an observation after the first one (a tool result, or one of the
+        recording's `observations`)."""
+        if self.observations is not None:
+            return it.pos is not None and it.pos in self.observations
+        return isinstance(it.msg, ToolMessage) and it.kind == "tool_results"
+
     def _masks(self, it: Item, omitted: bool) -> bool:
-        if not isinstance(it.msg, ToolMessage):
+        if self.observations is None and not isinstance(it.msg, ToolMessage):
+            return False
+        if self.observations is not None and not self._observation(it):
             return False
         tags = _tags(it.msg) if (self.keep_tags or self.remove_tags) else set()
         return (omitted and not tags & self.keep_tags) or bool(tags & self.remove_tags)
@@ -137,12 +170,12 @@ class LastNStage:
         return out
 
     def _full(self, items: list[Item], ctx: Context) -> list[Item]:
-        first = next((i for i, it in enumerate(items) if it.kind == "human"), None)
-        obs = [
-            i
-            for i, it in enumerate(items)
-            if (i == first) or isinstance(it.msg, ToolMessage) and it.kind == "tool_results"
-        ]
+        if self.observations is not None:
+            obs = [i for i, it in enumerate(items) if self._observation(it)]
+            first = obs[0] if obs else None
+        else:
+            first = next((i for i, it in enumerate(items) if it.kind == "human"), None)
+            obs = [i for i, it in enumerate(items) if i == first or self._observation(it)]
         last_removed = max(0, (len(obs) // self.polling) * self.polling - self.n)
         omit = set(obs[1:last_removed])
         out = list(items)
@@ -166,11 +199,7 @@ class LastNStage:
     def _extend(self, items: list[Item], new: list[Item], ctx: Context) -> list[Item]:
         base = len(self.prev_out)
         obs = self.obs
-        obs.extend(
-            base + j
-            for j, it in enumerate(new)
-            if isinstance(it.msg, ToolMessage) and it.kind == "tool_results"
-        )
+        obs.extend(base + j for j, it in enumerate(new) if self._observation(it))
         last_removed = max(0, (len(obs) // self.polling) * self.polling - self.n)
         # observations that fell out of the kept ones, then new ones masked by their tags
         candidates = obs[max(1, self.last_removed) : last_removed]
@@ -267,6 +296,24 @@ class WindowMaskStage:
         return out
 
 
+def swe_agent_observations(trace: Trace) -> tuple[frozenset[int] | None, bool]:
+    """The history positions a SWE-agent trajectory's own SWE-agent masks as observations, and
+    whether it is 0.x (user-turn observations, 0.x's placeholder); `(None, False)` for any
+    other trace, and for a trajectory whose observations are the default ones (the first
+    user message and the tool results: a function-calling 1.x run), which keep the formula
+    of `masking_counts`."""
+    positions = trace.metadata.get("observations") if trace.format == "swe-agent" else None
+    if not isinstance(positions, list):
+        return None, False
+    old = trace.metadata.get("swe_agent") == "0.x"
+    messages = trace.messages
+    first = next((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), None)
+    default = {i for i, m in enumerate(messages) if i == first or isinstance(m, ToolMessage)}
+    if not old and set(positions) == default:  # a function-calling 1.x run: the default rule
+        return None, False
+    return frozenset(positions), old
+
+
 @dataclass(frozen=True)
 class ObservationMasking(StagePolicy):
     """SWE-agent `last_n_observations` with the JetBrains setting (M=10).
@@ -291,22 +338,29 @@ class ObservationMasking(StagePolicy):
     model: str | None = None
 
     def stages(self, trace: Trace, window: int | None) -> list[Stage]:
-        """One masking stage."""
+        """One masking stage; on a SWE-agent trajectory, over the entries that SWE-agent
+        itself treats as observations (`swe_agent_observations`)."""
+        observations, old = swe_agent_observations(trace)
         return [
             LastNStage(
                 int(self.n),
                 int(self.polling),
                 frozenset(self.always_remove_output_for_tags),
                 frozenset(self.always_keep_output_for_tags),
+                observations,
+                old,
             )
         ]
 
     def counts_only(self, trace: Trace, summarizer: Summarizer) -> CallCounts | None:
         """This policy's per-call counts and events on `trace` by formula
-        (`ctxlab._replay.policies.masking_counts`), for a chart that needs no requests."""
+        (`ctxlab._replay.policies.masking_counts`), for a chart that needs no requests; the
+        full engine for a trajectory whose observations SWE-agent named itself."""
         from ctxlab._replay.policies.counts_only import single_stage
         from ctxlab._replay.policies.masking_counts import last_n_counts
 
+        if swe_agent_observations(trace)[0] is not None:
+            return None
         return single_stage(self, trace, LastNStage, last_n_counts)
 
 
@@ -354,10 +408,12 @@ class OpenHandsObservationMasking(StagePolicy):
 
 __all__ = [
     "OPENHANDS_PLACEHOLDER",
+    "SWE_AGENT_0_PLACEHOLDER",
     "SWE_AGENT_PLACEHOLDER",
     "LastNStage",
     "ObservationMasking",
     "OpenHandsObservationMasking",
     "SWEAgentMasking",
     "WindowMaskStage",
+    "swe_agent_observations",
 ]
