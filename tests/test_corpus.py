@@ -369,3 +369,22 @@ def test_the_corpus_docs_table_holds_the_shared_counts_read_directly(corpus: Pat
             str(len(expected)),
             *(f"{sum(e[key] for e in expected):,}" for key in COLUMNS),
         ], name
+
+
+def test_a_claude_code_2_0_sidechain_is_the_task_calls_subagent(corpus: Path) -> None:
+    """Claude Code 2.0 wrote the subagent into the session as `isSidechain` lines: one Task
+    call in the main thread, one subagent call (its assistant message id) in the sidechain."""
+    path = corpus / "agentlogs-claudecode/subagent.jsonl.gz"
+    lines = _lines(path)
+    tasks = [
+        block["id"]
+        for x in lines
+        if x.get("type") == "assistant" and not x.get("isSidechain")
+        for block in x["message"]["content"]
+        if block.get("type") == "tool_use" and block["name"] == "Task"
+    ]
+    side = {x["message"]["id"] for x in lines if x.get("isSidechain") and x["type"] == "assistant"}
+    (trace,) = ctxlab.load(path)
+    (subagent,) = trace.subagents
+    assert [subagent.parent_tool_call_id] == tasks
+    assert {t.run_id for t in subagent.turns} == side

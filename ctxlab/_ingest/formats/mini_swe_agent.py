@@ -102,7 +102,7 @@ def read(values: list[tuple[Any, int | None]], source: str) -> list[Trace]:
     info = _obj(doc.get("info", {}), "info", source)
     raw = doc["messages"]
     chat: list[dict[str, Any]] = []
-    extras: list[dict[str, Any]] = []
+    extras: list[tuple[str, dict[str, Any]]] = []
     ending: dict[str, Any] = {}
     for i, item in enumerate(raw):
         item = _obj(item, f"messages[{i}]", source)
@@ -111,7 +111,7 @@ def read(values: list[tuple[Any, int | None]], source: str) -> list[Trace]:
             ending = extra
             continue
         chat.append({k: item[k] for k in _CHAT_KEYS if item.get(k) is not None})
-        extras.append({"where": f"messages[{i}].extra", **extra})
+        extras.append((f"messages[{i}].extra", extra))
     try:
         messages = decode_messages(chat)
     except MessageDecodeError as exc:
@@ -139,8 +139,8 @@ def read(values: list[tuple[Any, int | None]], source: str) -> list[Trace]:
     )
     turns: list[Turn] = []
     for turn in trace.turns:
-        extra = extras[turn.position]
-        usage = _usage(extra, str(extra["where"]), source)
+        where, extra = extras[turn.position]
+        usage = _usage(extra, where, source)
         turns.append(
             Turn(
                 index=turn.index,
