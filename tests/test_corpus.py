@@ -210,8 +210,10 @@ def _count_codex(path: Path) -> list[dict[str, int]]:
 
 def _count_inspect(path: Path) -> list[dict[str, int]]:
     """Inspect JSON log: one trace per sample; its calls are the model events outside scorer
-    steps/spans (the grader's calls are the harness's), input tokens = input + cache read +
-    cache write of each; messages = `sample.messages`."""
+    steps/spans (the grader's calls are the harness's); a call's whole input is its usage's
+    `total_tokens` minus `output_tokens` (whether the provider counts cached tokens inside
+    `input_tokens`, as OpenAI does, or beside it, as Anthropic does), or, where the writer
+    kept no total (vitals), input + cache read + cache write; messages are `sample.messages`."""
     out = []
     for sample in _json(path)["samples"]:
         calls: list[int] = []
@@ -222,10 +224,11 @@ def _count_inspect(path: Path) -> list[dict[str, int]]:
                 scoring += 1 if kind == "span_begin" or event.get("action") == "begin" else -1
             elif kind == "model" and not scoring:
                 usage = event["output"].get("usage") or {}
+                parts = ("input_tokens", "input_tokens_cache_read", "input_tokens_cache_write")
                 calls.append(
-                    usage.get("input_tokens", 0)
-                    + usage.get("input_tokens_cache_read", 0)
-                    + usage.get("input_tokens_cache_write", 0)
+                    usage["total_tokens"] - usage["output_tokens"]
+                    if "total_tokens" in usage
+                    else sum(usage.get(key, 0) for key in parts)
                 )
         out.append(
             {
@@ -388,3 +391,40 @@ def test_a_claude_code_2_0_sidechain_is_the_task_calls_subagent(corpus: Path) ->
     (subagent,) = trace.subagents
     assert [subagent.parent_tool_call_id] == tasks
     assert {t.run_id for t in subagent.turns} == side
+
+
+def _count_swe_agent(path: Path) -> list[dict[str, int]]:
+    """SWE-agent 1.x: the history is the conversation, one call per assistant message; the
+    steps record no input tokens."""
+    history = _json(path)["history"]
+    return [
+        {
+            "turns": sum(m["role"] == "assistant" for m in history),
+            "messages": len(history),
+            "input_tokens": 0,
+            "compactions": 0,
+        }
+    ]
+
+
+REAL_FILES = {
+    "claude-code-session/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl.gz": _count_claude_code,
+    "claude-code-session-compacted/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl.gz": (
+        _count_claude_code
+    ),
+    "codex-rollout/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl.gz": (
+        _count_codex
+    ),
+    "inspect-ai-log/2025-05-12T20-27-36-04-00_browser.json.gz": _count_inspect,
+    "swe-agent-traj-function-calling-marshmallow/marshmallow-code__marshmallow-1867.traj.gz": (
+        _count_swe_agent
+    ),
+}
+"""Files of ../shared/data/real-traces whose formats the counters above read: the same
+independent check on the team's own real traces."""
+
+
+@pytest.mark.parametrize("name", sorted(REAL_FILES))
+def test_shared_real_trace_loads_with_the_counts_read_directly(shared: Path, name: str) -> None:
+    path = shared / "data" / "real-traces" / name
+    assert _loaded(path) == REAL_FILES[name](path)
