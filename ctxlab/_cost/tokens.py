@@ -172,6 +172,11 @@ def blocks_size(blocks: Iterable[Any]) -> tuple[int, int]:
     return chars, images
 
 
+def _not_images(blocks: list[Any]) -> list[Any]:
+    """The blocks charged by their text: not the image blocks, each charged `TOKENS_PER_IMAGE`."""
+    return [b for b in blocks if not (isinstance(b, dict) and b.get("type") in _IMAGE_TYPES)]
+
+
 def _measure(message: BaseMessage) -> tuple[int, int]:
     """(characters, image blocks) of one message, by the rules of `count_tokens_approximately`."""
     content: Any = message.content
@@ -185,7 +190,9 @@ def _measure(message: BaseMessage) -> tuple[int, int]:
         chars = repr_len(content)
     if not listed and isinstance(message, AIMessage) and message.tool_calls:
         chars += repr_len(message.tool_calls) + hidden_in(message.tool_calls)
-    chars += hidden_in(content)  # redaction markers count as the text they hide
+    # redaction markers count as the text they hide, except in image blocks, which are charged
+    # as images whatever their bytes (a redacted data URL hides megabytes of base64)
+    chars += hidden_in(_not_images(content) if listed else content)
     if isinstance(message, ToolMessage):
         chars += len(message.tool_call_id)
     role = _ROLES.get(type(message))
