@@ -4,8 +4,9 @@ test (tests/test_browser.py) checks and what `python -m tests.widget_fit OUT_DIR
 `CELLS` build each widget on the bundled long session (one cell each, the widget last, so it
 is the cell's output). `fit_column` narrows the page until the notebook's output column is
 `COLUMN` pixels wide; `measure` reads, for each widget, its box, and every element inside it
-whose content is wider than its box while it cannot scroll (text cut off), and every cut label
-without a tooltip (`title`).
+whose content is wider than its box while it cannot scroll (text cut off), every native dropdown
+whose chosen option's text is wider than the room beside its arrow (cut whatever its tooltip),
+and every cut label without a tooltip (`title`).
 """
 
 from __future__ import annotations
@@ -64,6 +65,17 @@ MEASURE = """(css) => {
     if (over && style.textOverflow === 'ellipsis' && !el.title && !el.closest('[title]')) {
       untipped.push((el.textContent || '').slice(0, 40));
     }
+  }
+  // a native dropdown never reports its text as overflowing: measure the chosen option's text
+  // in the select's own font against the room left of its arrow
+  const pen = document.createElement('canvas').getContext('2d');
+  for (const el of root.querySelectorAll('select')) {
+    if (el.selectedIndex < 0) continue;
+    const style = getComputedStyle(el);
+    pen.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    const text = el.options[el.selectedIndex].text;
+    const room = el.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    if (pen.measureText(text).width > room) cut.push(`select: ${text.slice(0, 60)}`);
   }
   const blocks = [...root.querySelectorAll('.ctx-block')];
   return {left: r.left, width: r.width, scrollWidth: root.scrollWidth, cut, untipped,
