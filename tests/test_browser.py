@@ -280,10 +280,8 @@ def test_every_widget_fits_a_1000_pixel_column(lab: str, artifacts: Path) -> Non
             assert box["cut"] == [] and box["untipped"] == [], (name, box)
             if name.startswith("scrubber"):
                 assert box["blocks"] > 0 and box["tipped"] == box["blocks"], (name, box)
-        page.set_viewport_size({"width": page.viewport_size["width"], "height": 3000})
-        for name in widget_fit.WIDGETS:
-            shot = artifacts / f"widget_{name}.png"
-            page.locator(f".ctx-fit-{name}").screenshot(path=str(shot))
+        for name in widget_fit.WIDGETS:  # each whole, on a page tall enough to show all of it
+            widget_fit.screenshot(page, name, artifacts / f"widget_{name}.png")
 
 
 def test_opening_and_saving_a_notebook_in_lab_leaves_it_as_committed(

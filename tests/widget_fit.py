@@ -98,6 +98,17 @@ def measure(page: Any, name: str) -> dict[str, Any] | None:
     return page.evaluate(MEASURE, f".ctx-fit-{name}")
 
 
+def screenshot(page: Any, name: str, path: Path) -> None:
+    """A PNG of widget `name` whole: the page made taller than the widget (Lab's status bar
+    and the end of its notebook panel no longer cover its lower part), then scrolled to it."""
+    widget = page.locator(f".ctx-fit-{name}").first
+    height = widget.evaluate("(el) => el.getBoundingClientRect().height")
+    page.set_viewport_size({"width": page.viewport_size["width"], "height": int(height) + 400})
+    widget.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)  # the scrolled-to cells are drawn on the next frames
+    widget.screenshot(path=str(path))
+
+
 def main(out: Path) -> None:
     """Run the cells in JupyterLab, print each widget's measures, screenshot each widget."""
     import shutil
@@ -124,10 +135,8 @@ def main(out: Path) -> None:
             page.wait_for_timeout(3000)
             for name in WIDGETS:
                 print(name, measure(page, name))
-            page.set_viewport_size({"width": page.viewport_size["width"], "height": 3000})
-            page.wait_for_timeout(1000)
             for name in WIDGETS:
-                page.locator(f".ctx-fit-{name}").screenshot(path=str(out / f"{name}.png"))
+                screenshot(page, name, out / f"{name}.png")
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -226,7 +226,7 @@ class PromptDiff(W.VBox):
             options=[(clipped(p.label(), POINT_CHARS), i) for i, p in enumerate(self.points)],
             value=0 if self.points else None,
             description="point",
-            layout=W.Layout(width="100%"),
+            layout=W.Layout(width="auto"),  # the column's width, less the widget's margins
         )
         self.point.add_class("ctx-point")
         self._tip_point()
