@@ -18,17 +18,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from ctxlab._view.lab_save import LAB_FLAGS
+from tests.waiting import Lines, wait_port
 
 CHROMIUM = os.environ.get("CTXLAB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 TOKEN = "ctxlab-browser-test"
@@ -89,33 +92,31 @@ def jupyterlab(root: Path, home: Path, env: Mapping[str, str] = {}) -> Iterator[
         "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
         "--LabApp.extension_manager=readonly",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        *LAB_FLAGS,  # as `ctxlab quickstart --lab` runs it: saving keeps notebooks stripped
     ]  # fmt: skip
     log_path = home / "jupyterlab.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            cmd, env=environ, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )  # fmt: skip
-        base, deadline = f"http://127.0.0.1:{port}", time.time() + 90
+    proc = subprocess.Popen(
+        cmd, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdin=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    output = Lines(proc.stdout, log=log_path)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        try:  # the server logs its URL once set up, and binds its port on its loop's first turn
+            output.wait(rf"{re.escape(base)}/", f"JupyterLab's 'running at {base}' line", 180)
+            wait_port(port, "JupyterLab", 60, alive=lambda: proc.poll() is None)
+        except (TimeoutError, EOFError) as exc:
+            raise RuntimeError(f"JupyterLab did not start: {exc}\n{output.text}") from None
+        urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=30).close()
+        yield base
+    finally:
+        proc.send_signal(signal.SIGTERM)
         try:
-            while True:
-                try:
-                    urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=2).close()
-                    break
-                except OSError:
-                    if proc.poll() is not None or time.time() > deadline:
-                        raise RuntimeError(
-                            "JupyterLab did not start:\n" + log_path.read_text()
-                        ) from None
-                    time.sleep(0.25)
-            yield base
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 @contextmanager

@@ -11,6 +11,8 @@ it renames items through an attribute pytest no longer reads.)
 from __future__ import annotations
 
 import os
+import resource
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -77,3 +79,39 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Slowest files first (`SLOW_FILES`), the rest in their usual order (a stable sort)."""
     rank = {name: i for i, name in enumerate(SLOW_FILES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FILES)))
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of every child process it has waited for (user + system)."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _record_cpu(item: pytest.Item, phase: str) -> Iterator[None]:
+    start = _cpu_seconds()
+    try:
+        yield
+    finally:
+        item.user_properties.append((f"cpu_{phase}_s", round(_cpu_seconds() - start, 3)))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """Each phase's CPU seconds (this worker and the processes it waited for) go into the test's
+    `user_properties`, so `--junitxml` carries them: on a machine shared with other jobs, wall
+    time says little about where a test's cost is; CPU time does (summed per file to order
+    `SLOW_FILES`). Processes a test leaves running, and threads' waits, are not counted."""
+    return (yield from _record_cpu(item, "setup"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    return (yield from _record_cpu(item, "call"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    return (yield from _record_cpu(item, "teardown"))

@@ -20,6 +20,7 @@ from ctxlab._replay.replay import Replay, replay
 from ctxlab.policies import DeepAgents
 from ctxlab.summarizers import Fixed
 from tests.synthetic import make_messages, make_trace
+from tests.waiting import trait_until
 
 SUMMARY = "## SUMMARY\n" + "Progress was made. " * 40
 MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o"}
@@ -254,7 +255,11 @@ def test_in_a_kernel_the_chart_comes_before_the_bill() -> None:
         await asyncio.sleep(0)
         assert "billing" not in first.__dict__
         assert "cost" not in explorer.readout.value
-        await asyncio.sleep(1.5)  # rested: the move shown is billed and priced
+        # rested (`price_after`): the move shown is billed and priced
+        await trait_until(
+            explorer.readout, "value", lambda v: "billed tokens, calibrated" in v,
+            "cost readout once the sliders rested", 60,
+        )  # fmt: skip
         assert "billing" not in first.__dict__
         assert explorer.replay is not first and "billing" in explorer.replay.__dict__
         assert "billed tokens, calibrated" in explorer.readout.value
@@ -274,7 +279,8 @@ def test_without_a_price_a_move_does_no_cost_work() -> None:
 
     async def moves() -> None:
         explorer.control("n").value = 2
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)  # the loop's next turn
+        assert explorer._pricing is None  # no cost readout is scheduled, so no full replay
         assert explorer._unreplayed is not None  # drawn from counts, never replayed in full
         assert "cost" not in explorer.readout.value
 

@@ -107,14 +107,22 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def lab_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder the module's JupyterLab serves."""
+    return tmp_path_factory.mktemp("labroot")
+
+
+@pytest.fixture(scope="module")
+def lab(lab_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """JupyterLab serving a copy of the notebooks (Lab autosaves; the repo's copies stay clean)
-    beside a link to the sample traces, isolated config dirs, no outbound calls."""
+    beside a link to the sample traces, isolated config dirs, no outbound calls; a second copy
+    in `opened/` is only opened and saved, never run."""
     if reason := chromium_missing():
         pytest.skip(reason)
-    root = tmp_path_factory.mktemp("labroot")
+    root = lab_root
     home = tmp_path_factory.mktemp("labhome")
     shutil.copytree(REPO / "notebooks", root / "notebooks")
+    shutil.copytree(REPO / "notebooks", root / "opened")
     (root / "traces").symlink_to(REPO / "traces")
     write_notebook(root / "slow_chart.ipynb", SLOW_CELLS)
     write_notebook(root / "fit.ipynb", widget_fit.CELLS)
@@ -272,7 +280,27 @@ def test_every_widget_fits_a_1000_pixel_column(lab: str, artifacts: Path) -> Non
             assert box["cut"] == [] and box["untipped"] == [], (name, box)
             if name.startswith("scrubber"):
                 assert box["blocks"] > 0 and box["tipped"] == box["blocks"], (name, box)
-        page.set_viewport_size({"width": page.viewport_size["width"], "height": 3000})
-        for name in widget_fit.WIDGETS:
-            shot = artifacts / f"widget_{name}.png"
-            page.locator(f".ctx-fit-{name}").screenshot(path=str(shot))
+        for name in widget_fit.WIDGETS:  # each whole, on a page tall enough to show all of it
+            widget_fit.screenshot(page, name, artifacts / f"widget_{name}.png")
+
+
+def test_opening_and_saving_a_notebook_in_lab_leaves_it_as_committed(
+    lab: str, lab_root: Path
+) -> None:
+    """Each committed notebook, opened in JupyterLab (its kernel started and connected, which
+    makes Lab record the kernel's own description) and saved, as autosave would: the file on
+    disk is byte for byte the committed one, so `git status` stays clean. Lab runs with
+    `ctxlab._view.lab_save`'s flags, as `ctxlab quickstart --lab` starts it; without them the
+    save writes the kernel's display name and Python version into the notebook."""
+    committed = sorted((REPO / "notebooks").glob("*.ipynb"))
+    assert committed
+    with chromium_page() as page:
+        for path in committed:
+            open_notebook(page, lab, f"opened/{path.name}")
+            page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+            page.wait_for_function(
+                "() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
+                timeout=60_000,
+            )
+            saved = (lab_root / "opened" / path.name).read_bytes()
+            assert saved == path.read_bytes(), f"{path.name} changed when Lab saved it"

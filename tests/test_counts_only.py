@@ -45,6 +45,7 @@ from ctxlab.summarizers import CachedExtractive
 from ctxlab.widgets import ThresholdExplorer
 from tests._policy_traces import real_traces
 from tests.synthetic import make_trace
+from tests.waiting import trait_until
 
 SETTINGS = [
     ObservationMasking(),
@@ -336,7 +337,11 @@ def test_in_a_kernel_the_full_replay_waits_until_the_sliders_rest() -> None:
     async def move() -> tuple[bool, bool]:
         ex.control("n").value = 4
         drawn_first = ex._replay is None  # the chart came from the counts alone
-        await asyncio.sleep(0.1)  # the sliders rested: the cost readout's replay is made
+        # the sliders rested (`price_after`): the cost readout's replay is made
+        await trait_until(
+            ex.readout, "value", lambda v: "$" in v or "cost" in v.lower(),
+            "cost readout once the sliders rested", 60,
+        )  # fmt: skip
         return drawn_first, ex._replay is not None
 
     assert asyncio.run(move()) == (True, True)

@@ -7,6 +7,7 @@ notebook are tested together.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -143,3 +144,50 @@ def test_quickstart_command_reports_a_missing_notebook(tmp_path: Path) -> None:
         cwd=REPO,
     )
     assert proc.returncode == 2 and "no such notebook" in proc.stderr
+
+
+LAB_METADATA = {
+    "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+    "language_info": {
+        "codemirror_mode": {"name": "ipython", "version": 3},
+        "file_extension": ".py",
+        "mimetype": "text/x-python",
+        "name": "python",
+        "nbconvert_exporter": "python",
+        "pygments_lexer": "ipython3",
+        "version": "3.11.7",
+    },
+}
+"""What JupyterLab 4 puts into a notebook's metadata once its kernel reports itself."""
+
+
+def _saved_by_lab(tmp_path: Path, on_disk: dict, metadata: dict) -> dict:
+    """Save, through jupyter_server's real contents manager with ctxlab's extension hook, the
+    notebook `on_disk` (already in `tmp_path`) with `metadata` as Lab sends it; what is written."""
+    from jupyter_server.services.contents.filemanager import FileContentsManager
+
+    from ctxlab._view.lab_save import keep_stripped
+
+    (tmp_path / "n.ipynb").write_text(json.dumps(on_disk))
+    manager = FileContentsManager(root_dir=str(tmp_path))
+    manager.register_pre_save_hook(keep_stripped)
+    content = {**on_disk, "metadata": metadata}
+    manager.save({"type": "notebook", "format": "json", "content": content}, "n.ipynb")
+    return json.loads((tmp_path / "n.ipynb").read_text())
+
+
+def test_a_lab_save_keeps_a_stripped_notebook_stripped(tmp_path: Path) -> None:
+    committed = REPO / "notebooks" / "01_quickstart.ipynb"
+    on_disk = json.loads(committed.read_text())
+    saved = _saved_by_lab(tmp_path, on_disk, LAB_METADATA)
+    assert saved["metadata"] == STRIPPED_METADATA
+    assert (tmp_path / "n.ipynb").read_bytes() == committed.read_bytes()  # byte for byte
+
+
+def test_a_lab_save_leaves_other_notebooks_and_other_kernels_alone(tmp_path: Path) -> None:
+    on_disk = json.loads((REPO / "notebooks" / "01_quickstart.ipynb").read_text())
+    other_kernel = {**LAB_METADATA, "kernelspec": {"name": "ir", "language": "R"}}
+    assert _saved_by_lab(tmp_path, on_disk, other_kernel)["metadata"] == other_kernel
+    unstripped = {**on_disk, "metadata": LAB_METADATA}  # a notebook not committed stripped
+    changed = {**LAB_METADATA, "widgets": {"state": {}}}
+    assert _saved_by_lab(tmp_path, unstripped, changed)["metadata"] == changed

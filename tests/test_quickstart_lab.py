@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import Lines
+
 REPO = Path(__file__).resolve().parents[1]
 CTXLAB = Path(sys.executable).parent / "ctxlab"  # the console script `pip install -e .` made
 NOTEBOOK = "notebooks/01_quickstart.ipynb"
@@ -54,6 +56,7 @@ class Lab:
     runtime: Path
     stdout: Path
     stderr: Path
+    output: Lines
 
     def api(self, path: str, token: str | None = None) -> object:
         """GET a Jupyter REST endpoint with the printed token (or `token`), decoded."""
@@ -92,27 +95,28 @@ def _start(home: Path, *flags: str) -> Lab:
     if not CTXLAB.exists():
         pytest.skip(f"no console script at {CTXLAB} (pip install -e .)")
     stdout, stderr = home / "stdout.log", home / "stderr.log"
-    with open(stdout, "w") as out, open(stderr, "w") as err:
+    with open(stderr, "w") as err:
         proc = subprocess.Popen(
             [str(CTXLAB), "quickstart", "--lab", "--port", "0", "--no-browser", "--offline",
              *flags],
-            cwd=REPO, env=_lab_env(home), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-            start_new_session=True,
+            cwd=REPO, env=_lab_env(home), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=err, text=True, start_new_session=True,
             # a shell running pytest in the background may have SIGINT ignored; a terminal's
             # foreground command has it at its default, which is what Ctrl-C relies on
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )  # fmt: skip
-    deadline = time.monotonic() + 90  # a hang guard, not a timing assertion
-    while not (match := URL_RE.search(stdout.read_text())):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            _kill(proc)
-            pytest.fail("no lab URL printed:\n" + stdout.read_text() + "\n" + stderr.read_text())
-        time.sleep(0.2)
+    assert proc.stdout is not None
+    output = Lines(proc.stdout, log=stdout)  # each line as printed, also kept in stdout.log
+    try:  # a hang guard, not a timing assertion
+        match = output.wait(URL_RE.pattern, "lab URL printed", 180)
+    except (TimeoutError, EOFError) as exc:
+        _kill(proc)
+        pytest.fail(f"{exc}\n--- stderr\n{stderr.read_text()}")
     url, port = match.group(1), int(match.group(2))
     token = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query).get("token", [""])[0]
     return Lab(
         proc, url, port, token, f"http://127.0.0.1:{port}/", home / "jupyter_runtime_dir",
-        stdout, stderr,
+        stdout, stderr, output,
     )  # fmt: skip
 
 
@@ -143,6 +147,7 @@ def _stop_and_check(lab: Lab, sig: signal.Signals, kernel_pids: list[int]) -> No
     except subprocess.TimeoutExpired:
         _kill(lab.proc)
         pytest.fail(f"ctxlab quickstart --lab ignored {sig.name}:\n{lab.logs()}")
+    lab.output.wait_end("ctxlab quickstart --lab's output", 30)  # its last lines are read
     assert code == 0, lab.logs()
     assert "JupyterLab stopped (exit code 0)" in lab.stdout.read_text(), lab.logs()
     with socket.socket() as s, pytest.raises(ConnectionRefusedError):
@@ -254,14 +259,17 @@ def test_lab_url_opens_quickstart_in_chromium_and_ctrl_c_stops_it(
                     arg=first_code,
                     timeout=60_000,
                 )
-                # the browser's session started a kernel for this notebook, and it came up
-                deadline = time.monotonic() + 90  # a hang guard, not a timing assertion
+                # the browser's session started a kernel for this notebook, and it came up.
+                # Asked of the server (the page's toolbar says "idle" before any kernel
+                # exists, and this Lab does not expose its app object to the page): the one
+                # wait in the suite that asks again, every 0.3 s, for the kernel's state.
+                deadline = time.monotonic() + 120  # a hang guard, not a timing assertion
                 while not any(
                     s["path"] == NOTEBOOK and s["kernel"]["execution_state"] == "idle"
                     for s in lab.api("api/sessions")
                 ):
                     assert time.monotonic() < deadline, f"no idle kernel\n{lab.logs()}"
-                    time.sleep(0.3)
+                    page.wait_for_timeout(300)
             except Exception:
                 page.screenshot(path=str(home / "quickstart_lab_failure.png"))
                 raise

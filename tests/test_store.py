@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import subprocess
 import sys
 import textwrap
-import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 import polars as pl
@@ -20,6 +24,8 @@ from ctxlab._store.store import SCHEMA_VERSION, Store, StoreBusyError, StoreErro
 from ctxlab.policies import DeepAgents
 from ctxlab.summarizers import Fixed
 from tests.synthetic import make_trace
+
+T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -126,37 +132,60 @@ def test_newer_or_foreign_files_are_refused_clearly(tmp_path: Path) -> None:
 
 
 HOLD = """
-import sys, time, duckdb
+import sys, duckdb
 con = duckdb.connect(sys.argv[1])
 con.begin()
 con.execute("INSERT INTO summaries (cache_key, text) VALUES ('held', 'x')")
 print("holding", flush=True)
-time.sleep(float(sys.argv[2]))
+sys.stdin.readline()  # holds the write lock until the test says "release"
 con.commit()
 con.close()
 """
 
 
-def _hold(path: Path, seconds: float) -> subprocess.Popen:
+@contextlib.contextmanager
+def _held(path: Path) -> Iterator[Callable[[], None]]:
+    """Another process holding `path` open for writing, mid-transaction, until the test calls
+    the yielded `release` (a line on its stdin): no clock decides when the lock goes."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(path), str(seconds)], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "holding"
-    return proc
+        [sys.executable, "-c", HOLD, str(path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stdin is not None
+    assert proc.stdout.readline().strip() == "holding"
+
+    def release() -> None:
+        if not proc.stdin.closed:
+            proc.stdin.write("release\n")
+            proc.stdin.close()
+
+    try:
+        yield release
+    finally:
+        release()
+        assert proc.wait(timeout=60) == 0
+
+
+def _blocked_then(release: Callable[[], None], work: Callable[[], T]) -> T:
+    """Run `work` on a thread; while the lock is held it must wait, not finish or fail (it is
+    still running a second later); once `release` lets the lock go it completes."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        done = pool.submit(work)
+        with contextlib.suppress(FutureTimeout):
+            done.result(timeout=1.0)
+        assert not done.done(), f"did not wait for the lock: {done.exception()!r}"
+        release()
+        return done.result(timeout=60)
 
 
 def test_second_writer_gets_a_clear_message_or_waits(tmp_path: Path, trace: ctxlab.Trace) -> None:
     path = tmp_path / "s.duckdb"
     Store(path)
-    proc = _hold(path, 3.0)
-    try:
+    with _held(path) as release:
         with pytest.raises(StoreBusyError, match=r"in use by another process.*one writer"):
             Store(path, timeout=0.3).add(trace)
-        start = time.monotonic()
-        Store(path, timeout=20).add(trace)  # waits for the other process, then writes
-        assert time.monotonic() - start > 0.5
-    finally:
-        proc.wait(timeout=30)
+        # waits for the other process, then writes
+        _blocked_then(release, lambda: Store(path, timeout=60).add(trace))
     reader = Store(path, read_only=True)
     assert reader.query("SELECT count(*) n FROM summaries")["n"][0] == 1
     assert reader.traces().height == 1
@@ -165,11 +194,8 @@ def test_second_writer_gets_a_clear_message_or_waits(tmp_path: Path, trace: ctxl
 def test_reads_while_another_process_writes(tmp_path: Path, trace: ctxlab.Trace) -> None:
     path = tmp_path / "s.duckdb"
     Store(path).add(trace)
-    proc = _hold(path, 1.5)
-    try:
-        frame = Store(path, read_only=True, timeout=20).traces()
-    finally:
-        proc.wait(timeout=30)
+    with _held(path) as release:
+        frame = _blocked_then(release, lambda: Store(path, read_only=True, timeout=60).traces())
     assert frame.height == 1
 
 

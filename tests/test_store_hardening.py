@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from ctxlab.policies import DeepAgents
 from tests.cli_text import messages
 from tests.synthetic import make_trace
 from tests.test_store import HOLD  # a process holding a write transaction on a store
+from tests.waiting import Lines
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -223,8 +223,11 @@ def second_writer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecondWr
     folder = tmp_path_factory.mktemp("second_writer")
     db = folder / "s.duckdb"
     Store(db)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(db), "120"], stdout=subprocess.PIPE, text=True
+    holder = subprocess.Popen(  # holds the lock until killed (its stdin is never written)
+        [sys.executable, "-c", HOLD, str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     procs: dict[str, subprocess.Popen[str]] = {}
     try:
@@ -308,25 +311,40 @@ def _write_traces(folder: Path, count: int) -> None:
         (folder / f"t{n:04d}.json").write_text(json.dumps({"model": "gpt-4o", "messages": msgs}))
 
 
+LOAD_TELLING = """
+import contextlib, sys
+from ctxlab._cli.main import main
+from ctxlab._store.store import Store
+
+_transaction = Store._transaction
+
+@contextlib.contextmanager
+def _told(self):
+    with _transaction(self) as con:
+        print("writing", file=sys.stderr, flush=True)
+        yield con
+
+Store._transaction = _told
+sys.exit(main(sys.argv[1:]))
+"""
+"""`ctxlab load` (its real `main`) telling on stderr when a write transaction has begun."""
+
+
 def test_load_killed_mid_write_leaves_the_store_whole(tmp_path: Path) -> None:
     traces = tmp_path / "traces"
     _write_traces(traces, 400)
     db = tmp_path / "s.duckdb"
     Store(db)
-    empty = db.stat().st_size
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ctxlab._cli.main", "load", str(traces), "--db", str(db)],
+        [sys.executable, "-c", LOAD_TELLING, "load", str(traces), "--db", str(db)],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         cwd=REPO,
     )
-    try:
-        deadline = time.monotonic() + 300
-        wal = Path(f"{db}.wal")
-        while time.monotonic() < deadline and proc.poll() is None:
-            if db.stat().st_size > empty or wal.exists():  # the transaction is writing
-                break
-            time.sleep(0.01)
+    assert proc.stderr is not None
+    try:  # the one transaction that stores all 400 traces has begun: kill it mid-write
+        Lines(proc.stderr).wait(r"^writing$", "the load's write transaction", 300)
         assert proc.poll() is None, "load finished before it could be killed mid-write"
         os.kill(proc.pid, signal.SIGKILL)
     finally:

@@ -13,8 +13,8 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +30,7 @@ from ctxlab.policies import DeepAgents
 from ctxlab.summarizers import DEFAULT_PROMPT, Extractive
 from tests.cli_text import messages
 from tests.synthetic import make_trace
+from tests.waiting import Lines, wait_exit
 
 REPO = Path(__file__).resolve().parents[1]
 GRID = {"trigger": ["fraction:0.5", "fraction:0.85"], "keep": ["messages:6", "fraction:0.1"]}
@@ -75,22 +76,112 @@ def test_grid_cells_match_single_replays(tmp_path: Path, traces: list) -> None:
         assert content is None or content.encode() == direct.file_bytes(path)
 
 
-def test_parallel_resume_and_ray_give_the_same_rows(tmp_path: Path, traces: list) -> None:
+RAY_GAVE_UP = "timed out during startup"
+"""What `ray start` prints when its own startup clock (30 s, fixed in ray/_private/node.py) ran
+out before its raylet registered, as on a crowded 2-core machine: the head is started again."""
+
+
+class RayHead:
+    """A one-CPU Ray head of a test's own (`ray start --head --block`), in a temporary folder
+    (short: Ray's socket paths must fit 107 bytes) and on a free port. `ready()` blocks until
+    Ray itself says it is up: `ray start` prints "Ray runtime started." after its GCS and raylet
+    answered its health checks, so nothing here sleeps or polls. When Ray's own fixed startup
+    clock ran out first (`RAY_GAVE_UP`), it starts again, up to `attempts` times."""
+
+    def __init__(self, attempts: int = 3) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="ray-"))
+        self.address = ""
+        self.attempts = attempts
+        self.proc: subprocess.Popen[str] | None = None
+
+    def ready(self) -> str:
+        failures = []
+        for _ in range(self.attempts):
+            port = _free_port()
+            self.address = f"127.0.0.1:{port}"
+            self.proc = subprocess.Popen(
+                [str(Path(sys.executable).parent / "ray"), "start", "--head", "--block",
+                 f"--port={port}", "--num-cpus=1", "--include-dashboard=false",
+                 "--disable-usage-stats", f"--temp-dir={self.folder}"],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+                env={
+                    **os.environ,
+                    # the driver `sweep` starts connects without a token, as to its own Ray
+                    "RAY_AUTH_MODE": "disabled",
+                    # `ray start` asks the GCS whether its raylet registered, each ask bounded
+                    # by this (60 s by default); on a crowded machine the first ask outlasted
+                    # that. A longer bound lets the ask succeed instead of timing out.
+                    "RAY_gcs_server_request_timeout_seconds": "300",
+                },
+            )  # fmt: skip
+            assert self.proc.stdout is not None
+            output = Lines(self.proc.stdout)
+            try:
+                output.wait(r"Ray runtime started", f"Ray's head at {self.address}", 300)
+                return self.address
+            except EOFError as exc:
+                self.stop()
+                if RAY_GAVE_UP not in str(exc):
+                    raise
+                failures.append(output.text)
+        raise TimeoutError(
+            f"Ray's head gave up starting {self.attempts} times:\n" + "\n---\n".join(failures)
+        )
+
+    def stop(self) -> None:
+        """Stop the head and every process it started (its process group), nothing else."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        if self.proc is not None:
+            self.proc.wait(timeout=60)
+
+
+@pytest.fixture()
+def ray_head() -> Iterator[tuple[Future[str], RayHead]]:
+    """A `RayHead` starting in the background (the test has local work to do meanwhile): the
+    future gives its address once Ray says it is up."""
+    head = RayHead()
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        yield pool.submit(head.ready), head
+    finally:
+        pool.shutdown(wait=True)
+        head.stop()
+        shutil.rmtree(head.folder, ignore_errors=True)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_parallel_resume_and_ray_give_the_same_rows(
+    tmp_path: Path, traces: list, ray_head: tuple[Future[str], RayHead]
+) -> None:
     # Ray against the resumed store: a fresh sweep on Ray stores what half a sweep plus its
-    # resumption stored (one Ray worker: the comparison needs the backend, not its parallelism).
-    # It runs on a thread meanwhile, into a store of its own: most of its 10-15 s is Ray
-    # starting its processes and waiting for them, time the local sweeps fill.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        on_ray = pool.submit(
-            sweep,
+    # resumption stored (one Ray CPU: the comparison needs the backend, not its parallelism).
+    # Ray's head starts in the background (the fixture) and the Ray sweep runs on a thread
+    # once Ray says it is up, into a store of its own, while the local sweeps run here.
+    up, _ = ray_head
+
+    def on_ray_when_up() -> pl.DataFrame:
+        address = up.result()  # Ray's own readiness line
+        return sweep(
             traces,
             DeepAgents(window=40_000),
             GRID,
             store=tmp_path / "ray.duckdb",
             backend="ray",
-            workers=1,
+            ray_address=address,
             progress=False,
         )
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        on_ray = pool.submit(on_ray_when_up)
         path = tmp_path / "s.duckdb"
         half = sweep(
             traces,
@@ -217,22 +308,27 @@ sweep(traces, DeepAgents(window=40_000), grid, store=sys.argv[1], workers=1, pro
 """
 
 
+TELL_SAVES = """
+from ctxlab._store.store import Store
+_save_many = Store.save_many
+def _told(self, batch):
+    _save_many(self, batch)
+    print("saved", len(batch), flush=True)
+Store.save_many = _told
+"""
+"""Prefixed to a child sweep script: after each committed batch the child prints `saved N`, the
+line the test waits for (the store's real `save_many` does the work)."""
+
+
 def test_killed_sweep_leaves_only_whole_replays_and_resumes(tmp_path: Path) -> None:
     path = tmp_path / "s.duckdb"
-    proc = subprocess.Popen([sys.executable, "-c", KILLED, str(path)], cwd=REPO)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            time.sleep(0.3)
-            if path.exists():
-                try:
-                    n = Store(path, read_only=True, timeout=5).query(
-                        "SELECT count(*) n FROM replays"
-                    )["n"][0]
-                except Exception:  # the schema may not exist yet
-                    continue
-                if n >= 3:
-                    break
+    proc = subprocess.Popen(
+        [sys.executable, "-c", TELL_SAVES + KILLED, str(path)],
+        cwd=REPO, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    try:  # a cell per transaction (batch_seconds=0): the third commit, then the kill
+        Lines(proc.stdout).wait(r"^saved 1$", "third stored cell of the killed sweep", 300, 3)
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(timeout=30)
@@ -361,16 +457,18 @@ def test_a_failing_worker_stops_the_sweep_with_whole_replays_only(
 
 @dataclass(frozen=True)
 class SlowInWorkers(Extractive):
-    """`Extractive` that, in a worker process, records its pid and then takes `seconds` per
-    summary: a worker is surely in the middle of a cell when the test kills the parent."""
+    """`Extractive` that, in a worker process, writes its pid as a line to the FIFO `report`
+    and then takes `seconds` per summary (a slow model, simulated): a worker is surely in the
+    middle of a cell when the test kills the parent."""
 
-    folder: str = ""
+    report: str = ""
     parent: int = 0
     seconds: float = 60.0
 
     def summarize(self, messages: Sequence, *, prompt: str = DEFAULT_PROMPT) -> str:
         if os.getpid() != self.parent:
-            Path(self.folder, str(os.getpid())).touch()
+            with open(self.report, "w") as fifo:
+                fifo.write(f"{os.getpid()}\n")
             time.sleep(self.seconds)
         return super().summarize(messages, prompt=prompt)
 
@@ -382,29 +480,18 @@ from ctxlab._store.sweep import sweep
 from tests.synthetic import make_trace
 from tests.test_sweep import SlowInWorkers
 traces = [make_trace(50, seed=s, model="claude-sonnet-4-5", provider="anthropic") for s in (1, 2)]
-slow = SlowInWorkers(folder=sys.argv[2], parent=os.getpid())
+slow = SlowInWorkers(report=sys.argv[2], parent=os.getpid())
 sweep(traces, DeepAgents(window=40_000), {"trigger": ["fraction:0.3", "fraction:0.5"]},
       store=sys.argv[1], summarizer=slow, workers=2, progress=False)
 """
-
-
-def _running(pid: int) -> bool:
-    """Whether `pid` is a live process (a zombie waiting to be reaped counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def test_killed_parallel_sweep_takes_its_workers_along_and_its_folder_is_cleared(
     tmp_path: Path, traces: list, private_tmp: Path
 ) -> None:
     pids = tmp_path / "pids"
-    pids.mkdir()
+    os.mkfifo(pids)
+    reports = Lines(pids)  # open before the workers write to it
     env = {**os.environ, "TMPDIR": str(private_tmp)}
     proc = subprocess.Popen(
         [sys.executable, "-c", KILLED_PARALLEL, str(tmp_path / "k.duckdb"), str(pids)],
@@ -412,18 +499,14 @@ def test_killed_parallel_sweep_takes_its_workers_along_and_its_folder_is_cleared
         env=env,
     )
     try:
-        deadline = time.monotonic() + 180
-        while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        workers = [int(p.name) for p in pids.iterdir()]
-        assert len(workers) == 2, "both workers should be summarising"
+        reports.wait(r"^\d+$", "second sweep worker summarising", 180, count=2)
+        workers = [int(line) for line in reports.lines]
+        assert len(set(workers)) == 2, "both workers should be summarising"
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(timeout=30)
-    deadline = time.monotonic() + 3  # each worker is 60 s from the end of its summary
-    while any(_running(w) for w in workers) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not [w for w in workers if _running(w)], "sweep workers outlived their parent"
+    # each worker is 60 s from the end of its summary: only its parent's death ends it sooner
+    wait_exit(workers, "sweep workers after their parent was killed", 30)
     assert len(_sweep_folders(private_tmp)) == 1  # what SIGKILL leaves behind
     sweep(traces, DeepAgents(window=40_000), GRID, store=tmp_path / "next.duckdb", workers=2,
           progress=False)  # fmt: skip

@@ -247,12 +247,17 @@ def test_debouncer_coalesces_inside_an_event_loop() -> None:
     deb = Debouncer(lambda: calls.append(1), wait=0.02)
 
     async def burst() -> None:
+        fired = asyncio.get_running_loop().create_future()
+        deb.fn = lambda: (calls.append(1), fired.set_result(None))
         for _ in range(5):
             deb()
-        await asyncio.sleep(0.1)
+        assert calls == []  # a loop runs: nothing at once
+        await asyncio.wait_for(fired, 30)  # the one call the burst comes to
+        assert deb._handle is None  # and nothing more is pending
 
     asyncio.run(burst())
     assert calls == [1]
+    deb.fn = lambda: calls.append(1)
     deb()  # no running loop: synchronous
     assert calls == [1, 1]
 

@@ -4,8 +4,9 @@ test (tests/test_browser.py) checks and what `python -m tests.widget_fit OUT_DIR
 `CELLS` build each widget on the bundled long session (one cell each, the widget last, so it
 is the cell's output). `fit_column` narrows the page until the notebook's output column is
 `COLUMN` pixels wide; `measure` reads, for each widget, its box, and every element inside it
-whose content is wider than its box while it cannot scroll (text cut off), and every cut label
-without a tooltip (`title`).
+whose content is wider than its box while it cannot scroll (text cut off), every native dropdown
+whose chosen option's text is wider than the room beside its arrow (cut whatever its tooltip),
+and every cut label without a tooltip (`title`).
 """
 
 from __future__ import annotations
@@ -65,6 +66,17 @@ MEASURE = """(css) => {
       untipped.push((el.textContent || '').slice(0, 40));
     }
   }
+  // a native dropdown never reports its text as overflowing: measure the chosen option's text
+  // in the select's own font against the room left of its arrow
+  const pen = document.createElement('canvas').getContext('2d');
+  for (const el of root.querySelectorAll('select')) {
+    if (el.selectedIndex < 0) continue;
+    const style = getComputedStyle(el);
+    pen.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    const text = el.options[el.selectedIndex].text;
+    const room = el.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    if (pen.measureText(text).width > room) cut.push(`select: ${text.slice(0, 60)}`);
+  }
   const blocks = [...root.querySelectorAll('.ctx-block')];
   return {left: r.left, width: r.width, scrollWidth: root.scrollWidth, cut, untipped,
           blocks: blocks.length, tipped: blocks.filter((b) => b.title.trim() !== '').length};
@@ -84,6 +96,17 @@ def fit_column(page: Any) -> float:
 def measure(page: Any, name: str) -> dict[str, Any] | None:
     """The box of widget `name` and what inside it is cut off (see the module docstring)."""
     return page.evaluate(MEASURE, f".ctx-fit-{name}")
+
+
+def screenshot(page: Any, name: str, path: Path) -> None:
+    """A PNG of widget `name` whole: the page made taller than the widget (Lab's status bar
+    and the end of its notebook panel no longer cover its lower part), then scrolled to it."""
+    widget = page.locator(f".ctx-fit-{name}").first
+    height = widget.evaluate("(el) => el.getBoundingClientRect().height")
+    page.set_viewport_size({"width": page.viewport_size["width"], "height": int(height) + 400})
+    widget.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)  # the scrolled-to cells are drawn on the next frames
+    widget.screenshot(path=str(path))
 
 
 def main(out: Path) -> None:
@@ -112,10 +135,8 @@ def main(out: Path) -> None:
             page.wait_for_timeout(3000)
             for name in WIDGETS:
                 print(name, measure(page, name))
-            page.set_viewport_size({"width": page.viewport_size["width"], "height": 3000})
-            page.wait_for_timeout(1000)
             for name in WIDGETS:
-                page.locator(f".ctx-fit-{name}").screenshot(path=str(out / f"{name}.png"))
+                screenshot(page, name, out / f"{name}.png")
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -260,12 +260,15 @@ def open_lab(
     default 8888 or the next free one; an explicit port must be free (0: any free port)."""
     from jupyter_core.paths import jupyter_runtime_dir
 
+    from ctxlab._view.lab_save import LAB_FLAGS
+
     root = REPO if notebook.is_relative_to(REPO) else notebook.parent
     rel = notebook.relative_to(root).as_posix()
     runtime = Path(jupyter_runtime_dir())
     cmd = [
         sys.executable, "-m", "jupyterlab", rel,
         f"--ServerApp.root_dir={root}", "--ServerApp.ip=127.0.0.1",
+        *LAB_FLAGS,  # saving a committed (stripped) notebook keeps it stripped: git stays clean
     ]  # fmt: skip
     if port is not None:
         cmd += [f"--ServerApp.port={port}", "--ServerApp.port_retries=0"]

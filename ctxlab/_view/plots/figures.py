@@ -688,7 +688,8 @@ def sweep_heatmap(
             texttemplate="%{text}",
             colorscale="Viridis",
             reversescale=True,
-            colorbar={"title": {"text": z.replace("_", " ")}},
+            # the bar's title along the bar: written across, it took a third of the width
+            colorbar={"title": {"text": z.replace("_", " "), "side": "right"}, "thickness": 16},
             hovertemplate=f"{esc(x)}=%{{x}}<br>{esc(y)}=%{{y}}<br>{esc(z)}=%{{z:,.0f}}<extra></extra>",
         )
     )

@@ -102,6 +102,17 @@ class Point:
         return f"{where}: messages {span} ({len(self.messages)}) · {self.source}"
 
 
+POINT_CHARS = 100
+"""How many characters of a point's label the dropdown shows: what a 1,000-pixel notebook
+column fits beside the "point" description in the browser's default font (checked by
+tests/test_browser.py); longer labels end in "…", whole in the tooltip."""
+
+
+def clipped(text: str, chars: int) -> str:
+    """`text` cut to `chars` characters, the last one "…" when it was longer."""
+    return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
+
+
 def summarisation_points(trace: Trace, policy: Any = None) -> list[Point]:
     """Where `policy` (a policy or a registered name; default Deep Agents) summarises `trace`;
     if it never does, where stress mode at 25% (then 10%) would; failing that, the first half
@@ -206,13 +217,18 @@ class PromptDiff(W.VBox):
             self.summarizers = (summarizer, summarizer)
         self.points = list(points) if points is not None else summarisation_points(trace, policy)
         self.cpt = chars_per_token(trace.model, trace.provider)
+        # A native dropdown cannot wrap: it takes the column's width, each option is cut to
+        # what that width shows (`POINT_CHARS`), and the chosen point's whole label is its
+        # tooltip.
         self.point = W.Dropdown(
-            options=[(p.label(), i) for i, p in enumerate(self.points)],
+            options=[(clipped(p.label(), POINT_CHARS), i) for i, p in enumerate(self.points)],
             value=0 if self.points else None,
             description="point",
-            layout=W.Layout(width="100%", max_width="700px"),
+            layout=W.Layout(width="auto"),  # the column's width, less the widget's margins
         )
         self.point.add_class("ctx-point")
+        self._tip_point()
+        self.point.observe(lambda _: self._tip_point(), names="value")
         area = W.Layout(width="49%", height="140px")
         self.prompt_a = W.Textarea(value=prompt_a, description="prompt A", layout=area)
         self.prompt_b = W.Textarea(
@@ -265,6 +281,11 @@ class PromptDiff(W.VBox):
         )
         self.add_class("ctx-prompt-diff")
         self.run()
+
+    def _tip_point(self) -> None:
+        """The chosen point's whole label as the dropdown's tooltip."""
+        value = self.point.value
+        self.point.tooltip = self.points[value].label() if value is not None else None
 
     def slice(self) -> list[BaseMessage]:
         """The messages summarised at the chosen point."""
