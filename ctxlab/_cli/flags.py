@@ -54,6 +54,19 @@ def positive_int(forms: str) -> Callable[[str], int]:
     return parse
 
 
+def count(forms: str) -> Callable[[str], int]:
+    """A type for a count that may be 0 (`--retries`); `forms` says what the flag takes."""
+
+    def parse(text: str) -> int:
+        value = _whole(text)
+        if value is None or value < 0:
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: use {forms}")
+        return value
+
+    parse.__name__ = "count"
+    return parse
+
+
 def window_text(text: str) -> str:
     """`replay --window`: a positive token count, `none` (no model profile) or `auto`."""
     if text.strip().lower() in {"none", "auto"}:
@@ -153,7 +166,8 @@ QUERY_MEMORY = "2GB"
 
 
 def seconds(text: str) -> float | None:
-    """`query --timeout`: seconds above 0, or 0 / `none` for no limit."""
+    """`--timeout` (of a query, of a model call): seconds above 0, or 0 / `none` for no
+    limit."""
     if text.strip().lower() in {"0", "none"}:
         return None
     try:
