@@ -96,22 +96,24 @@ def lines(result_bytes: int = 4000) -> Iterator[dict[str, Any]]:
 
 
 def write(path: Path, size: int, result_bytes: int = 4000) -> int:
-    """Write whole lines until the file holds at least `size` bytes; returns its size."""
+    """Write whole lines while the file stays within `size` bytes; returns its size."""
     written = 0
     with path.open("wb") as out:
         for line in lines(result_bytes):
             data = json.dumps(line, separators=(",", ":")).encode() + b"\n"
+            if written + len(data) > size:
+                return written
             out.write(data)
             written += len(data)
-            if written >= size:
-                return written
     raise AssertionError("unreachable: lines() never ends")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("out", type=Path)
-    parser.add_argument("--mb", type=float, default=1024, help="size in MiB (default 1024)")
+    parser.add_argument(
+        "--mb", type=float, default=1024, help="size in MiB, at most (default 1024)"
+    )
     args = parser.parse_args()
     size = write(args.out, int(args.mb * 1024 * 1024))
     print(f"{args.out}: {size:,} bytes")

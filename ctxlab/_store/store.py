@@ -290,6 +290,13 @@ class Store:
         self.path = Path(path)
         self.read_only = read_only
         self.timeout = timeout
+        try:
+            str(self.path).encode("utf-8")
+        except UnicodeEncodeError:
+            raise StoreError(
+                f"{ascii(str(self.path))}: the store's path is not valid UTF-8 (DuckDB opens "
+                "only UTF-8 paths); use another path"
+            ) from None
         if read_only and not self.path.exists():
             raise StoreError(f"{self.path}: no such store file")
         if self.path.is_dir():
