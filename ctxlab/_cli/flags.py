@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 
 WINDOW_FORMS = "a positive whole number of tokens"
 
+MAX_COUNT = 10**15
+"""The largest count a flag takes (tokens, processes, calls): past it a value is a typo, and
+past 2**63 the libraries the value reaches (polars, DuckDB) overflow."""
+
 
 def _whole(text: str) -> int | None:
     """`text` as an int if it spells one (`170000`, `1e5`), else None."""
@@ -46,11 +50,28 @@ def positive_int(forms: str) -> Callable[[str], int]:
 
     def parse(text: str) -> int:
         value = _whole(text)
-        if value is None or value < 1:
-            raise argparse.ArgumentTypeError(f"invalid value {text!r}: use {forms}")
+        if value is None or not 1 <= value <= MAX_COUNT:
+            raise argparse.ArgumentTypeError(
+                f"invalid value {text!r}: use {forms}, at most {MAX_COUNT:.0e}"
+            )
         return value
 
     parse.__name__ = "positive int"
+    return parse
+
+
+def count(forms: str) -> Callable[[str], int]:
+    """A type for a count that may be 0 (`--retries`); `forms` says what the flag takes."""
+
+    def parse(text: str) -> int:
+        value = _whole(text)
+        if value is None or not 0 <= value <= MAX_COUNT:
+            raise argparse.ArgumentTypeError(
+                f"invalid value {text!r}: use {forms}, at most {MAX_COUNT:.0e}"
+            )
+        return value
+
+    parse.__name__ = "count"
     return parse
 
 
@@ -59,9 +80,10 @@ def window_text(text: str) -> str:
     if text.strip().lower() in {"none", "auto"}:
         return text.strip().lower()
     value = _whole(text)
-    if value is None or value < 1:
+    if value is None or not 1 <= value <= MAX_COUNT:
         raise argparse.ArgumentTypeError(
-            f"invalid value {text!r}: use {WINDOW_FORMS}, 'none' (no model profile) or 'auto'"
+            f"invalid value {text!r}: use {WINDOW_FORMS} (at most {MAX_COUNT:.0e}), 'none' "
+            "(no model profile) or 'auto'"
         )
     return str(value)
 
@@ -153,7 +175,8 @@ QUERY_MEMORY = "2GB"
 
 
 def seconds(text: str) -> float | None:
-    """`query --timeout`: seconds above 0, or 0 / `none` for no limit."""
+    """`--timeout` (of a query, of a model call): seconds above 0, or 0 / `none` for no
+    limit."""
     if text.strip().lower() in {"0", "none"}:
         return None
     try:

@@ -283,8 +283,11 @@ def _labelled(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[lis
 def fit(text: str, width: int | None = None, indent: str = "  ", paths: bool = False) -> str:
     """A line of prose wrapped to `width` (default: the terminal's), continuation lines
     indented by `indent`; a word longer than the width (a subagent's trace id) is broken,
-    unless the line holds `paths`, which stay whole to be copied."""
+    unless the line holds `paths`, which stay whole to be copied. Bytes of a file name that
+    are not UTF-8 (which Python holds as lone surrogates) are shown escaped, `\\udcff`: the
+    line must reach the terminal even when the name cannot."""
     width = terminal_width() if width is None else width
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return textwrap.fill(
         " ".join(text.split()),
         width,

@@ -39,6 +39,7 @@ from langchain_core.messages import BaseMessage
 from ctxlab._cost import openai_tokens as ot
 from ctxlab._cost import tokens as tk
 from ctxlab._cost.profiles import guess_provider
+from ctxlab._ingest.inputs import Inputs
 from ctxlab._messages import chars_per_token
 
 if TYPE_CHECKING:
@@ -282,9 +283,14 @@ class _Delta:
 
 
 def _extends(longer: Sequence[BaseMessage], shorter: Sequence[BaseMessage]) -> bool:
-    """True when `longer` starts with exactly the messages of `shorter`."""
+    """True when `longer` starts with exactly the messages of `shorter`: at once when both are
+    `Inputs` whose leading slices are the same slices of the same lists (a call that saw the
+    previous call's input plus what followed), else message by message."""
     if len(longer) < len(shorter):
         return False
+    if isinstance(longer, Inputs) and isinstance(shorter, Inputs):
+        if longer.starts_with(shorter):
+            return True
     return all(a is b or a == b for a, b in zip(longer, shorter, strict=False))
 
 
@@ -299,26 +305,22 @@ def _observations(
     calls: list[_Call] = []
     deltas: list[tuple[int, _Delta]] = []
     previous: tuple[Turn, int] | None = None
+    before_base = 0
     for turn, billed in usage:
         inputs = turn.inputs
-        base = tools_base + sum(base_tokens(m, encoding) for m in inputs)
-        calls.append(_Call(billed, base, len(inputs)))
-        if previous is not None:
+        extends = previous is not None and _extends(inputs, previous[0].inputs)
+        if extends:  # only the added messages are counted: linear in the trace, not quadratic
+            assert previous is not None
             before, before_billed = previous
-            if not turn.compacted and _extends(inputs, before.inputs):
-                added = inputs[len(before.inputs) :]
-                if added:
-                    deltas.append(
-                        (
-                            len(calls) - 1,
-                            _Delta(
-                                billed - before_billed,
-                                sum(base_tokens(m, encoding) for m in added),
-                                len(added),
-                            ),
-                        )
-                    )
-        previous = (turn, billed)
+            added = inputs[len(before.inputs) :]
+            added_base = sum(base_tokens(m, encoding) for m in added)
+            base = before_base + added_base
+            if added and not turn.compacted:
+                deltas.append((len(calls), _Delta(billed - before_billed, added_base, len(added))))
+        else:
+            base = tools_base + sum(base_tokens(m, encoding) for m in inputs)
+        calls.append(_Call(billed, base, len(inputs)))
+        previous, before_base = (turn, billed), base
     return calls, deltas
 
 

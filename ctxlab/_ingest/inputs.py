@@ -127,6 +127,11 @@ class Inputs(Sequence[BaseMessage]):
     def __repr__(self) -> str:
         return f"Inputs({list(self)!r})"
 
+    def starts_with(self, other: Inputs) -> bool:
+        """Whether this sequence begins with `other` as the same slices of the same lists (no
+        message compared; False does not mean the messages differ)."""
+        return other._len <= self._len and _same_parts(self.head(other._len), other._parts)
+
     def head(self, n: int) -> tuple[Part, ...]:
         """The slices of the first `n` messages."""
         if n >= self._len:

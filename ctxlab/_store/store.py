@@ -22,10 +22,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
 import threading
 import time
-import weakref
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -292,6 +290,13 @@ class Store:
         self.path = Path(path)
         self.read_only = read_only
         self.timeout = timeout
+        try:
+            str(self.path).encode("utf-8")
+        except UnicodeEncodeError:
+            raise StoreError(
+                f"{ascii(str(self.path))}: the store's path is not valid UTF-8 (DuckDB opens "
+                "only UTF-8 paths); use another path"
+            ) from None
         if read_only and not self.path.exists():
             raise StoreError(f"{self.path}: no such store file")
         if self.path.is_dir():
@@ -758,22 +763,18 @@ class Store:
 class StoreProbeCache:
     """`ctxlab._evaluate.probes.ProbeCache` backed by a store's `probe_cache` table.
 
-    Opening the DuckDB file costs tens of milliseconds, more than a deterministic test model
-    takes to answer, so the table is read once (at the first `get` or `put`) and answers are
-    written in batches: one as soon as it comes when the last write is `batch_seconds` old
-    (a real model's answers, seconds apart, are each written at once), else with the next
-    batch, at `flush()`, or when the cache is garbage-collected or the interpreter exits.
-    Safe to share between the threads that run probes concurrently. Answers other processes
-    store after the first read are not seen (a rerun sees them)."""
+    Opening the DuckDB file costs tens of milliseconds, so the table is read once (at the first
+    `get` or `put`). Each answer is written as it arrives, in a transaction of its own that is
+    committed before `put` returns: an evaluation killed at any moment (`kill -9`) leaves every
+    answer it was given in the file, and a rerun asks only the calls not answered. (Answers
+    used to be written a batch a second, and a kill lost up to a second of them.) Safe to share
+    between the threads that run probes concurrently. Answers other processes store after the
+    first read are not seen (a rerun sees them)."""
 
-    def __init__(self, store: Store, batch_seconds: float = 1.0) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
-        self.batch_seconds = batch_seconds
         self._answers: dict[str, str] | None = None
-        self._pending: list[tuple[str, str, str, datetime]] = []
-        self._written = -math.inf
         self._lock = threading.Lock()
-        weakref.finalize(self, _write_probe_answers, store, self._pending)
 
     def _read(self) -> dict[str, str]:
         if self._answers is None:
@@ -788,35 +789,18 @@ class StoreProbeCache:
             return self._read().get(key)
 
     def put(self, key: str, answer: str, model: str) -> None:
-        """Keep an answer; a key already cached keeps its first answer."""
+        """Keep an answer, committed to the store before returning; a key already cached keeps
+        its first answer."""
         with self._lock:
             answers = self._read()
             if key in answers:
                 return
+            with self.store._transaction() as con:
+                con.execute(
+                    "INSERT INTO probe_cache VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    [key, model, answer, _now()],
+                )
             answers[key] = answer
-            self._pending.append((key, model, answer, _now()))
-            if time.monotonic() - self._written >= self.batch_seconds:
-                self._flush()
-
-    def flush(self) -> None:
-        """Write the answers not yet written."""
-        with self._lock:
-            self._flush()
-
-    def _flush(self) -> None:
-        _write_probe_answers(self.store, self._pending)
-        self._written = time.monotonic()
-
-
-def _write_probe_answers(store: Store, rows: list[tuple[str, str, str, datetime]]) -> None:
-    """Insert cached probe answers in one transaction (first answer per key wins) and empty
-    `rows`, the list the cache keeps them in."""
-    if rows:
-        with store._transaction() as con:
-            con.executemany(
-                "INSERT INTO probe_cache VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", rows
-            )
-        del rows[:]
 
 
 PROBE_COLUMNS = PROBES.names[2:-1]

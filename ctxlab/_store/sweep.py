@@ -15,7 +15,11 @@ a row). An LLM summariser's new cache entries travel back with the results and a
 the parent too.
 
 Everything that can be wrong with the request (an unknown parameter, a value of the wrong
-type, a missing trace file) is checked before the first replay starts.
+type, a missing trace file) is checked before the first replay starts. What can still fail is
+a model: a cell whose summariser's model call fails (an outage, an input it cannot take) is a
+row with its `error`, the other cells complete, and the summaries it did get are stored, so a
+rerun asks only the failed cells (from where they failed: what was answered comes from the
+cache). With an offline summariser a failing replay is a bug and stops the sweep.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from ctxlab._store.store import (
     ReplayPart,
     SavedReplay,
     Store,
+    SummaryRow,
     replay_key,
     summarizer_name,
     trace_key,
@@ -62,7 +67,11 @@ from ctxlab._store.store import (
 from ctxlab._store.sweep_folders import sweep_folder
 from ctxlab._trace import Trace
 from ctxlab.policies import Policy
-from ctxlab.summarizers import Extractive, Summarizer
+from ctxlab.summarizers import CachedExtractive, Extractive, Fixed, Summarizer
+
+OFFLINE = (Extractive, CachedExtractive, Fixed)
+"""Summarisers that call no model: a replay with them is pure, so its failure is a bug that
+stops the sweep instead of a failed cell."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,14 +211,44 @@ content once, and every cell of a trace offloads the same results, so repeats tr
 their text. Keyed by sweep so a later sweep into another store sends everything again."""
 
 
-def run_cell(trace: Trace, policy: Policy, summarizer: Summarizer, cell: Cell) -> SavedReplay:
+@dataclass(frozen=True, slots=True)
+class FailedCell:
+    """A cell whose replay failed in its summariser's model (after its retries): the error in
+    one line, and the summaries the model did write before it (stored, so a rerun reuses
+    them)."""
+
+    key: str
+    trace_id: str
+    error: str
+    summaries: tuple[SummaryRow, ...] = ()
+
+
+def _one_line(error: BaseException, trace_id: str) -> str:
+    """The error as one line that names the trace (a `SummaryError` already names its turn)."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    if not text.startswith("trace "):
+        text = f"trace {trace_id!r}: {type(error).__name__}: {text}"
+    return text
+
+
+def run_cell(
+    trace: Trace, policy: Policy, summarizer: Summarizer, cell: Cell
+) -> SavedReplay | FailedCell:
     """Replay one cell of `trace`, evaluate it offline (Tier 1 of `ctxlab.evaluate`: the
     `facts` frame, whose needed-but-lost count is the sweep's `needed_lost`) and package both
     for the store (runs in a worker).
 
     Summariser cache entries written meanwhile (`LLM.take_pending`) travel with the result,
-    so that the one writer stores them: workers never write the store themselves."""
-    result = replay(trace, with_settings(policy, **dict(cell.values)), summarizer=summarizer)
+    so that the one writer stores them: workers never write the store themselves. A replay
+    that fails with a model-backed summariser is a `FailedCell` (see the module's doc)."""
+    take = getattr(summarizer, "take_pending", None)
+    try:
+        result = replay(trace, with_settings(policy, **dict(cell.values)), summarizer=summarizer)
+    except Exception as exc:
+        if isinstance(summarizer, OFFLINE):
+            raise
+        rows = tuple(take()) if take is not None else ()
+        return FailedCell(cell.key, trace.trace_id, _one_line(exc, trace.trace_id), rows)
     facts = evaluate(result).facts  # extraction is cached per trace: cells of one trace share it
     if cell.sweep_id not in _SENT:
         _SENT.clear()
@@ -226,7 +265,6 @@ def run_cell(trace: Trace, policy: Policy, summarizer: Summarizer, cell: Cell) -
     if saved.replay_key != cell.key:
         raise RuntimeError(f"replay key changed between plan and run for {trace.trace_id}")
     sent.update(saved.files.filter(pl.col("content").is_not_null())["sha256"].to_list())
-    take = getattr(summarizer, "take_pending", None)
     if take is not None:
         saved = dataclasses.replace(saved, summaries=tuple(take()))
     return saved
@@ -325,7 +363,7 @@ def _exit_with(sentinel: int) -> None:
     os._exit(1)
 
 
-def _replay_part(cell: Cell, trace: Trace | None) -> ReplayPart:
+def _replay_part(cell: Cell, trace: Trace | None) -> ReplayPart | FailedCell:
     """A worker's task: one cell, its rows written as Parquet files for the parent to store.
 
     `trace` comes with the first cell of each trace the worker is given, None after that."""
@@ -335,6 +373,8 @@ def _replay_part(cell: Cell, trace: Trace | None) -> ReplayPart:
     if index != cell.trace_index:
         raise RuntimeError(f"worker holds trace {index}, was given a cell of {cell.trace_index}")
     saved = run_cell(held, _WORKER["policy"], _WORKER["summarizer"], cell)
+    if isinstance(saved, FailedCell):
+        return saved
     return saved.write_parts(Path(_WORKER["folder"]) / cell.key)
 
 
@@ -351,7 +391,7 @@ class _Lane:
         )
         self.pid = self.executor.submit(os.getpid)
         self.held: int | None = None
-        self.running: set[Future[ReplayPart]] = set()
+        self.running: set[Future[ReplayPart | FailedCell]] = set()
 
     def died(self) -> RuntimeError:
         """The error for a worker that exited mid-sweep (killed, out of memory, `os._exit`)."""
@@ -383,7 +423,9 @@ class _Scheduler:
         rest = [t for t, q in self.queues.items() if q]
         return max(rest, key=lambda t: len(self.queues[t])) if rest else None
 
-    def feed(self, lanes: Sequence[_Lane], pending: dict[Future[ReplayPart], _Lane]) -> None:
+    def feed(
+        self, lanes: Sequence[_Lane], pending: dict[Future[ReplayPart | FailedCell], _Lane]
+    ) -> None:
         """Top up every lane to `DEPTH` cells in hand."""
         for lane in lanes:
             while len(lane.running) < self.DEPTH:
@@ -405,14 +447,14 @@ def _local(
     summarizer: Summarizer,
     workers: int,
     folder: Path,
-) -> Iterator[ReplayPart]:
+) -> Iterator[ReplayPart | FailedCell]:
     """Finished cells from `workers` worker processes as they come; a worker's exception is
     raised here. When the sweep stops (finished, failed, interrupted, or the consumer closed
     the generator), cells not started are cancelled and running ones finish first."""
     ctx = _worker_context()
     lanes = [_Lane(ctx, policy, summarizer, folder) for _ in range(workers)]
     scheduler = _Scheduler(cells, traces)
-    pending: dict[Future[ReplayPart], _Lane] = {}
+    pending: dict[Future[ReplayPart | FailedCell], _Lane] = {}
     try:
         scheduler.feed(lanes, pending)
         while pending:
@@ -433,7 +475,7 @@ def _local(
 
 def _serial(
     cells: list[Cell], traces: list[Trace], policy: Policy, summarizer: Summarizer
-) -> Iterator[SavedReplay]:
+) -> Iterator[SavedReplay | FailedCell]:
     for cell in cells:
         yield run_cell(traces[cell.trace_index], policy, summarizer, cell)
 
@@ -445,7 +487,7 @@ def _ray(
     summarizer: Summarizer,
     address: str | None,
     workers: int | None,
-) -> Iterator[SavedReplay]:
+) -> Iterator[SavedReplay | FailedCell]:
     import ray
 
     started = not ray.is_initialized()
@@ -540,18 +582,42 @@ def sweep(
     todo = [c for c in cells if c.key not in done]
     workers = min(workers or os.cpu_count() or 1, len(todo))
     skipped = len(cells) - len(todo)
+    failed: dict[str, str] = {}
     if backend == "ray":
         results = _ray(todo, loaded, policy, summarizer, ray_address, workers)
-        _drain(results, store.save_many, len(todo), skipped, progress, batch_seconds)
+        save = _keeping_failures(store, store.save_many, failed)
+        _drain(results, save, len(todo), skipped, progress, batch_seconds)
     elif workers > 1:
         # Outlives the workers: the last batch of parts is stored after they stop.
         with sweep_folder() as folder:
             parts = _local(todo, loaded, policy, summarizer, workers, folder)
-            _drain(parts, _attach(store), len(todo), skipped, progress, batch_seconds)
+            save = _keeping_failures(store, _attach(store), failed)
+            _drain(parts, save, len(todo), skipped, progress, batch_seconds)
     else:
         results = _serial(todo, loaded, policy, summarizer)
-        _drain(results, store.save_many, len(todo), skipped, progress, batch_seconds)
-    return _summary(store, cells, list(grid))
+        save = _keeping_failures(store, store.save_many, failed)
+        _drain(results, save, len(todo), skipped, progress, batch_seconds)
+    return _summary(store, cells, list(grid), failed, [t.trace_id for t in loaded])
+
+
+def _keeping_failures(
+    store: Store, save: Callable[[list[Any]], Any], failed: dict[str, str]
+) -> Callable[[list[Any]], None]:
+    """`save` for a batch of results that may hold failed cells: their errors go into `failed`
+    (by replay key) and the summaries they did get into the store, the rest to `save`."""
+
+    def keep(batch: list[Any]) -> None:
+        done: list[Any] = []
+        for result in batch:
+            if isinstance(result, FailedCell):
+                failed[result.key] = result.error
+                if result.summaries:
+                    store.put_summaries(result.summaries)
+            else:
+                done.append(result)
+        save(done)
+
+    return keep
 
 
 def _attach(store: Store) -> Callable[[list[ReplayPart]], Any]:
@@ -565,7 +631,7 @@ def _attach(store: Store) -> Callable[[list[ReplayPart]], Any]:
     return save
 
 
-T = TypeVar("T", SavedReplay, ReplayPart)
+T = TypeVar("T")
 
 
 def _drain(
@@ -640,7 +706,15 @@ def spell(name: str, value: Any) -> str:
     return str(value)
 
 
-def _summary(store: Store, cells: list[Cell], names: list[str]) -> pl.DataFrame:
+def _summary(
+    store: Store,
+    cells: list[Cell],
+    names: list[str],
+    failed: Mapping[str, str],
+    trace_ids: Sequence[str],
+) -> pl.DataFrame:
+    """One row per cell, in plan order: its grid values, its stored replay's summary row, and
+    `error` (null, or why its model failed: such a cell has only its trace id and grid values)."""
     rows = store.query(
         "SELECT * FROM replay_summary WHERE replay_key IN (SELECT unnest(?))",
         [[c.key for c in cells]],
@@ -652,10 +726,19 @@ def _summary(store: Store, cells: list[Cell], names: list[str]) -> pl.DataFrame:
         },
         schema={"replay_key": pl.Utf8, **{n: pl.Utf8 for n in names}},
     )
-    order = pl.DataFrame({"replay_key": [c.key for c in cells], "_order": list(range(len(cells)))})
+    order = pl.DataFrame(
+        {
+            "replay_key": [c.key for c in cells],
+            "_order": list(range(len(cells))),
+            "error": [failed.get(c.key) for c in cells],
+            "_trace": [trace_ids[c.trace_index] for c in cells],
+        },
+        schema={"replay_key": pl.Utf8, "_order": pl.Int64, "error": pl.Utf8, "_trace": pl.Utf8},
+    )
     return (
         grid_cols.join(rows, on="replay_key", how="left")
         .join(order, on="replay_key")
         .sort("_order")
-        .drop("_order")
+        .with_columns(pl.coalesce("trace_id", "_trace").alias("trace_id"))
+        .drop("_order", "_trace")
     )

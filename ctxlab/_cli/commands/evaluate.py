@@ -117,19 +117,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--price my-model=0.1,0.4; IN,OUT without MODEL= prices every model (default: "
         "genai-prices' list; models it does not know show 'no price')",
     )
-    parser.add_argument(
-        "--retries",
-        type=int,
-        default=2,
-        metavar="N",
-        help="retries of a failed model call, with doubling backoff (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        metavar="SECONDS",
-        help="give up a model call after this long (default: no limit)",
-    )
+    add_call_flags(parser)
     parser.add_argument(
         "--store",
         "--db",
@@ -180,6 +168,23 @@ def _price_arg(text: str) -> tuple[str | None, Any]:
         return parse_price(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_call_flags(parser: argparse.ArgumentParser) -> None:
+    """`--retries` and `--timeout` of each model call (`ctxlab._replay.model_calls`)."""
+    parser.add_argument(
+        "--retries",
+        type=flags.count("a whole number of retries, 0 or more"),
+        default=2,
+        metavar="N",
+        help="retries of a failed model call, with doubling backoff (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=flags.seconds,
+        metavar="SECONDS",
+        help="give up a model call after this long; 0 or none: no limit (default: no limit)",
+    )
 
 
 def chat_model(flag: str, spec: str, *, offline: bool = False) -> BaseChatModel:

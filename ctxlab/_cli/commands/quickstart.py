@@ -27,7 +27,8 @@ import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctxlab._cli.tables import clip, terminal_width
+from ctxlab._cli import flags
+from ctxlab._cli.tables import clip, fit, terminal_width
 
 if TYPE_CHECKING:
     from jupyter_client.manager import KernelManager
@@ -55,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lab = parser.add_argument_group("--lab options")
     lab.add_argument(
         "--port",
-        type=int,
+        type=port,
         default=None,
         help="port for JupyterLab (default: 8888 or the next free one; 0: any free port)",
     )
@@ -77,9 +78,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--notebook", default=str(NOTEBOOK), help="notebook to run (default: the quickstart)"
     )
     parser.add_argument(
-        "--timeout", type=int, default=600, help="seconds per cell (default: %(default)s)"
+        "--timeout",
+        type=flags.positive_int("a whole number of seconds, 1 or more"),
+        default=600,
+        help="seconds per cell (default: %(default)s)",
     )
     parser.set_defaults(run=run)
+
+
+def port(text: str) -> int:
+    """`--port`: a TCP port number, 0 (any free port) to 65535."""
+    value = flags.count("a port number from 0 (any free port) to 65535")(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(
+            f"invalid value {text!r}: use a port number from 0 (any free port) to 65535"
+        )
+    return value
 
 
 def _jupyter_path() -> str:
@@ -329,9 +343,12 @@ def open_lab(
 def run(args: argparse.Namespace) -> int:
     """Entry point of `ctxlab quickstart`: headless run (default) or JupyterLab (`--lab`)."""
     notebook = Path(args.notebook).resolve()
-    if not notebook.exists():
+    if not notebook.is_file():
         print(
-            f"ctxlab: error: {notebook}: no such notebook (run from a clone of the repository)",
+            fit(
+                f"ctxlab: error: {notebook}: no such notebook (run from a clone of the repository)",
+                paths=True,
+            ),
             file=sys.stderr,
         )
         return 2

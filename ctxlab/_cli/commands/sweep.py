@@ -1,13 +1,18 @@
 """`ctxlab sweep PATH... --db FILE --policy NAME [--grid name=v1,v2]...`: a parameter grid.
 
 NAME is any policy `ctxlab policies` lists, or `a+b` for a pipeline (a pipeline has no grid
-parameters of its own: it is one cell per trace)."""
+parameters of its own: it is one cell per trace). With `--model`, summaries are written by that
+chat model (`ctxlab.summarizers.LLM`, cached in the store); a cell whose model call fails is a
+row with its `error`, the others complete, and the command exits 3 with one line saying how
+many failed: running it again asks only those."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ctxlab._cli import flags
+from ctxlab._cli.commands.evaluate import add_call_flags
 from ctxlab._cli.commands.query import add_format_flags
 from ctxlab._errors import FlagError
 from ctxlab._store.defaults import BACKENDS, DEFAULT_PATH
@@ -55,6 +60,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="use this file's text as every summary (default: offline extractive summaries)",
     )
     parser.add_argument(
+        "--model",
+        metavar="PROVIDER:NAME",
+        help="chat model that writes the summaries, e.g. anthropic:claude-haiku-4-5, or "
+        "module:Factory (answers cached in the store; default: offline extractive summaries)",
+    )
+    add_call_flags(parser)
+    parser.add_argument(
         "--backend",
         choices=BACKENDS,
         default="local",
@@ -83,7 +95,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from ctxlab._cli.commands.evaluate import chat_model
     from ctxlab._cli.commands.query import render
+    from ctxlab._cli.tables import clip, fit
+    from ctxlab._replay.model_calls import CallSettings
     from ctxlab._store.sweep import (
         SweepError,
         grid_points,
@@ -92,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         ray_problem,
         sweep,
     )
-    from ctxlab.summarizers import Fixed
+    from ctxlab.summarizers import LLM, Fixed
 
     if args.backend == "ray" and (problem := ray_problem(args.ray_address)) is not None:
         raise FlagError(
@@ -112,7 +129,14 @@ def run(args: argparse.Namespace) -> int:
         except SweepError as exc:
             raise FlagError("--grid", spec, str(exc.__cause__ or exc)) from None
     grid = parse_grid(args.grid)
+    if args.model and args.summary_text_file:
+        raise FlagError(
+            "--model", args.model, "writes the summaries: leave out --summary-text-file"
+        )
     summarizer = Fixed.from_file(args.summary_text_file) if args.summary_text_file else None
+    if args.model:
+        calls = CallSettings(retries=args.retries, timeout=args.timeout)
+        summarizer = LLM(chat_model("--model", args.model), calls=calls)
     flags.say_store_folder(args.db)
     result = sweep(
         args.paths,
@@ -125,7 +149,19 @@ def run(args: argparse.Namespace) -> int:
         ray_address=args.ray_address,
         files=args.files,
     )
-    cols = [c for c in result.columns if c not in ("replay_key", "params", "summarizer")]
+    failed = result.filter(pl.col("error").is_not_null())
+    hidden = ("replay_key", "params", "summarizer") + (() if failed.height else ("error",))
+    cols = [c for c in result.columns if c not in hidden]
     # The grid's values name the cells: cut, `fraction:0.5` and `fraction:0.55` look alike.
     print(render(result.select(cols), args.format, args.wide, whole=grid))
-    return 0
+    if not failed.height:
+        return 0
+    print(
+        fit(
+            f"ctxlab: error: {failed.height} of {result.height} cells failed, their model "
+            f"calls did not succeed (first: {clip(failed['error'][0], 160)}); run the same "
+            "command again to retry only those"
+        ),
+        file=sys.stderr,
+    )
+    return 3
