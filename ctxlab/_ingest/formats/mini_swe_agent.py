@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from ctxlab._errors import TraceFormatError
-from ctxlab._ingest.formats.fields import describe
+from ctxlab._ingest.formats.fields import describe, obj_or_empty
 from ctxlab._ingest.formats.messages import MessageDecodeError, decode_messages
 from ctxlab._messages import first_orphan_result
 from ctxlab._trace import Trace, Turn, from_messages
@@ -123,11 +123,11 @@ def read(values: list[tuple[Any, int | None]], source: str) -> list[Trace]:
     orphan = first_orphan_result(messages)
     if orphan is not None:
         raise TraceFormatError(
-            f"messages: tool result {messages[orphan].tool_call_id!r} answers no earlier call",
+            f"messages: tool result {orphan[1].tool_call_id!r} answers no earlier call",
             source=source,
         )
-    config = info.get("config") if isinstance(info.get("config"), dict) else {}
-    model_config = config.get("model") if isinstance(config.get("model"), dict) else {}
+    config = obj_or_empty(info, "config")
+    model_config = obj_or_empty(config, "model")
     model = model_config.get("model_name")
     stem = Path(source).name.split(".")[0]
     trace = from_messages(

@@ -48,7 +48,7 @@ OPENHANDS_PLACEHOLDER = "<MASKED>"
 """`ObservationMaskingCondenser.condense` (OpenHands `memory/condenser/impl/`)."""
 
 
-def _tags(message: ToolMessage) -> set[str]:
+def _tags(message: BaseMessage) -> set[str]:
     tags = message.additional_kwargs.get("tags") or message.response_metadata.get("tags") or []
     return set(tags)
 
