@@ -1,10 +1,10 @@
 """The real files of the corpus load with the counts a short script finds by reading them
 directly, not through ctxlab.
 
-Two places hold them: tests/data (SOURCE.txt beside each), and ../shared/data/corpus, where
-the public files found for issue 32 live beside the team's other real traces (fetched files
-are not committed to this repository; each folder has its SOURCE.txt). The shared ones are
-tested when that folder is present and skipped otherwise, like every ../shared test.
+They live in ../shared/data/corpus, beside the team's other real traces: files fetched from
+public repositories are never committed to this one (each folder has its SOURCE.txt: repository,
+commit, licence, producer). They are tested when that folder is present and skipped otherwise,
+like every ../shared test.
 
 Each `_count_*` function below reads one format's JSON with the standard library only and says
 how many model calls, messages, recorded input tokens and recorded compactions the file holds;
@@ -66,8 +66,13 @@ def _count_openhands_resolver(path: Path) -> list[dict[str, int]]:
     return out
 
 
-CORPUS = {path: _count_any_agent for path in sorted((DATA / "any-agent").glob("*.json.gz"))}
-RESOLVER = DATA / "openhands-resolver" / "output.jsonl.gz"
+CORPUS = {
+    path: _count_any_agent for path in sorted((SHARED_CORPUS / "any-agent").glob("*.json.gz"))
+}
+RESOLVER = SHARED_CORPUS / "openhands-resolver" / "output.jsonl.gz"
+needs_corpus = pytest.mark.skipif(
+    not SHARED_CORPUS.is_dir(), reason=f"the shared corpus is not at {SHARED_CORPUS}"
+)
 
 
 @pytest.mark.parametrize("path", sorted(CORPUS), ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -83,8 +88,9 @@ def test_corpus_file_loads_with_the_counts_read_directly(path: Path) -> None:
     assert any("any-agent" in note for note in trace.notes)
 
 
+@needs_corpus
 def test_any_agent_tool_results_answer_the_calls_that_asked() -> None:
-    (trace,) = ctxlab.load(DATA / "any-agent" / "LANGCHAIN_trace.json.gz")
+    (trace,) = ctxlab.load(SHARED_CORPUS / "any-agent" / "LANGCHAIN_trace.json.gz")
     kinds = [type(m).__name__ for m in trace.messages]
     assert kinds == [
         "SystemMessage",
@@ -104,6 +110,7 @@ def test_any_agent_tool_results_answer_the_calls_that_asked() -> None:
     assert [t.position for t in trace.turns] == [2, 4, 6, 7]
 
 
+@needs_corpus
 def test_openhands_resolver_output_loads_with_the_counts_read_directly() -> None:
     expected = _count_openhands_resolver(RESOLVER)
     traces = ctxlab.load(RESOLVER)
@@ -116,6 +123,7 @@ def test_openhands_resolver_output_loads_with_the_counts_read_directly() -> None
     assert all(t.inputs[-1] is not None for t in first.turns)
 
 
+@needs_corpus
 def test_the_corpus_table_in_the_docs_holds_the_counts_read_directly() -> None:
     """docs/formats.md's corpus rows say what the stdlib scripts above find."""
     docs = (DATA.parents[1] / "docs" / "formats.md").read_text()
@@ -323,7 +331,9 @@ def _loaded(path: Path) -> list[dict[str, int]]:
 
 
 def test_the_shared_corpus_holds_every_listed_file_and_a_source(corpus: Path) -> None:
-    listed = {Path(name) for name in SHARED_FILES}
+    listed = {Path(name) for name in SHARED_FILES} | {
+        p.relative_to(corpus) for p in [*CORPUS, RESOLVER]
+    }
     assert {p.relative_to(corpus) for p in corpus.glob("*/*.gz")} == listed
     for folder in {p.parent for p in listed}:
         assert (corpus / folder / "SOURCE.txt").is_file()
