@@ -1,4 +1,4 @@
-"""Where the suite's CPU time goes, per test file: `python -m tests.cpu_report RUN.xml [N]`.
+"""Where the suite's CPU time goes, per test file: `python -m bench.cpu_report RUN.xml [N]`.
 
 `RUN.xml` is a `pytest --junitxml=RUN.xml` report; tests/conftest.py records each test's CPU
 seconds per phase (this worker and the processes it waited for) as the test's properties. On a
