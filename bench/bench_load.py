@@ -5,8 +5,8 @@ The baseline is `json.loads` on every line, the least any loader must do; ctxlab
 the full `ctxlab.load` (read, parse, merge runs, decode messages, rebuild the conversation).
 
 `--real` also times files not made for this bench: the bundled samples and the JSON Lines
-files in ../shared/data/real-traces, each against `json.loads` per line of its decompressed
-bytes (decompression counted on both sides).
+files in ../shared/data/real-traces and ../shared/data/corpus, each against `json.loads` per
+line of its decompressed bytes (decompression counted on both sides).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import argparse
 import gzip
 import json
 import lzma
+import os
 import time
 from pathlib import Path
 
@@ -32,13 +33,18 @@ def best_of(fn, repeat: int) -> float:
 
 
 REPO = Path(__file__).resolve().parents[1]
-REAL = REPO.parent / "shared" / "data" / "real-traces"
+SHARED = Path(os.environ.get("CTXLAB_SHARED", REPO.parent / "shared")) / "data"
+"""../shared/data, or the shared folder `CTXLAB_SHARED` names (as the tests read it)."""
+REAL = SHARED / "real-traces"
+CORPUS = SHARED / "corpus"
 
 
 def real_files() -> list[Path]:
-    """The bundled samples, then every JSON Lines file under ../shared/data/real-traces."""
+    """The bundled samples, then every JSON Lines file under ../shared/data/real-traces and
+    ../shared/data/corpus (the public files found for issue 32)."""
     found = sorted((REPO / "traces").glob("*.jsonl.xz"))
-    found += sorted(p for p in REAL.rglob("*.jsonl*") if p.is_file())
+    for folder in (REAL, CORPUS):
+        found += sorted(p for p in folder.rglob("*.jsonl*") if p.is_file())
     return found
 
 
@@ -67,7 +73,7 @@ def real_rows(repeat: int) -> None:
             ctxlab.load(path)
 
         base, took = best_of(plain, repeat), best_of(ours, repeat)
-        name = path.relative_to(REPO if path.is_relative_to(REPO) else REAL)
+        name = path.relative_to(REPO if path.is_relative_to(REPO) else SHARED)
         print(
             f"| {str(name)[:60]} | {size:.1f} | {base * 1000:.0f} ms | {took * 1000:.0f} ms "
             f"| {took / base:.1f}x |",
