@@ -153,6 +153,10 @@ class Size(NamedTuple):
         )
 
 
+def _is_image(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type", "") in _IMAGE_TYPES
+
+
 def blocks_size(blocks: Iterable[Any]) -> tuple[int, int]:
     """(characters, image blocks) the counter charges for a list of content blocks."""
     chars = images = 0
@@ -185,7 +189,9 @@ def _measure(message: BaseMessage) -> tuple[int, int]:
         chars = repr_len(content)
     if not listed and isinstance(message, AIMessage) and message.tool_calls:
         chars += repr_len(message.tool_calls) + hidden_in(message.tool_calls)
-    chars += hidden_in(content)  # redaction markers count as the text they hide
+    # redaction markers count as the text they hide; an image block counts as an image
+    # however long its (redacted) data URL was, as the unredacted block does
+    chars += hidden_in([b for b in content if not _is_image(b)] if listed else content)
     if isinstance(message, ToolMessage):
         chars += len(message.tool_call_id)
     role = _ROLES.get(type(message))
