@@ -124,3 +124,24 @@ def test_derived_each_shares_the_memo_of_derived() -> None:
     assert tk.derived(b, "upper-test", lambda: make(b)) == "SECOND"
     assert made == ["first", "second"]
     assert tk.derived_each([a], "other-key", lambda m: len(m.text)) == [5]
+
+
+def test_a_redacted_image_counts_as_the_image_it_was() -> None:
+    """A shared Codex rollout keeps its images as `[REDACTED_IMAGE_URL len=N ...]`, N the data
+    URL's length (6.8 million characters for one screenshot): the block still counts as one
+    image, as the unredacted block does, while redacted text counts the characters it hid."""
+    url = "data:image/png;base64," + "A" * 5_000
+    text = "look at this"
+
+    def message(image: str, words: str) -> HumanMessage:
+        return HumanMessage(
+            [{"type": "text", "text": words}, {"type": "image_url", "image_url": {"url": image}}]
+        )
+
+    original = message(url, text)
+    redacted = message(
+        f"[REDACTED_IMAGE_URL len={len(url)} sha=3ef15eaa]",
+        f"[REDACTED_TEXT len={len(text)} sha=d62a3c8d]",
+    )
+    assert tk.message_tokens(redacted) == tk.message_tokens(original)
+    assert tk.message_tokens(original) < 100

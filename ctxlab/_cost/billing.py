@@ -257,9 +257,10 @@ def bill(replay: Replay, biller: BillerLike | None = None, store: Any = None) ->
     found = levels(replay, trace)
     harness = replay.counted_as
     if harness is not None and harness.method != "file":
-        # a harness preset decides on its estimate of what the harness counted: compare the
-        # bill with that estimate and with the trigger in the same terms
-        counted = [harness.harness(c) for c in counted]
+        # a harness preset decides on its estimate of what the harness counted (call by call
+        # for one that counts from the previous call's usage): compare the bill with that
+        # estimate and with the trigger in the same terms
+        counted = [harness.harness_at(c.context_tokens, c.turn) for c in replay.calls]
         found = {k: harness.harness(v) if k == "trigger" else v for k, v in found.items()}
     late, over = flags(counted, tokens, found)
     return Billing(biller.method, tokens, late, over)
