@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         ray_problem,
         sweep,
     )
-    from ctxlab.summarizers import LLM, Fixed
+    from ctxlab.summarizers import LLM, Fixed, Summarizer
 
     if args.backend == "ray" and (problem := ray_problem(args.ray_address)) is not None:
         raise FlagError(
@@ -133,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
         raise FlagError(
             "--model", args.model, "writes the summaries: leave out --summary-text-file"
         )
-    summarizer = Fixed.from_file(args.summary_text_file) if args.summary_text_file else None
+    summarizer: Summarizer | None = (
+        Fixed.from_file(args.summary_text_file) if args.summary_text_file else None
+    )
     if args.model:
         calls = CallSettings(retries=args.retries, timeout=args.timeout)
         summarizer = LLM(chat_model("--model", args.model), calls=calls)
