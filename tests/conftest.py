@@ -39,11 +39,16 @@ def shared() -> Path:
 # test time in a whole-suite run (`--junitxml`) on 2 cores.
 SLOW_FILES = (
     "test_local_model.py",  # 600+ where its model is installed (skipped in CI)
+    "test_huggingface_folder.py",  # 250 where torch is installed (skipped in CI)
+    "test_flag_fuzz.py",  # new: 75 arguments x 16 values, in-process (175 on a loaded box)
     "test_sweep.py",  # 80
     "test_docs_examples.py",  # 55
     "test_browser.py",  # 42
     "test_notebooks.py",  # 38
     "test_model_failures.py",  # 50 (one process)
+    "test_evaluate_killed.py",  # new: three `ctxlab evaluate` processes (41 on a loaded box)
+    "test_load_large.py",  # new: four `ctxlab` processes on a 3 MB session (36, loaded box)
+    "test_sweep_models.py",  # new: sweeps with a model, two in worker processes (23)
     "test_figure_layout.py",  # new: 8 figures x 2 sizes drawn in chromium, and exported
     "test_cli_evaluate.py",  # 29
     "test_plots.py",  # 25

@@ -548,7 +548,10 @@ def sweep(
     own store (else this one) and its new entries are stored in this one.
     Every cell is also evaluated offline (Tier 1 of `ctxlab.evaluate`): its facts are stored
     (`Store.facts`) and `needed_lost` is a column of the result beside tokens and events.
-    Returns the per-replay summary rows of every cell, with one column per grid parameter.
+    Returns the per-replay summary rows of every cell, with one column per grid parameter, and
+    `error`: null, or, for a cell whose summariser's model failed (any summariser but the
+    offline ones), why in one line; such a cell has only its trace id, grid values and error,
+    is not stored as a replay, and is replayed again by the next sweep into the same store.
     """
     if backend not in BACKENDS:
         raise SweepError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
