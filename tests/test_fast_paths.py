@@ -71,11 +71,11 @@ def _docs_policy_registered(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @st.composite
 def conversations(draw: st.DrawFn) -> Trace:
-    """An agent run: results before the first user message, parallel calls to several tools,
-    results tagged to be removed or kept, results cleared by context editing when recorded,
-    thinking blocks, follow-up and long user messages, big results, (sometimes) a call id
-    used twice with another tool name, (sometimes) a call that failed before a user message,
-    and (sometimes) calls recorded only from a later one on."""
+    """An agent run, with tool schemas or without: results before the first user message,
+    parallel calls to several tools, results tagged to be removed or kept, results cleared by
+    context editing when recorded, thinking blocks, follow-up and long user messages, big
+    results, (sometimes) a call id used twice with another tool name, (sometimes) a call that
+    failed before a user message, and (sometimes) calls recorded only from a later one on."""
     text = st.integers(1, 60)
     msgs: list = [SystemMessage("system prompt " * draw(st.integers(1, 20)))]
     if draw(st.booleans()):
@@ -116,7 +116,17 @@ def conversations(draw: st.DrawFn) -> Trace:
                 )
             )
     msgs.append(AIMessage("done"))
-    trace = from_messages(msgs, trace_id="generated", model=MODEL, provider="anthropic")
+    schemas = [
+        {"name": t, "description": f"{t} " * draw(st.integers(1, 30)), "parameters": {}}
+        for t in TOOLS
+    ]
+    trace = from_messages(
+        msgs,
+        trace_id="generated",
+        model=MODEL,
+        provider="anthropic",
+        tools=schemas if draw(st.booleans()) else None,
+    )
     users = [i for i, m in enumerate(msgs) if isinstance(m, HumanMessage) and i > 1]
     if users and draw(st.booleans()):
         trace = with_failed_call(trace, draw(st.sampled_from(users)))
