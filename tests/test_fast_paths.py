@@ -3,7 +3,8 @@
 A slider draws a policy's count-only form (`counts_only`, `ctxlab._replay.replay.counted`)
 instead of replaying it, so each form must give exactly the replay's per-call counts and
 events. This test runs every registered policy (the built-in ones, any plugged in through
-`register` or an entry point, and the one docs/writing-a-policy.md builds) on random
+`register` or an entry point, the one docs/writing-a-policy.md builds, and a subclass of a
+stage with a form that overrides `apply`, which must not get its parent's form) on random
 conversations under random settings of every numeric parameter, and compares the form's
 `counts` frame and event list with a plain `replay` of the same trace, policy and summariser.
 A setting the policy refuses must be refused the same way by both. Each policy that has a form
@@ -16,8 +17,9 @@ import dataclasses
 import itertools
 import sys
 import types
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -35,6 +37,8 @@ from ctxlab._messages import message_text
 from ctxlab._replay.policies import catalog
 from ctxlab._replay.policies._engine_facts import turn_table
 from ctxlab._replay.policies.catalog import get, names
+from ctxlab._replay.policies.engine import JUMPS, Context, Item, StagePolicy, declares
+from ctxlab._replay.policies.langchain import ClearStage, ClearToolUses
 from ctxlab._replay.replay import counted, replay
 from ctxlab._trace import Trace, Turn, from_messages
 from ctxlab.policies import DeepAgents
@@ -56,17 +60,48 @@ def _register_docs_policy() -> str:
     return str(module.DigestOldResults.name)
 
 
+class NeverClears(ClearStage):
+    """A user's subclass of a stage that has a count-only form, overriding `apply` (it sends
+    its input unchanged) and declaring nothing: it must get the plain engine, never a chart
+    drawn from its parent's arithmetic."""
+
+    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        return items
+
+
+@dataclass(frozen=True)
+class SubclassedClear(ClearToolUses):
+    """`clear-tool-uses` run by `NeverClears`."""
+
+    name: ClassVar[str] = "subclassed-clear"
+
+    def stages(self, trace: Trace, window: int | None) -> list[Any]:
+        return [
+            NeverClears(
+                trigger=int(self.trigger),
+                keep=int(self.keep),
+                clear_at_least=int(self.clear_at_least),
+                clear_tool_inputs=self.clear_tool_inputs,
+                exclude_tools=tuple(self.exclude_tools),
+                placeholder=self.placeholder,
+                trace=trace,
+            )
+        ]
+
+
 DOCS_POLICY = _register_docs_policy()
+catalog.register(SubclassedClear, SubclassedClear.name)
 POLICIES = sorted(names())
 assert DOCS_POLICY in POLICIES
 # Registered only while this file's tests run: collection imports every test file in every
 # xdist worker, and other files list the registered policies (the catalogue, `ctxlab policies`).
-_DOCS_FACTORY = catalog._REGISTERED.pop(DOCS_POLICY)
+_PLUGGED = {name: catalog._REGISTERED.pop(name) for name in (DOCS_POLICY, SubclassedClear.name)}
 
 
 @pytest.fixture(autouse=True)
-def _docs_policy_registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(catalog._REGISTERED, DOCS_POLICY, _DOCS_FACTORY)
+def _plugged_in_policies_registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, factory in _PLUGGED.items():
+        monkeypatch.setitem(catalog._REGISTERED, name, factory)
 
 
 @st.composite
@@ -300,6 +335,20 @@ def _has_form(name: str) -> bool:
         return False
 
 
+def _promises_form(name: str) -> bool:
+    """Whether `name` promises a count-only form: its own class defines `counts_only` (an
+    inherited one promises nothing), or one of its stages declares `JUMPS` (the default form's
+    contract). A form that stopped being used (a changed guard) would otherwise leave the
+    slider on the full replay unnoticed."""
+    policy = get(name)
+    if "counts_only" in vars(type(policy)):
+        return True
+    if not isinstance(policy, StagePolicy):
+        return False
+    trace = _short_trace()
+    return any(declares(s, JUMPS) for s in policy.stages(trace, policy.window_for(trace)))
+
+
 def on_every_tie(name: str, used: list[bool]) -> None:
     """Each token threshold of `name` (an int parameter of token size, or a `("tokens", N)`
     size) set, in turn, to every count a call of a short trace reaches exactly, the other
@@ -346,5 +395,7 @@ def test_every_fast_path_equals_the_plain_replay(name: str) -> None:
 
     check()
     on_every_tie(name, used)
-    if _has_form(name):
+    has_form = _has_form(name)
+    assert has_form or not _promises_form(name), f"{name}: its count-only form is not used"
+    if has_form:
         assert any(used), f"{name}: its count-only form never acted on a generated example"
