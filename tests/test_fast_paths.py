@@ -3,7 +3,8 @@
 A slider draws a policy's count-only form (`counts_only`, `ctxlab._replay.replay.counted`)
 instead of replaying it, so each form must give exactly the replay's per-call counts and
 events. This test runs every registered policy (the built-in ones, any plugged in through
-`register` or an entry point, and the one docs/writing-a-policy.md builds) on random
+`register` or an entry point, the one docs/writing-a-policy.md builds, and a subclass of a
+stage with a form that overrides `apply`, which must not get its parent's form) on random
 conversations under random settings of every numeric parameter, and compares the form's
 `counts` frame and event list with a plain `replay` of the same trace, policy and summariser.
 A setting the policy refuses must be refused the same way by both. Each policy that has a form
@@ -16,21 +17,30 @@ import dataclasses
 import itertools
 import sys
 import types
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ctxlab._cost.tokens import ANTHROPIC_CHARS_PER_TOKEN, CHARS_PER_TOKEN, tokens_list
+from ctxlab._cost.tokens import (
+    ANTHROPIC_CHARS_PER_TOKEN,
+    CHARS_PER_TOKEN,
+    tokens_list,
+    tool_schema_tokens,
+)
+from ctxlab._ingest.inputs import Inputs
 from ctxlab._messages import message_text
 from ctxlab._replay.policies import catalog
 from ctxlab._replay.policies._engine_facts import turn_table
 from ctxlab._replay.policies.catalog import get, names
+from ctxlab._replay.policies.engine import JUMPS, Context, Item, StagePolicy, declares
+from ctxlab._replay.policies.langchain import ClearStage, ClearToolUses
 from ctxlab._replay.replay import counted, replay
-from ctxlab._trace import Trace, from_messages
+from ctxlab._trace import Trace, Turn, from_messages
 from ctxlab.policies import DeepAgents
 from ctxlab.summarizers import CachedExtractive
 from tests.test_policies_properties import SMALL
@@ -50,24 +60,57 @@ def _register_docs_policy() -> str:
     return str(module.DigestOldResults.name)
 
 
+class NeverClears(ClearStage):
+    """A user's subclass of a stage that has a count-only form, overriding `apply` (it sends
+    its input unchanged) and declaring nothing: it must get the plain engine, never a chart
+    drawn from its parent's arithmetic."""
+
+    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        return items
+
+
+@dataclass(frozen=True)
+class SubclassedClear(ClearToolUses):
+    """`clear-tool-uses` run by `NeverClears`."""
+
+    name: ClassVar[str] = "subclassed-clear"
+
+    def stages(self, trace: Trace, window: int | None) -> list[Any]:
+        return [
+            NeverClears(
+                trigger=int(self.trigger),
+                keep=int(self.keep),
+                clear_at_least=int(self.clear_at_least),
+                clear_tool_inputs=self.clear_tool_inputs,
+                exclude_tools=tuple(self.exclude_tools),
+                placeholder=self.placeholder,
+                trace=trace,
+            )
+        ]
+
+
 DOCS_POLICY = _register_docs_policy()
+catalog.register(SubclassedClear, SubclassedClear.name)
 POLICIES = sorted(names())
 assert DOCS_POLICY in POLICIES
 # Registered only while this file's tests run: collection imports every test file in every
 # xdist worker, and other files list the registered policies (the catalogue, `ctxlab policies`).
-_DOCS_FACTORY = catalog._REGISTERED.pop(DOCS_POLICY)
+_PLUGGED = {name: catalog._REGISTERED.pop(name) for name in (DOCS_POLICY, SubclassedClear.name)}
 
 
 @pytest.fixture(autouse=True)
-def _docs_policy_registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(catalog._REGISTERED, DOCS_POLICY, _DOCS_FACTORY)
+def _plugged_in_policies_registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, factory in _PLUGGED.items():
+        monkeypatch.setitem(catalog._REGISTERED, name, factory)
 
 
 @st.composite
 def conversations(draw: st.DrawFn) -> Trace:
-    """An agent run: results before the first user message, parallel calls to several tools,
-    results tagged to be removed or kept, thinking blocks, follow-up and long user messages,
-    big results, and (sometimes) a call id used twice with another tool name."""
+    """An agent run, with tool schemas or without: results before the first user message,
+    parallel calls to several tools, results tagged to be removed or kept, results cleared by
+    context editing when recorded, thinking blocks, follow-up and long user messages, big
+    results, (sometimes) a call id used twice with another tool name, (sometimes) a call that
+    failed before a user message, and (sometimes) calls recorded only from a later one on."""
     text = st.integers(1, 60)
     msgs: list = [SystemMessage("system prompt " * draw(st.integers(1, 20)))]
     if draw(st.booleans()):
@@ -97,17 +140,50 @@ def conversations(draw: st.DrawFn) -> Trace:
         for c in calls:
             tags = draw(st.sampled_from([[], [], ["remove_output"], ["keep_output"]]))
             lines = draw(st.one_of(text, st.just(600)))
+            cleared = draw(st.integers(0, 7)) == 0  # cleared by context editing when recorded
             msgs.append(
                 ToolMessage(
                     f"out {c['id']}\n" * lines,
                     tool_call_id=c["id"],
                     name=c["name"],
                     additional_kwargs={"tags": tags} if tags else {},
+                    response_metadata={"context_editing": {"cleared": True}} if cleared else {},
                 )
             )
     msgs.append(AIMessage("done"))
     with_usage(msgs)
-    return from_messages(msgs, trace_id="generated", model=MODEL, provider="anthropic")
+    schemas = [
+        {"name": t, "description": f"{t} " * draw(st.integers(1, 30)), "parameters": {}}
+        for t in TOOLS
+    ]
+    trace = from_messages(
+        msgs,
+        trace_id="generated",
+        model=MODEL,
+        provider="anthropic",
+        tools=schemas if draw(st.booleans()) else None,
+    )
+    users = [i for i, m in enumerate(msgs) if isinstance(m, HumanMessage) and i > 1]
+    if users and draw(st.booleans()):
+        trace = with_failed_call(trace, draw(st.sampled_from(users)))
+    late = draw(st.integers(0, 3))  # recorded from a later call on: the first sees results
+    if late and len(trace.turns) > late + 2 and draw(st.booleans()):
+        turns = [dataclasses.replace(t, index=i) for i, t in enumerate(trace.turns[late:])]
+        trace = dataclasses.replace(trace, turns=turns)
+    return trace
+
+
+def with_failed_call(trace: Trace, position: int) -> Trace:
+    """`trace` with a call that failed (no output, as loaders record a refused or errored
+    request) right before the user message at `position`: a call whose fed history ends
+    where a user message, not its own output, comes next."""
+    turns = sorted(
+        [*trace.turns, Turn(0, position, Inputs.prefix(trace.messages, position), None, MODEL)],
+        key=lambda t: (t.position, t.output is not None),
+    )
+    return dataclasses.replace(
+        trace, turns=[dataclasses.replace(t, index=i) for i, t in enumerate(turns)]
+    )
 
 
 def with_usage(msgs: list[Any]) -> None:
@@ -132,23 +208,43 @@ def with_usage(msgs: list[Any]) -> None:
         sent += len(message_text(m))
 
 
-def ties(trace: Trace) -> list[int]:
-    """Token counts the trace reaches exactly: each request's uncompacted count at a call (by
-    both counters, with and without the system prompt), each message's tokens, and results'
-    lengths in 4-character tokens (as offloading measures them). A threshold drawn from these
-    puts a call right on it, where `>` and `>=` differ."""
-    out: set[int] = set()
+def ties(
+    trace: Trace, counters: tuple[float, ...] = (ANTHROPIC_CHARS_PER_TOKEN, CHARS_PER_TOKEN)
+) -> tuple[list[int], list[int]]:
+    """Token counts the trace reaches exactly, as (requests, others). Requests: each call's
+    uncompacted count (by each of `counters`, with and without the system prompt, with and
+    without the tool schemas), where a threshold compared with `>` or `>=` decides at that
+    call.
+    Others: each message's tokens, and results' lengths in 4-character tokens (as offloading
+    measures them). A threshold drawn from these puts a call right on it, where `>` and `>=`
+    differ."""
+    requests: set[int] = set()
+    others: set[int] = set()
     fed = turn_table(trace).fed.tolist()
-    for cpt in (ANTHROPIC_CHARS_PER_TOKEN, CHARS_PER_TOKEN):
+    for cpt in counters:
         counts = tokens_list(trace.messages, cpt)
-        out.update(counts)
+        others.update(counts)
         prefix = [0, *itertools.accumulate(counts)]
-        out.update(prefix[n] - drop for n in fed for drop in (0, counts[0]) if n)
-    out.update(n // 4 for m in trace.messages if (n := len(message_text(m))) % 4 == 0)
-    return sorted(out)
+        tools = tool_schema_tokens(trace.tools, cpt)
+        requests.update(
+            prefix[n] - drop + extra
+            for n in fed
+            for drop in (0, counts[0])
+            for extra in {0, tools}
+            if n
+        )
+    others.update(n // 4 for m in trace.messages if (n := len(message_text(m))) % 4 == 0)
+    return sorted(requests), sorted(others - requests)
 
 
-def _value(draw: st.DrawFn, name: str, default: Any, exact: list[int]) -> Any:
+def _exact(draw: st.DrawFn, exact: tuple[list[int], list[int]]) -> int:
+    """A count from `ties`: a request's, two times in three (where thresholds decide)."""
+    requests, others = exact
+    pick = requests if requests and (not others or draw(st.integers(0, 2)) < 2) else others
+    return draw(st.sampled_from(pick)) if pick else draw(st.integers(0, 12))
+
+
+def _value(draw: st.DrawFn, name: str, default: Any, exact: tuple[list[int], list[int]]) -> Any:
     """A random value for a parameter in the range its slider covers (ints and floats around
     the default, sizes of the default's kind, windows small enough to act on short runs), or
     for a count, sometimes one a request reaches exactly (`exact`)."""
@@ -157,22 +253,29 @@ def _value(draw: st.DrawFn, name: str, default: Any, exact: list[int]) -> Any:
     if name == "window" or (name == "max_output_tokens" and isinstance(default, int)):
         return draw(st.integers(0 if name != "window" else 800, 12_000))
     if isinstance(default, int):  # counts of messages or turns, or token thresholds
+        # a token-sized default is a threshold: drawn half the time from counts a request
+        # reaches exactly; a small one counts messages or turns: mostly small values
+        sized = default >= 100
         branch = draw(st.integers(0, 5))
-        if branch < 2 and exact:
-            return draw(st.sampled_from(exact))
-        if branch < 4:
+        if branch < (3 if sized else 1):
+            return _exact(draw, exact)
+        if branch < (4 if sized else 5):
             return draw(st.integers(0, 12))
         return draw(st.integers(0, min(6_000, max(12, 3 * default))))
     if isinstance(default, float):
         if 0 < default <= 1:
             return draw(st.floats(0.02, 1.0))
         return draw(st.floats(0.0, max(1.0, 3 * default)))
+    if isinstance(default, tuple) and name.endswith("tools"):  # tools a policy leaves alone
+        if draw(st.integers(0, 2)) == 0:
+            return tuple(draw(st.lists(st.sampled_from(TOOLS), unique=True, max_size=2)))
+        return default
     if isinstance(default, tuple) and len(default) == 2 and isinstance(default[0], str):
         kind, number = default
         if kind == "fraction":
             return (kind, draw(st.floats(0.02, 1.0)))
-        if kind == "tokens" and exact and draw(st.booleans()):
-            return (kind, draw(st.sampled_from(exact)))
+        if kind == "tokens" and draw(st.booleans()):
+            return (kind, _exact(draw, exact))
         return (kind, draw(st.integers(1, 6_000 if kind == "tokens" else 30)))
     return default
 
@@ -196,22 +299,27 @@ def deepagents_settings(draw: st.DrawFn) -> DeepAgents:
 
 
 @st.composite
-def policy_settings(draw: st.DrawFn, name: str, exact: list[int]) -> Any:
+def policy_settings(draw: st.DrawFn, name: str, trace: Trace) -> Any:
     """Parameters for `name`, each moved (most of them) or left where it starts: at the
-    policy's defaults or, half the time, at settings that act often on short runs (`SMALL`)."""
+    policy's defaults or, half the time, at settings that act often on short runs (`SMALL`).
+    A policy's own counter (`chars_per_token`) is drawn first, so the counts drawn exactly
+    (`ties`) are those by the counter the policy decides with and the one it reports."""
     base = get(name)
     if isinstance(base, DeepAgents):
         return draw(deepagents_settings())
     if not dataclasses.is_dataclass(base):
         return base
     start = {**dataclasses.asdict(base), **(SMALL.get(name, {}) if draw(st.booleans()) else {})}
-    return {
-        f.name: _value(draw, f.name, start[f.name], exact)
-        if draw(st.integers(0, 2))
-        else start[f.name]
-        for f in dataclasses.fields(base)
-        if f.init
-    }
+    fields = [f.name for f in dataclasses.fields(base) if f.init]
+    fields.sort(key=lambda f: f != "chars_per_token")
+    out: dict[str, Any] = {}
+    exact = ties(trace)
+    for field in fields:
+        moved = draw(st.integers(0, 2)) < 2  # hypothesis favours 0: moved two times in three
+        out[field] = _value(draw, field, start[field], exact) if moved else start[field]
+        if field == "chars_per_token" and isinstance(out[field], float) and out[field] > 0:
+            exact = ties(trace, (base.counter_chars_per_token(trace), out[field]))
+    return out
 
 
 def _outcome(fn: Any) -> tuple[Any, str | None]:
@@ -250,6 +358,47 @@ def _has_form(name: str) -> bool:
         return False
 
 
+def _promises_form(name: str) -> bool:
+    """Whether `name` promises a count-only form: its own class defines `counts_only` (an
+    inherited one promises nothing), or one of its stages declares `JUMPS` (the default form's
+    contract). A form that stopped being used (a changed guard) would otherwise leave the
+    slider on the full replay unnoticed."""
+    policy = get(name)
+    if "counts_only" in vars(type(policy)):
+        return True
+    if not isinstance(policy, StagePolicy):
+        return False
+    trace = _short_trace()
+    return any(declares(s, JUMPS) for s in policy.stages(trace, policy.window_for(trace)))
+
+
+def on_every_tie(name: str, used: list[bool]) -> None:
+    """Each token threshold of `name` (an int parameter of token size, or a `("tokens", N)`
+    size) set, in turn, to every count a call of a short trace reaches exactly, the other
+    parameters at settings that act (`SMALL`): where a rule's `>` and `>=` differ, some call
+    sits right on the threshold. Random draws hit such a tie too rarely to be relied on."""
+    base = get(name)
+    if isinstance(base, DeepAgents) or not dataclasses.is_dataclass(base):
+        return
+    start = {**dataclasses.asdict(base), **SMALL.get(name, {})}
+    trace = _short_trace()
+    requests, _ = ties(trace)
+    requests = requests[:: max(1, len(requests) // 40)]  # about 40, spread over the run
+    for field, value in start.items():
+        sized = isinstance(value, tuple) and len(value) == 2 and value[0] == "tokens"
+        if not sized and not (type(value) is int and value >= 100):
+            continue
+        for count in requests:
+            _check(name, trace, {**start, field: ("tokens", count) if sized else count}, used)
+
+
+def _short_trace() -> Trace:
+    """A 30-turn trace with parallel calls, thinking and big results (tests.synthetic)."""
+    from tests.synthetic import make_trace
+
+    return make_trace(30, seed=1, model=MODEL, provider="anthropic")
+
+
 @pytest.mark.parametrize("name", POLICIES)
 def test_every_fast_path_equals_the_plain_replay(name: str) -> None:
     used: list[bool] = []
@@ -264,9 +413,12 @@ def test_every_fast_path_equals_the_plain_replay(name: str) -> None:
     @given(st.data())
     def check(data: st.DataObject) -> None:
         trace = data.draw(conversations(), "trace")
-        params = data.draw(policy_settings(name, ties(trace)), "settings")
+        params = data.draw(policy_settings(name, trace), "settings")
         _check(name, trace, params, used)
 
     check()
-    if _has_form(name):
+    on_every_tie(name, used)
+    has_form = _has_form(name)
+    assert has_form or not _promises_form(name), f"{name}: its count-only form is not used"
+    if has_form:
         assert any(used), f"{name}: its count-only form never acted on a generated example"
