@@ -18,6 +18,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from tests.cli_text import messages
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
 
@@ -143,7 +145,9 @@ def test_quickstart_command_reports_a_missing_notebook(tmp_path: Path) -> None:
         text=True,
         cwd=REPO,
     )
-    assert proc.returncode == 2 and "no such notebook" in proc.stderr
+    assert proc.returncode == 2
+    (line,) = messages(proc.stderr)
+    assert line.endswith("x.ipynb: no such notebook (run from a clone of the repository)")
 
 
 LAB_METADATA = {

@@ -228,6 +228,17 @@ its one document. The rest is parsed only once a reader is chosen, and LangSmith
 message lists one at a time, so a file no reader claims stops at its first line."""
 
 _TOO_DEEP = "values nested too deeply to read (expected the nesting of a trace export)"
+
+
+def _unencodable(exc: orjson.JSONEncodeError) -> str:
+    """The line for a value a reader could not turn back into JSON text (a tool's arguments,
+    an attribute kept as text): orjson stops at 255 levels of nesting, as `RecursionError`
+    stops the parser, and at integers beyond 64 bits."""
+    if "ecursion" in str(exc):
+        return _TOO_DEEP
+    return f"a value that cannot be written back as JSON text ({exc}); expected JSON values"
+
+
 _NO_MEMORY = (
     "too large for memory (not enough memory to read this file); split it, or load it on a "
     "machine with more memory"
@@ -486,6 +497,9 @@ def load_all(paths: list[str | Path]) -> TraceList:
                 continue
             except RecursionError:
                 errors.append(TraceFormatError(_TOO_DEEP, source=str(file)))
+                continue
+            except orjson.JSONEncodeError as exc:  # a reader re-encoding a value as JSON text
+                errors.append(TraceFormatError(_unencodable(exc), source=str(file)))
                 continue
             except MemoryError:
                 errors.append(TraceFormatError(_NO_MEMORY, source=str(file)))
