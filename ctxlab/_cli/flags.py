@@ -47,31 +47,27 @@ def _whole(text: str) -> int | None:
 def positive_int(forms: str) -> Callable[[str], int]:
     """A type for a count that must be at least 1 (`--workers`, `--window`); `forms` says
     what the flag takes."""
-
-    def parse(text: str) -> int:
-        value = _whole(text)
-        if value is None or not 1 <= value <= MAX_COUNT:
-            raise argparse.ArgumentTypeError(
-                f"invalid value {text!r}: use {forms}, at most {MAX_COUNT:.0e}"
-            )
-        return value
-
-    parse.__name__ = "positive int"
-    return parse
+    return _whole_in(1, forms, "positive int")
 
 
 def count(forms: str) -> Callable[[str], int]:
     """A type for a count that may be 0 (`--retries`); `forms` says what the flag takes."""
+    return _whole_in(0, forms, "count")
+
+
+def _whole_in(low: int, forms: str, name: str) -> Callable[[str], int]:
+    """A type for a whole number from `low` to `MAX_COUNT`, named `name` in argparse's own
+    messages; a value out of range names `forms` and the ceiling."""
 
     def parse(text: str) -> int:
         value = _whole(text)
-        if value is None or not 0 <= value <= MAX_COUNT:
+        if value is None or not low <= value <= MAX_COUNT:
             raise argparse.ArgumentTypeError(
                 f"invalid value {text!r}: use {forms}, at most {MAX_COUNT:.0e}"
             )
         return value
 
-    parse.__name__ = "count"
+    parse.__name__ = name
     return parse
 
 
