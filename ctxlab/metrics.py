@@ -7,22 +7,5 @@ own.
 The public face of ctxlab's private modules: import from here.
 """
 
-from ctxlab._evaluate.metrics import (
-    cache_frame,
-    common_prefixes,
-    goal_retention,
-    needed_lost,
-    recoverability,
-    references_after_eviction,
-    summary,
-)
-
-__all__ = [
-    "cache_frame",
-    "common_prefixes",
-    "goal_retention",
-    "needed_lost",
-    "recoverability",
-    "references_after_eviction",
-    "summary",
-]
+from ctxlab._evaluate.metrics import *  # noqa: F403
+from ctxlab._evaluate.metrics import __all__ as __all__
