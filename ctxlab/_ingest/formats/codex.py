@@ -28,6 +28,7 @@ from langchain_core.messages import (
     UsageMetadata,
 )
 
+from ctxlab._cost.redacted import hidden_chars
 from ctxlab._errors import TraceFormatError
 from ctxlab._ingest.formats import redaction
 from ctxlab._ingest.formats.messages import Content, MessageDecodeError
@@ -58,6 +59,10 @@ _TOOL_OUTPUTS = ("function_call_output", "custom_tool_call_output", "tool_search
 _CONTEXT_PREFIXES = ("# AGENTS.md instructions", "<environment_context>", "<user_instructions>")
 """User-role messages Codex injects as context, not typed by the user (`collect_user_messages`
 leaves them out of a local compaction's kept user messages)."""
+ENCRYPTED_REASONING = "encrypted_reasoning_chars"
+"""`AIMessage.additional_kwargs` key: the characters of each encrypted reasoning item of the
+call (a redaction marker's `len=N`), whose text is dropped. Codex counts the reasoning of
+earlier turns from these lengths when it decides to compact (`ctxlab._replay.policies.codex`)."""
 _SUMMARY_PREFIX_START = "Another language model started to solve this problem"
 _USER_MESSAGE_MAX_CHARS = 20_000 * 4
 """Codex keeps the most recent user messages up to 20,000 tokens (`approx_token_count`: 4
@@ -199,6 +204,7 @@ class _Call:
     text: list[Content] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     reasoning: list[Any] = field(default_factory=list)
+    encrypted: list[int] = field(default_factory=list)
     web_searches: list[Any] = field(default_factory=list)
 
     def message(self, model: str | None) -> AIMessage:
@@ -214,6 +220,8 @@ class _Call:
         extra: dict[str, Any] = {}
         if self.reasoning:
             extra["reasoning"] = {"type": "reasoning", "summary": self.reasoning}
+        if self.encrypted:
+            extra[ENCRYPTED_REASONING] = self.encrypted
         if self.web_searches:
             extra["web_search_calls"] = self.web_searches
         return AIMessage(
@@ -588,8 +596,11 @@ def _response_item(state: _Rollout, item: dict[str, Any], where: _Where) -> None
             state.add_input(_role_message(role, content, where, "payload.role"))
     elif kind == "reasoning":
         call = state.pending()
-        if item.get("encrypted_content"):
+        encrypted = item.get("encrypted_content")
+        if encrypted:
             state.encrypted += 1
+            if isinstance(encrypted, str):
+                call.encrypted.append(len(encrypted) + hidden_chars(encrypted))
         for name in ("summary", "content"):
             parts = item.get(name)
             if parts:
@@ -742,7 +753,9 @@ def _trace(state: _Rollout, source: str, legacy: bool) -> Trace:
     if state.encrypted:
         notes.append(
             f"Encrypted reasoning items ({state.encrypted}) are dropped: their text cannot be "
-            "read, and their tokens appear only in the recorded output usage."
+            "read, and their tokens appear only in the recorded output usage. Their lengths "
+            f"are kept (additional_kwargs['{ENCRYPTED_REASONING}']): Codex's compaction "
+            "trigger estimates earlier turns' reasoning from them."
         )
     if state.web_searches:
         notes.append(

@@ -18,6 +18,7 @@ handoff. Assistant messages and tool calls and results are dropped.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -26,6 +27,7 @@ from langchain_core.messages import HumanMessage
 
 from ctxlab._cost.calibration import CountedAs, counted_as
 from ctxlab._errors import UnsupportedSettingError
+from ctxlab._ingest.formats.codex import ENCRYPTED_REASONING
 from ctxlab._replay.policies.cache_aligned import aligned, aligned_params
 from ctxlab._replay.policies.engine import (
     AUTO,
@@ -91,14 +93,68 @@ def _middle_cut(message: HumanMessage, budget_chars: int) -> HumanMessage:
     return message.model_copy(update={"content": marked})
 
 
+def reasoning_tokens(encoded_chars: int) -> int:
+    """Codex's estimate of one encrypted reasoning item: `estimate_reasoning_length` (3/4 of
+    the base64 length, less 650 bytes) in tokens of 4 bytes, rounded up
+    (`approx_tokens_from_byte_count`), codex-rs/core/src/context_manager/history.rs."""
+    return -(-max(0, encoded_chars * 3 // 4 - 650) // 4)
+
+
+class EarlierReasoning:
+    """The reasoning tokens Codex adds to the last response's usage when it decides to
+    compact (`get_non_last_reasoning_items_tokens`): every encrypted reasoning item before
+    the last user message. The Responses API drops earlier turns' reasoning from the input it
+    bills, so the recorded input lacks them, yet Codex counts them (`server_reasoning_included`
+    false, as the 0.104 rollout shows)."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.positions: list[int] = []
+        self.sums = [0]
+        for pos, message in enumerate(trace.messages):
+            chars = (
+                message.additional_kwargs.get(ENCRYPTED_REASONING) if message.type == "ai" else None
+            )
+            if chars:
+                self.positions.append(pos)
+                self.sums.append(self.sums[-1] + sum(reasoning_tokens(int(c)) for c in chars))
+
+    def __bool__(self) -> bool:
+        return bool(self.positions)
+
+    def tokens(self, view: list[Item], first: int) -> int:
+        """Reasoning tokens of the history messages at positions `first` on that come before
+        the view's last user message (a message Codex keeps after a compaction has none)."""
+        last = next((it.pos for it in reversed(view) if it.kind == "human"), None)
+        if last is None or last <= first:
+            return 0
+        return (
+            self.sums[bisect_left(self.positions, last)]
+            - self.sums[bisect_left(self.positions, first)]
+        )
+
+
 class CodexStage(RebuildStage):
     """Summarise at the limit; keep user messages up to the budget."""
 
-    capabilities = frozenset({KEEPS_MARKS, JUMPS})  # acts only at `trigger_tokens`
-
-    def __init__(self, limit: int, user_budget: int) -> None:
+    def __init__(
+        self, limit: int, user_budget: int, reasoning: EarlierReasoning | None = None
+    ) -> None:
         super().__init__()
         self.limit, self.budget = limit, user_budget
+        self.reasoning = reasoning if reasoning else None
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """`JUMPS` (acts only at `trigger_tokens`) only when no earlier reasoning is added to
+        the count: with it, the stage may act below `trigger_tokens`."""
+        return frozenset({KEEPS_MARKS} if self.reasoning else {KEEPS_MARKS, JUMPS})
+
+    def counted(self, view: list[Item], ctx: Context) -> int:
+        """The request as Codex counts it: the view, plus earlier turns' reasoning."""
+        tokens = self.count(view, ctx)
+        if self.reasoning is not None:
+            tokens += self.reasoning.tokens(view, self.cut if self.prefix_n is not None else 0)
+        return tokens
 
     @property
     def trigger_tokens(self) -> int:
@@ -107,7 +163,7 @@ class CodexStage(RebuildStage):
 
     def apply(self, items: list[Item], ctx: Context) -> list[Item]:
         view = self.view(items)
-        if self.count(view, ctx) < self.limit:
+        if self.counted(view, ctx) < self.limit:
             return view
         system = [it for it in view if it.kind == "system"]
         rest = [it for it in view if it.kind != "system"]
@@ -172,6 +228,9 @@ class Codex(StagePolicy):
     auto_compact_token_limit: int | None = None
     user_message_max_tokens: int = 20_000
     counted_as: str = "usage"
+    earlier_reasoning: bool = True
+    """Count earlier turns' encrypted reasoning as Codex does (`EarlierReasoning`); False
+    decides on the request alone."""
     model: str | None = None
     cache_aligned: bool = False
     """Compact only at a call whose cache is cold anyway, or when the window forces it
@@ -209,7 +268,10 @@ class Codex(StagePolicy):
         """One compaction stage, its limit moved into the policy's own count by `counted_as`."""
         recorded = trace.metadata.get("model_auto_compact_token_limit")
         limit = self.limit(window, recorded if isinstance(recorded, int) else None)
-        stage = CodexStage(self.harness_count(trace).policy(limit), self.user_message_max_tokens)
+        reasoning = EarlierReasoning(trace) if self.earlier_reasoning else None
+        stage = CodexStage(
+            self.harness_count(trace).policy(limit), self.user_message_max_tokens, reasoning
+        )
         return aligned([stage], self, trace, window)
 
     def harness_count(self, trace: Trace) -> CountedAs:
@@ -223,5 +285,7 @@ __all__ = [
     "EFFECTIVE_PERCENT",
     "Codex",
     "CodexStage",
+    "EarlierReasoning",
+    "reasoning_tokens",
     "window_from_recorded",
 ]
