@@ -1,11 +1,30 @@
 """OpenAI Codex CLI's local compaction (`codex-rs/core/src/codex/compact.rs`).
 
-Auto-compaction fires when the tokens of the last response (its input and output, as the API
-counted them) reach `auto_compact_token_limit`: the configured `model_auto_compact_token_limit`,
-at most 90% of the model's context window (`ModelInfo::auto_compact_token_limit`,
-`codex-rs/protocol/src/openai_models.rs`). The window a rollout records (`model_context_window`
-in `turn_context` and `token_count`) is the usable part, `effective_context_window_percent` = 95%
-of it, so a recorded 258,400 is a 272,000 window and a 244,800 limit
+When: Codex checks after every model call that asks for a follow-up (tool calls; mid-turn,
+`token_limit_reached && needs_follow_up` in `run_turn`, codex-rs/core/src/codex.rs, later
+session/turn.rs) and before a turn starts (`run_pre_sampling_compact`), and compacts when
+`get_total_token_usage()` reaches the limit. What: that total is the last response's
+`total_tokens` (its input and output, reasoning output included), plus Codex's estimate of
+the encrypted reasoning items before the last user message (`get_non_last_reasoning_items_tokens`:
+the Responses API does not bill earlier turns' reasoning as input, Codex counts it anyway unless
+the server says it did), plus the items added since the last model-generated item (tool
+outputs, as their serialized JSON / 4), codex-rs/core/src/context_manager/history.rs
+(`estimate_reasoning_length`: 3/4 of the base64 length less 650 bytes; read at
+openai/codex@023fad268e08, which also discounts images to 7,373 bytes; Codex Desktop
+0.104.0-alpha.1 did not: its post-compaction estimate of 940,499 tokens is the replacement
+history with its 3.67M image characters counted whole). So a call of 209,950 input tokens can
+trigger a 244,800 limit: on the LocalPush 0.104 rollout the check after it came to 212,134 +
+33,320 reasoning + 80 = 245,534, the one before to 243,279 (tests/test_codex_rule.py).
+The policy counts the next request (which holds the last input, output and tool outputs) and
+adds the same reasoning estimate (`EarlierReasoning`, from the lengths the reader keeps).
+
+Limit: `ModelInfo::auto_compact_token_limit` (codex-rs/protocol/src/openai_models.rs
+@0d4367d0e6a9): the model's `auto_compact_token_limit` (models.json / the `/models` endpoint,
+or the `model_auto_compact_token_limit` setting), else 90% of `context_window`; later versions
+take `min(configured, 90%)`, which this preset applies to every version. gpt-5.3-codex sets no
+limit: 90% of 272,000 = 244,800, reproduced to the call on that rollout. The window a rollout
+records (`model_context_window` in `turn_context` and `token_count`) is the usable part,
+`effective_context_window_percent` = 95% of it, so a recorded 258,400 is a 272,000 window
 (`ctxlab._evaluate.check_replay.recorded_settings` reads both back). The rollout holds no tool
 schemas; `counted_as` estimates what it lacks from its own usage.
 
@@ -209,17 +228,23 @@ def window_from_recorded(recorded: int) -> int:
 
 @dataclass(frozen=True)
 class Codex(StagePolicy):
-    """`auto_compact_token_limit = min(configured, 0.9 * window)`; user messages kept up to
-    20,000 tokens; counted as Codex counts (`counted_as`, one of
+    """`auto_compact_token_limit = min(configured, 0.9 * window)`, reached by the request plus
+    earlier turns' reasoning as Codex estimates it (`earlier_reasoning`); user messages kept up
+    to 20,000 tokens; counted as Codex counts (`counted_as`, one of
     `ctxlab._cost.calibration.COUNTED_AS`; `file` turns the estimate off)."""
 
     name: ClassVar[str] = "codex"
     source: ClassVar[str] = (
         "openai/codex codex-rs/core/src/codex/compact.rs (COMPACT_USER_MESSAGE_MAX_TOKENS=20_000, "
-        "build_compacted_history); ModelInfo::auto_compact_token_limit = min(configured, 90% "
-        "of context_window) and effective_context_window_percent = 95 in "
-        "codex-rs/protocol/src/openai_models.rs @0d4367d0e6a9; prompt and prefix verbatim "
-        "(Apache-2.0) from codex-rs/core/templates/compact/prompt.md @11baefb5183c and "
+        "build_compacted_history); ModelInfo::auto_compact_token_limit = configured, else 90% "
+        "of context_window, and effective_context_window_percent = 95 in "
+        "codex-rs/protocol/src/openai_models.rs @0d4367d0e6a9 (later: min(configured, 90%)); "
+        "counted as get_total_token_usage = last total_tokens + earlier turns' encrypted "
+        "reasoning (get_non_last_reasoning_items_tokens, estimate_reasoning_length) + items "
+        "since the last model item, codex-rs/core/src/context_manager/history.rs @023fad268e08, "
+        "checked after each follow-up call and before each turn (run_turn, codex.rs); "
+        "reproduced on a Codex Desktop 0.104.0-alpha.1 gpt-5.3-codex rollout; prompt and prefix "
+        "verbatim (Apache-2.0) from codex-rs/core/templates/compact/prompt.md @11baefb5183c and "
         "codex-rs/core/templates/compact/summary_prefix.md @50a533337862"
     )
 
