@@ -221,3 +221,22 @@ def test_every_shared_file_is_counted(shared: Path) -> None:
     }
     counted = set(FILES) | {f"real-traces/{name}" for name in REAL_FILES}
     assert found - counted == set()
+
+
+def _cells(counts: list[Counts], key: str) -> str:
+    return " + ".join(f"{c[key]:,}" for c in counts)
+
+
+def test_the_docs_table_holds_the_counts_read_directly(shared: Path) -> None:
+    """docs/formats.md ("Independent counts: the rest of ../shared/data") says what the
+    scripts find."""
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text()
+    for name, count in FILES.items():
+        row = next(line for line in docs.splitlines() if line.startswith(f"| {name} |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        expected = count(shared / "data" / name)
+        assert cells[3:8] == [
+            str(len(expected)),
+            *(_cells(expected, key) for key in ("calls", "messages", "input_tokens")),
+            str(sum(c["compactions"] for c in expected)),
+        ], name
