@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 
 from ctxlab._messages import summary_message
 from ctxlab._replay.policies.base import Event, make_event
+from ctxlab._replay.policies.codex import EarlierReasoning
 from ctxlab._replay.policies.counts_only import fed_lengths
 from ctxlab._replay.policies.engine import Context, StageRun
 from ctxlab._replay.policies.masking import LastNStage
@@ -250,14 +251,20 @@ def test_a_step_that_masks_by_tag_and_by_window_lists_them_in_order() -> None:
 
 def test_every_real_trace(shared: Path) -> None:
     """Every form on every real trace; the offload form declines the SWE-agent trajectory
-    (a call id reused with another tool name, which makes the stage re-decide old results)."""
-    seen = declined = 0
+    (a call id reused with another tool name, which makes the stage re-decide old results),
+    and the Codex form a rollout with encrypted reasoning (Codex counts earlier turns'
+    reasoning too, so its stage may act under its `trigger_tokens`)."""
+    seen = declined = codex_declines = 0
+    chosen = (*SETTINGS[0:3], *SETTINGS[6:9], *SETTINGS[10:13], *SETTINGS[14:])
     for trace in real_traces(shared):
-        for policy in (*SETTINGS[0:3], *SETTINGS[6:9], *SETTINGS[10:13], *SETTINGS[14:]):
+        for policy in chosen:
             declined += not assert_same(trace, policy, may_decline=True)
+        if EarlierReasoning(trace):
+            codex_declines += sum(isinstance(p, Codex) for p in chosen)
         seen += 1
     assert seen >= 10
-    assert declined == 3  # the offload form's three settings on the SWE-agent trajectory
+    assert codex_declines == 2  # the shared Codex rollout, both Codex settings
+    assert declined == 3 + codex_declines  # and the offload form's three on SWE-agent
 
 
 def test_settings_without_a_form_get_the_full_engine() -> None:
