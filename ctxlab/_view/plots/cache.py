@@ -24,7 +24,7 @@ from ctxlab._evaluate.metrics import cache_frame
 from ctxlab._view.escape import esc
 from ctxlab._view.palette import EVENT_STYLE, OKABE_ITO
 from ctxlab._view.plots.annotations import default_labels
-from ctxlab._view.plots.figures import paper_layout
+from ctxlab._view.plots.figures import own_legend_groups, paper_layout
 
 if TYPE_CHECKING:
     from ctxlab._cost.pricing import Price
@@ -155,7 +155,8 @@ def cache_writes(
         yaxis={"title": {"text": what}, "tickformat": "~s", "rangemode": "tozero"},
     )
     layout["barmode"] = "stack"
-    return go.Figure({"data": cache_write_bar_dicts(totals, labels, writes), "layout": layout})
+    data = own_legend_groups(cache_write_bar_dicts(totals, labels, writes))
+    return go.Figure({"data": data, "layout": layout})
 
 
 __all__ = [

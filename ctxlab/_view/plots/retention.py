@@ -136,6 +136,7 @@ def retention(
         title=title or f"What the compaction lost · {esc(_trace_title(evaluations[0]))}",
         width=width,
         height=height,
+        legend_beside=False,  # the panels need the width; four entries fit in a row under
     )
     fig.update_layout(legend={"traceorder": "normal"}, margin={"b": 90})
     fig.update_annotations(font_size=13)
