@@ -207,6 +207,7 @@ def legend_layout(width: int, *, beside: bool | None = None) -> dict[str, Any]:
         "xanchor": "left",
     }
 
+
 TITLE_CHAR_PX = 8.6
 """Average width of a 16 px title character in the paper font (DejaVu Sans), in pixels."""
 
