@@ -335,6 +335,7 @@ def events_html(replay: Replay, upto: int | None = None, limit: int = 40) -> str
     )
     more = f"<div>… {len(events) - limit} earlier</div>" if len(events) > limit else ""
     return (
-        f"<div class='ctx-events' data-count='{len(events)}'><b>{len(events)} events so far"
+        f"<div class='ctx-events' data-count='{len(events)}'><b>{len(events):,} "
+        f"event{'' if len(events) == 1 else 's'} so far"
         f"</b><table style='font-size:12px'>{head}{''.join(rows)}</table>{more}</div>"
     )

@@ -190,6 +190,7 @@ def legend_layout(width: int, *, beside: bool | None = None) -> dict[str, Any]:
         return {
             **common,
             "orientation": "v",
+            "xref": "paper",  # a figure restyled from a narrow one has `container` here
             "yref": "paper",
             "yanchor": "top",
             "y": 1,
