@@ -21,6 +21,7 @@ import polars as pl
 
 from ctxlab._cost.cache_causes import CAUSES
 from ctxlab._evaluate.metrics import cache_frame
+from ctxlab._store.schema import int_max
 from ctxlab._view.escape import esc
 from ctxlab._view.palette import EVENT_STYLE, OKABE_ITO
 from ctxlab._view.plots.annotations import default_labels
@@ -104,8 +105,7 @@ def cache_write_bar_dicts(
     """The stacked bars of `cache_writes` as plain trace dicts (one per cause present), for
     a widget to update in place."""
     shown = [esc(x, 40) for x in labels]
-    stacks = totals.group_by("label").agg(pl.col("tokens").sum())["tokens"]
-    top = float(stacks.max() or 0) if len(stacks) else 0.0
+    top = int_max(totals.group_by("label").agg(pl.col("tokens").sum())["tokens"])
     data = []
     causes = list(dict.fromkeys(totals["cause"].to_list()))
     for rank, cause in enumerate(causes):
