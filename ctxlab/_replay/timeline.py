@@ -281,9 +281,10 @@ def strip_html(blocks: Sequence[Block], turn: int) -> str:
             f"width:{width}px;height:22px;margin:0 1px 2px 0;"
             f'background:{STATUS_COLORS.get(b.status, "#999")};border:1px solid #555"></span>'
         )
-    legend = " ".join(
-        f'<span style="display:inline-block;width:10px;height:10px;background:{c};'
-        f'border:1px solid #555"></span> {s} ({counts.get(s, 0)})'
+    legend = " ".join(  # each swatch kept on its label's line when the legend wraps
+        f'<span style="white-space:nowrap"><span style="display:inline-block;width:10px;'
+        f'height:10px;background:{c};border:1px solid #555"></span> {s} '
+        f"({counts.get(s, 0):,})</span>"
         for s, c in STATUS_COLORS.items()
     )
     return (
