@@ -18,12 +18,27 @@ import polars as pl
 import ctxlab
 from ctxlab import plots
 from ctxlab.policies import DeepAgents
+from ctxlab.widgets import PromptDiff
 
 REPO = Path(__file__).resolve().parents[1]
 LONG = REPO / "traces" / "deepagents_long_session.jsonl.xz"
 
 PAPER_SIZES = {"single": (525, 400), "double": (1050, 460)}
 """Pixels of a figure for one column (3.5 in) and two (7 in) at 150 dpi."""
+
+NAMES = (
+    "context_tokens",
+    "context_tokens_dense_events",
+    "composition",
+    "events",
+    "comparison",
+    "sweep_heatmap",
+    "retention",
+    "cache_writes",
+    "prompt_diff",
+)
+"""The figures `builders` makes: every figure function of `ctxlab.plots` (the dense events
+variant of the context chart too) and the chart `PromptDiff` exports."""
 
 
 def builders() -> dict[str, Callable[[int, int], go.Figure]]:
@@ -47,6 +62,7 @@ def builders() -> dict[str, Callable[[int, int], go.Figure]]:
         }
     )
     lines = plots.thresholds(stress, trace)
+    diff = PromptDiff(trace, policy=stress)  # offline extractive summaries: no model
     return {
         "context_tokens": lambda w, h: plots.context_tokens(
             replay, lines=lines, recorded=trace, width=w, height=h
@@ -67,6 +83,9 @@ def builders() -> dict[str, Callable[[int, int], go.Figure]]:
         ),
         "cache_writes": lambda w, h: plots.cache_writes(
             replays, labels=list(policies), width=w, height=h
+        ),
+        "prompt_diff": lambda w, h: plots.style(
+            go.Figure(diff.figure), title=diff.figure.layout.title.text, width=w, height=h
         ),
     }
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ctxlab._cli.main import main
+from ctxlab._cli.tables import fit
 
 FILES = (
     "samples/langchain-tracer-ops_deepagents_subagent.json",  # a subagent: long trace ids
@@ -39,3 +40,15 @@ def test_every_line_fits_100_columns(
         assert captured.out.strip()
         too_long = [line for line in lines if len(line) > 100]
         assert not too_long, (name, too_long)
+
+
+def test_a_path_wider_than_the_terminal_breaks_after_a_slash() -> None:
+    """A file deep in a folder (a corpus run's `events/event-<uuid>.json`) is wider than 100
+    columns: it is cut after a `/`, and the pieces put together give the path back."""
+    path = "/data/corpus/openhands-v1-sdk/" + "cd9456" * 8 + "/events/" + "e" * 60 + ".json"
+    lines = fit(f"ctxlab: error: {path}: unknown trace format", 100, paths=True).splitlines()
+    assert all(len(line) <= 100 for line in lines), lines
+    assert "".join(line.strip() for line in lines[1:-1]) == path + ":"
+    assert all(line.endswith("/") for line in lines[1:-2])
+    short = fit("ctxlab: error: /data/a.json: unknown trace format", 100, paths=True)
+    assert short == "ctxlab: error: /data/a.json: unknown trace format"

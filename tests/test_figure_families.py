@@ -72,6 +72,16 @@ def test_thin_bands_leave_the_legend_and_the_stack_reads_top_down(trace: ctxlab.
     top = max(sum(col) for col in zip(*(t.y for t in fig.data), strict=True))
     for t in fig.data:
         assert t.showlegend == (max(t.y) > 0.005 * top), t.name
+    # cache writes: causes stacked first at the bottom, so ranked top first; masking every
+    # observation rewrites the cache a hundred times more than `dense` does in all
+    masked = ctxlab.replay(trace, ctxlab.policies.get("observation-masking"))
+    bars = plots.cache_writes([replay, masked], labels=["dense", "masked"])
+    ranks = [t.legendrank for t in bars.data]
+    assert ranks == sorted(ranks, reverse=True)
+    stack = max(sum(col) for col in zip(*(t.y for t in bars.data), strict=True))
+    for t in bars.data:
+        assert t.showlegend == (max(t.y) > 0.005 * stack), t.name
+    assert {t.showlegend for t in bars.data} == {True, False}
 
 
 def test_the_data_zoom_keeps_the_baseline_and_the_recording(trace: ctxlab.Trace) -> None:

@@ -14,6 +14,7 @@ import ctxlab
 from ctxlab import plots
 from ctxlab._replay.policies.catalog import names
 from ctxlab._trace import Trace, from_messages
+from ctxlab._view.widgets.compare import PAD
 from ctxlab.policies import DeepAgents
 from ctxlab.widgets import Compare, PromptDiff, Scrubber, ThresholdExplorer
 from tests.synthetic import make_trace
@@ -82,7 +83,7 @@ def test_a_trace_without_model_calls(tiny: Trace) -> None:
     # the others show an empty view: no curve points, zero metrics, nothing to summarise
     compare = Compare(replay, trace=tiny)
     assert all(len(t.x) == 0 for t in compare.figure.data)
-    assert "<td>0</td>" in compare.table.value
+    assert f"<td style='{PAD}'>0</td>" in compare.table.value
     for fig in (
         plots.context_tokens(replay, lines=plots.thresholds(DeepAgents(), tiny), recorded=tiny),
         plots.composition(replay),

@@ -283,18 +283,33 @@ def _labelled(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[lis
 def fit(text: str, width: int | None = None, indent: str = "  ", paths: bool = False) -> str:
     """A line of prose wrapped to `width` (default: the terminal's), continuation lines
     indented by `indent`; a word longer than the width (a subagent's trace id) is broken,
-    unless the line holds `paths`, which stay whole to be copied. Bytes of a file name that
+    unless the line holds `paths`, which stay whole to be copied as long as one fits on a
+    line; a longer one is broken after a `/` (`_after_slashes`). Bytes of a file name that
     are not UTF-8 (which Python holds as lone surrogates) are shown escaped, `\\udcff`: the
     line must reach the terminal even when the name cannot."""
     width = terminal_width() if width is None else width
     text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return textwrap.fill(
+    lines = textwrap.wrap(
         " ".join(text.split()),
         width,
         subsequent_indent=indent,
         break_on_hyphens=False,
         break_long_words=not paths,
     )
+    return "\n".join(piece for line in lines for piece in _after_slashes(line, width, indent))
+
+
+def _after_slashes(line: str, width: int, indent: str) -> list[str]:
+    """`line` cut after its last `/` within `width` (at `width` where it has none), and the
+    rest, indented, likewise, until every piece fits: a file deep in a folder of a folder
+    (`corpus/<run>/events/event-00000-<uuid>.json`) is wider than a 100-column terminal,
+    and a piece ending in `/` reads as a path that goes on."""
+    out = []
+    while len(line) > width:
+        cut = line.rfind("/", len(indent) + 1, width) + 1 or width
+        out.append(line[:cut])
+        line = indent + line[cut:]
+    return [*out, line]
 
 
 def clip(text: str, width: int) -> str:

@@ -281,9 +281,10 @@ def strip_html(blocks: Sequence[Block], turn: int) -> str:
             f"width:{width}px;height:22px;margin:0 1px 2px 0;"
             f'background:{STATUS_COLORS.get(b.status, "#999")};border:1px solid #555"></span>'
         )
-    legend = " ".join(
-        f'<span style="display:inline-block;width:10px;height:10px;background:{c};'
-        f'border:1px solid #555"></span> {s} ({counts.get(s, 0)})'
+    legend = " ".join(  # each swatch kept on its label's line when the legend wraps
+        f'<span style="white-space:nowrap"><span style="display:inline-block;width:10px;'
+        f'height:10px;background:{c};border:1px solid #555"></span> {s} '
+        f"({counts.get(s, 0):,})</span>"
         for s, c in STATUS_COLORS.items()
     )
     return (
@@ -335,6 +336,7 @@ def events_html(replay: Replay, upto: int | None = None, limit: int = 40) -> str
     )
     more = f"<div>… {len(events) - limit} earlier</div>" if len(events) > limit else ""
     return (
-        f"<div class='ctx-events' data-count='{len(events)}'><b>{len(events)} events so far"
+        f"<div class='ctx-events' data-count='{len(events)}'><b>{len(events):,} "
+        f"event{'' if len(events) == 1 else 's'} so far"
         f"</b><table style='font-size:12px'>{head}{''.join(rows)}</table>{more}</div>"
     )

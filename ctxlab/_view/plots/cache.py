@@ -21,10 +21,11 @@ import polars as pl
 
 from ctxlab._cost.cache_causes import CAUSES
 from ctxlab._evaluate.metrics import cache_frame
+from ctxlab._store.schema import int_max
 from ctxlab._view.escape import esc
 from ctxlab._view.palette import EVENT_STYLE, OKABE_ITO
 from ctxlab._view.plots.annotations import default_labels
-from ctxlab._view.plots.figures import paper_layout
+from ctxlab._view.plots.figures import AREA_RANK, VISIBLE_SHARE, own_legend_groups, paper_layout
 
 if TYPE_CHECKING:
     from ctxlab._cost.pricing import Price
@@ -104,8 +105,10 @@ def cache_write_bar_dicts(
     """The stacked bars of `cache_writes` as plain trace dicts (one per cause present), for
     a widget to update in place."""
     shown = [esc(x, 40) for x in labels]
+    top = int_max(totals.group_by("label").agg(pl.col("tokens").sum())["tokens"])
     data = []
-    for cause in dict.fromkeys(totals["cause"].to_list()):
+    causes = list(dict.fromkeys(totals["cause"].to_list()))
+    for rank, cause in enumerate(causes):
         part = totals.filter(pl.col("cause") == cause)
         got = dict(zip(part["label"].to_list(), part["tokens"].to_list(), strict=True))
         calls = dict(zip(part["label"].to_list(), part["calls"].to_list(), strict=True))
@@ -118,6 +121,10 @@ def cache_write_bar_dicts(
                 "customdata": [calls.get(x, 0) for x in labels],
                 "name": name,
                 "marker": {"color": CAUSE_COLORS.get(cause, OKABE_ITO["purple"])},
+                # the legend reads as the stack does, top first; a cause too thin to see in
+                # any bar stays out of it (its hover text still tells)
+                "legendrank": AREA_RANK + len(causes) - rank,
+                "showlegend": max(got.values(), default=0) > VISIBLE_SHARE * top,
                 "hovertemplate": f"{name}: %{{y:,}} tokens in %{{customdata}} calls"
                 "<extra>%{x}</extra>",
             }
@@ -155,7 +162,8 @@ def cache_writes(
         yaxis={"title": {"text": what}, "tickformat": "~s", "rangemode": "tozero"},
     )
     layout["barmode"] = "stack"
-    return go.Figure({"data": cache_write_bar_dicts(totals, labels, writes), "layout": layout})
+    data = own_legend_groups(cache_write_bar_dicts(totals, labels, writes))
+    return go.Figure({"data": data, "layout": layout})
 
 
 __all__ = [

@@ -19,6 +19,7 @@ a legend or a title goes through `esc` (plotly renders a subset of HTML in label
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from functools import cache, lru_cache
 from operator import attrgetter
@@ -113,30 +114,18 @@ def paper_layout(
     height: int = 480,
     xaxis: Mapping[str, Any] | None = None,
     yaxis: Mapping[str, Any] | None = None,
+    legend_beside: bool | None = None,
 ) -> dict[str, Any]:
     """The paper style as a layout dict, axes' own settings merged in: what `style` applies,
     with `paper_template()`'s layout written out and plotly's empty `none` template, which
     draws the same for the scatter charts built from it and validates in a third of the time
-    (no template to copy)."""
+    (no template to copy). The legend goes where `legend_layout` puts it."""
     own: dict[str, Any] = {
         "font": {"family": FONT, "size": 14, "color": "#222222"},
         "width": width,
         "height": height,
         "margin": {"l": 70, "r": 20, "t": 60 if title else 30, "b": 60},
-        # Below the x-axis title, in the figure's bottom margin (which grows to hold it): a
-        # legend placed in plot fractions sat on the axis title at some heights.
-        "legend": {
-            "font": {"size": 12 if width >= NARROW else 10},
-            "orientation": "h",
-            "traceorder": "normal",  # one flow in rank order, not a row per legend group
-            "tracegroupgap": 0,
-            "yref": "container",
-            "yanchor": "bottom",
-            "y": 0,
-            "x": 0,
-            "xanchor": "left",
-            "bgcolor": "rgba(255,255,255,0.8)",
-        },
+        "legend": legend_layout(width, beside=legend_beside),
         "hoverlabel": {"font": {"family": FONT, "size": 12}},
         "paper_bgcolor": "white",
         "plot_bgcolor": "white",
@@ -162,6 +151,64 @@ def paper_layout(
 NARROW = 700
 """Figures narrower than this (a single paper column) get a smaller legend font."""
 
+WIDE = 1000
+"""Figures at least this wide (a double paper column, 7 in at 150 dpi) get their legend beside
+the plot, not under it: a wide, short figure has width to spare and no height to spare."""
+
+
+def own_legend_groups(data: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`data` with each trace that has no legend group put in one of its own (new dicts for
+    those): what lets a horizontal legend flow (`legend_layout`). A group of one toggles just
+    its trace, as an ungrouped entry does. A figure with no group at all would, in grouped
+    order, stack every entry in one column."""
+    return [
+        d if d.get("legendgroup") else {**d, "legendgroup": f"#{i}"} for i, d in enumerate(data)
+    ]
+
+
+def legend_layout(width: int, *, beside: bool | None = None) -> dict[str, Any]:
+    """Where a `width`-pixel figure's legend goes, so the plot keeps most of the figure.
+
+    Beside the plot, one entry a line (`beside`; by default when `width >= WIDE`): under a
+    double-column figure the context chart's 13 entries took four rows of its 460 px. Else
+    under the x-axis title, in the bottom margin (which grows to hold it; a legend placed in
+    plot fractions sat on the axis title at some heights), entries flowing in rows each as
+    wide as its own text. plotly lays a horizontal legend out that way only by legend group
+    (`traceorder: grouped`, each group as wide as its widest entry); ungrouped, every entry
+    gets the widest one's width, and at a single column's 525 px that made the context
+    chart's legend two entries a row, seven rows, 35% of the figure's height. So every trace
+    is its own legend group unless it shares one on purpose (`own_legend_groups`); the
+    order is still `legendrank`'s. The legend may be as wide as the plot area (plotly's
+    limit for a legend at x = 0), so the figure's left margin stays free of it."""
+    common = {
+        "font": {"size": 12 if width >= NARROW else 10},
+        "traceorder": "grouped",
+        "tracegroupgap": 0,
+        "bgcolor": "rgba(255,255,255,0.8)",
+    }
+    if beside if beside is not None else width >= WIDE:
+        return {
+            **common,
+            "orientation": "v",
+            "xref": "paper",  # a figure restyled from a narrow one has `container` here
+            "yref": "paper",
+            "yanchor": "top",
+            "y": 1,
+            "x": 1.01,
+            "xanchor": "left",
+        }
+    return {
+        **common,
+        "orientation": "h",
+        "xref": "container",
+        "yref": "container",
+        "yanchor": "bottom",
+        "y": 0,
+        "x": 0,
+        "xanchor": "left",
+    }
+
+
 TITLE_CHAR_PX = 8.6
 """Average width of a 16 px title character in the paper font (DejaVu Sans), in pixels."""
 
@@ -186,10 +233,18 @@ def fitted_title(title: str, width: int) -> str:
 
 
 def style(
-    fig: go.Figure, *, title: str | None = None, width: int = 900, height: int = 480
+    fig: go.Figure,
+    *,
+    title: str | None = None,
+    width: int = 900,
+    height: int = 480,
+    legend_beside: bool | None = None,
 ) -> go.Figure:
     """Apply the paper style in place (and return the figure, for chaining)."""
-    layout = paper_layout(title=title, width=width, height=height)
+    layout = paper_layout(title=title, width=width, height=height, legend_beside=legend_beside)
+    for i, trace in enumerate(fig.data):
+        if not trace.legendgroup:
+            trace.legendgroup = f"#{i}"  # see own_legend_groups
     xaxis, yaxis = layout.pop("xaxis"), layout.pop("yaxis")
     fig.update_layout({**layout, "template": paper_template()})
     fig.update_xaxes(xaxis)
@@ -278,7 +333,7 @@ def event_marker_dicts(
                 "marker": marker,
                 "hovertext": [_hover_of(_HOVER_FIELDS(e)) for e in rows],
                 "hoverinfo": "text",
-                "legendgroup": "events",
+                "legendgroup": f"event: {kind}",  # toggled alone; a group each: see legend_layout
                 "legendrank": EVENT_RANK,
                 "showlegend": bool(rows),
             }
@@ -385,25 +440,39 @@ def context_trace_dicts(
     if recorded is not None:
         top = max(int_max(turns["context_tokens"]), int_max(turns["baseline_tokens"]))
         out.extend(t.to_plotly_json() for t in recorded_traces(recorded, top=top))
-    return out
+    return own_legend_groups(out)
+
+
+LABEL_GAP = 0.25
+"""Reference lines closer than this share of the highest one get their labels at opposite
+ends (`reference_lines`): two labels facing each other (the highest one's under its line)
+need two text heights of a single-column chart's 170 px."""
 
 
 def reference_lines(lines: Mapping[str, int], x: np.ndarray) -> list[dict[str, Any]]:
     """Window, trigger and budget as horizontal lines across the turns `x`, each labelled on
-    the plot at its right end (`window 200,000`) instead of in the legend: one hue for the
+    the plot (`window 200,000`) instead of in the legend: one hue for the
     family (`REFERENCE_COLOR`), told apart by dash and label. Marked `meta: "reference"`, so
     a y axis fitted to the data can leave them out (`ctxlab._view.widgets._common.y_extent`)."""
     out = []
     ends = [int(x[0]) if len(x) else 0, int(x[-1]) if len(x) else 1]
-    # From the highest line down, labels alternate between the right and the left end, so
-    # lines close together (a budget just under the window) never share a label's place; the
-    # highest label sits under its line, which may be the top of the chart.
-    order = sorted(lines, key=lambda k: -lines[k])
+    # Labels sit at the left end, where the context curve starts small and the chart is empty
+    # (at the right end the compacted curve keeps reaching the trigger, with its markers, and
+    # the baseline crosses the budget). A label whose line is within `LABEL_GAP` of the chart's
+    # top of the line below it goes to the right end instead, so lines close together (a
+    # budget just under the window) never share a label's place. The highest label sits under
+    # its line, which may be the top of the chart.
+    order = sorted(lines, key=lambda k: lines[k])
+    top = max(lines.values(), default=0)
+    right_of = {label: False for label in order}
+    for below, label in itertools.pairwise(order):
+        close = lines[label] - lines[below] < LABEL_GAP * top
+        right_of[label] = close and not right_of[below]
     for label, level in lines.items():
         text = f"{label} {level:,}"
-        rank = order.index(label)
-        right = rank % 2 == 0
-        where = ("bottom" if rank == 0 else "top") + (" left" if right else " right")
+        right = right_of[label]
+        under = label == order[-1] and len(order) > 1
+        where = ("bottom" if under else "top") + (" left" if right else " right")
         out.append(
             {
                 "type": "scatter",
@@ -466,6 +535,8 @@ def context_tokens(
     data = context_trace_dicts(
         replay, lines=lines, baseline=baseline, events=events, recorded=recorded
     )
+    if width < NARROW:
+        data = [_short_event_name(d) for d in data]
     layout = paper_layout(
         title=title or f"{esc(replay.policy)} on {esc(replay_name(replay))}",
         width=width,
@@ -474,6 +545,17 @@ def context_tokens(
         yaxis={"title": {"text": "context tokens"}, "tickformat": "~s", "rangemode": "tozero"},
     )
     return go.Figure({"data": data, "layout": layout})
+
+
+def _short_event_name(trace: dict[str, Any]) -> dict[str, Any]:
+    """An event marker trace named for a single column's legend, else `trace` itself:
+    `offload_tool_result (4)`, not `event: offload_tool_result (4)`. plotly gives every legend
+    entry the widest one's width, so the two longest names decided how many entries a row
+    holds; the marker shapes already tell events from bands, and a rug shows as ticks."""
+    if not trace.get("legendgroup", "").startswith("event: "):
+        return trace
+    name = trace["name"].removeprefix("event: ").replace(", rug)", ")")
+    return {**trace, "name": name}
 
 
 def _kind_areas(
@@ -524,7 +606,11 @@ def composition(
         yaxis={"title": {"text": "share of request (%)"}, "range": [0, 100]},
     )
     data = _kind_areas(replay.counts, "share", "%{y:.1f}%", groupnorm="percent")
-    return go.Figure({"data": data, "layout": layout})
+    return go.Figure({"data": own_legend_groups(data), "layout": layout})
+
+
+EVENT_PAD = 0.04
+"""Share of the turns the events timeline's x axis runs past the first and the last turn."""
 
 
 def events_timeline(
@@ -571,7 +657,11 @@ def events_timeline(
                 hoverinfo="text",
             )
         )
-    fig.update_xaxes(title_text="turn (model call)", range=[-1, max(n_turns, 1)])
+    # Padded past the first and the last turn: the largest marker is 30 px across, and the
+    # rightmost event sat on the axis end, cut in half (a rug's last tick too).
+    last = max(n_turns, 1) if any(e is None for e in events["turn"].to_list()) else n_turns - 1
+    pad = max(2.0, EVENT_PAD * max(last, 1))
+    fig.update_xaxes(title_text="turn (model call)", range=[-pad, max(last, 1) + pad])
     fig.update_yaxes(
         title_text=None,
         type="category",
@@ -651,7 +741,7 @@ def comparison(
         xaxis={"title": {"text": "turn (model call)"}},
         yaxis={"title": {"text": what}, "tickformat": "~s", "rangemode": "tozero"},
     )
-    return go.Figure({"data": data, "layout": layout})
+    return go.Figure({"data": own_legend_groups(data), "layout": layout})
 
 
 def sweep_heatmap(

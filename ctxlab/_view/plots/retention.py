@@ -136,8 +136,9 @@ def retention(
         title=title or f"What the compaction lost · {esc(_trace_title(evaluations[0]))}",
         width=width,
         height=height,
+        legend_beside=False,  # the panels need the width; four entries fit in a row under
     )
-    fig.update_layout(legend={"traceorder": "normal"}, margin={"b": 90})
+    fig.update_layout(margin={"b": 90})  # the legend flows by status group (legend_layout)
     fig.update_annotations(font_size=13)
     top = max((int_max(ev.survival["total"]) for ev in evaluations), default=0)
     for i in range(n):

@@ -23,6 +23,9 @@ from ctxlab._view.widgets._common import ExportBar, figure_widget, metrics, upda
 from ctxlab._view.widgets.fit import scrolls_sideways
 
 CACHE_WRITES = "cache_writes"
+PAD = "padding:2px 8px"
+"""Room between the metrics table's columns: unpadded, its headers ran into each other
+("saved events summaries needed lost")."""
 """The metric toggle's value that shows cache writes by cause."""
 
 
@@ -35,7 +38,7 @@ def metrics_table_html(
     lost = [needed_lost(r, trace) for r in replays]
     cost_keys = sorted({k for m in rows for k in m if k.startswith("cost")})
     head = "".join(
-        f"<th>{esc(h)}</th>"
+        f"<th style='{PAD}'>{esc(h)}</th>"
         for h in [
             "replay",
             "peak",
@@ -54,12 +57,12 @@ def metrics_table_html(
             f"{m['peak']:,}",
             f"{m['cumulative']:,}",
             f"{m['saved']:.0%}",
-            str(m["events"]),
-            str(m["events_by_kind"].get("summarize", 0)),
-            "" if n is None else str(n),
+            f"{m['events']:,}",
+            f"{m['events_by_kind'].get('summarize', 0):,}",
+            "" if n is None else f"{n:,}",
             *[f"${m[k]:,.2f}" if isinstance(m.get(k), float) else "" for k in cost_keys],
         ]
-        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        body.append("<tr>" + "".join(f"<td style='{PAD}'>{c}</td>" for c in cells) + "</tr>")
     return (
         f"<table class='ctx-metrics' style='font-size:13px'><tr>{head}</tr>{''.join(body)}</table>"
     )

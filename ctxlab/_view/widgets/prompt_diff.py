@@ -433,7 +433,7 @@ class PromptDiff(W.VBox):
         a_tok = self.sides[0].tokens if self.sides else 0
         b_tok = self.sides[1].tokens if self.sides else 0
         fig.update_layout(barmode="group")
-        fig.update_yaxes(title_text="count")
+        fig.update_yaxes(title_text="count", tickformat=",d")  # 1,200 as the tables print it
         return plots.style(
             fig,
             title=f"{what} kept (A {a_tok:,} tokens, B {b_tok:,} tokens)",
