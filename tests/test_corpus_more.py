@@ -1,0 +1,100 @@
+"""Corpus files whose formats tests/test_corpus.py does not read: their counts read directly,
+with the standard library only, and ctxlab must agree.
+
+Like tests/test_corpus.py, the files live in ../shared/data/corpus (each folder with its
+SOURCE.txt) and the tests skip when that folder is absent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import ctxlab
+from tests.test_corpus import DATA, SHARED_CORPUS
+
+V1_CONVERSATION = "openhands-v1-sdk/cd94562403b9487ebdd4018e3f531dfd"
+"""A software-agent-sdk conversation folder: base_state.json and events/event-*.json."""
+
+
+@pytest.fixture
+def v1_folder() -> Path:
+    folder = SHARED_CORPUS / V1_CONVERSATION
+    if not folder.is_dir():
+        pytest.skip(f"the shared corpus folder {folder} is absent (set CTXLAB_SHARED)")
+    return folder
+
+
+def _count_openhands_v1(folder: Path) -> dict[str, int]:
+    """OpenHands V1: one call per distinct `llm_response_id` of the ActionEvents and agent
+    MessageEvents; messages: the system prompt, user and agent messages, one per call's
+    actions (an answer with its tool calls), one per tool result; input tokens: the
+    `prompt_tokens` base_state.json records for those response ids; compactions: Condensation
+    events."""
+    events = [
+        json.loads(path.read_text())
+        for path in sorted(
+            (folder / "events").glob("event-*.json"), key=lambda p: int(p.name.split("-")[1])
+        )
+    ]
+    answers = [
+        e["llm_response_id"]
+        for e in events
+        if e["kind"] == "ActionEvent" or (e["kind"] == "MessageEvent" and e["source"] == "agent")
+    ]
+    calls = list(dict.fromkeys(answers))
+    said = sum(e["kind"] in ("SystemPromptEvent", "MessageEvent") for e in events)
+    actions = len({e["llm_response_id"] for e in events if e["kind"] == "ActionEvent"})
+    results = sum(
+        e["kind"] in ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation")
+        for e in events
+    )
+    state = json.loads((folder / "base_state.json").read_text())
+    usages = {
+        u["response_id"]: u["prompt_tokens"]
+        for metrics in state["stats"]["usage_to_metrics"].values()
+        for u in metrics["token_usages"]
+    }
+    return {
+        "turns": len(calls),
+        "messages": said + actions + results,
+        "input_tokens": sum(usages[c] for c in calls),
+        "compactions": sum(e["kind"] == "Condensation" for e in events),
+    }
+
+
+def test_the_openhands_v1_conversation_loads_with_the_counts_read_directly(v1_folder: Path) -> None:
+    expected = _count_openhands_v1(v1_folder)
+    (trace,) = ctxlab.load(v1_folder)
+    assert trace.format == "openhands-v1"
+    assert trace.trace_id == v1_folder.name
+    assert {
+        "turns": len(trace.turns),
+        "messages": len(trace.messages),
+        "input_tokens": sum(t.input_tokens or 0 for t in trace.turns),
+        "compactions": len(trace.compactions),
+    } == expected
+    assert (expected["turns"], expected["input_tokens"]) == (3, 11583)
+    # the calls' answers are the run's own: its terminal command, then `finish`, then text
+    assert [
+        t.output.tool_calls[0]["name"] if t.output.tool_calls else None for t in trace.turns
+    ] == [
+        "terminal",
+        "finish",
+        None,
+    ]
+    assert trace.turns[0].output.tool_calls[0]["args"]["command"] == "pwd > tool_output.txt"
+    assert trace.metadata["context_window"] == 128000
+
+
+def test_the_docs_corpus_row_holds_the_openhands_v1_counts_read_directly(v1_folder: Path) -> None:
+    docs = (DATA.parents[1] / "docs" / "formats.md").read_text()
+    row = next(line for line in docs.splitlines() if f"corpus/{V1_CONVERSATION}/ |" in line)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    expected = _count_openhands_v1(v1_folder)
+    assert cells[3:8] == [
+        "1",
+        *(f"{expected[key]:,}" for key in ("turns", "messages", "input_tokens", "compactions")),
+    ]
