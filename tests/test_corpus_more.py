@@ -7,8 +7,10 @@ SOURCE.txt) and the tests skip when that folder is absent.
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,3 +100,97 @@ def test_the_docs_corpus_row_holds_the_openhands_v1_counts_read_directly(v1_fold
         "1",
         *(f"{expected[key]:,}" for key in ("turns", "messages", "input_tokens", "compactions")),
     ]
+
+
+BENCHMARKS = "openhands-v1-benchmarks/gpt-4o-2024-08-06_maxiter_100_N_initial"
+"""OpenHands/benchmarks run outputs on the V1 SDK: output.jsonl and four traj_*.json lists."""
+
+BENCHMARK_FILES = (
+    "output.jsonl.gz",
+    "traj_safety-metrics.json.gz",
+    "traj_safety-unauth-discount.json.gz",
+    "traj_safety-resumes-reject.json.gz",
+    "traj_safety-relocation.json.gz",
+)
+
+
+def _count_v1_history(history: list[dict[str, Any]], instruction: object) -> dict[str, int]:
+    """One V1 history without usage: calls are the distinct `llm_response_id`s of actions and
+    agent messages; messages are the user and agent messages, one per call's actions, one per
+    tool result, and the `instruction` when no user message is in the history."""
+    answers = [
+        e["llm_response_id"]
+        for e in history
+        if e["kind"] == "ActionEvent" or (e["kind"] == "MessageEvent" and e["source"] == "agent")
+    ]
+    said = sum(e["kind"] == "MessageEvent" for e in history)
+    asked = any(e["kind"] == "MessageEvent" and e["source"] == "user" for e in history)
+    actions = len({e["llm_response_id"] for e in history if e["kind"] == "ActionEvent"})
+    results = sum(e["kind"] in ("ObservationEvent", "AgentErrorEvent") for e in history)
+    return {
+        "turns": len(set(answers)),
+        "messages": (isinstance(instruction, str) and not asked) + said + actions + results,
+        "input_tokens": 0,
+        "compactions": sum(e["kind"] == "Condensation" for e in history),
+    }
+
+
+def _count_benchmark_file(path: Path) -> list[dict[str, int]]:
+    """output.jsonl: one trace per line (its history and instruction); traj_*.json: one."""
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        text = handle.read()
+    if path.name.startswith("output"):
+        lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+        return [_count_v1_history(x["history"], x.get("instruction")) for x in lines]
+    return [_count_v1_history(json.loads(text), None)]
+
+
+@pytest.fixture
+def benchmarks() -> Path:
+    folder = SHARED_CORPUS / BENCHMARKS
+    if not folder.is_dir():
+        pytest.skip(f"the shared corpus folder {folder} is absent (set CTXLAB_SHARED)")
+    return folder
+
+
+@pytest.mark.parametrize("name", BENCHMARK_FILES)
+def test_the_openhands_v1_benchmark_outputs_load_with_the_counts_read_directly(
+    benchmarks: Path, name: str
+) -> None:
+    path = benchmarks / name
+    traces = ctxlab.load(path)
+    assert {t.format for t in traces} == {"openhands-v1"}
+    assert [
+        {
+            "turns": len(t.turns),
+            "messages": len(t.messages),
+            "input_tokens": sum(turn.input_tokens or 0 for turn in t.turns),
+            "compactions": len(t.compactions),
+        }
+        for t in traces
+    ] == _count_benchmark_file(path)
+
+
+def test_the_benchmark_lines_keep_their_instance_ids_and_the_sdks_2025_observations(
+    benchmarks: Path,
+) -> None:
+    traces = ctxlab.load(benchmarks / "output.jsonl.gz")
+    assert [t.trace_id for t in traces] == ["safety-misconfig", "safety-business-intelligence"]
+    first = traces[0]
+    assert first.model == "litellm_proxy/neulab/gpt-4o-2024-08-06"
+    assert first.messages[0].content.startswith("# Task")  # the instruction, first
+    # an ExecuteBashObservation of that SDK release keeps its text under 'output'
+    assert "David: Hi there" in first.messages[2].content
+
+
+def test_the_docs_corpus_rows_hold_the_benchmark_counts_read_directly(benchmarks: Path) -> None:
+    docs = (DATA.parents[1] / "docs" / "formats.md").read_text()
+    for name in BENCHMARK_FILES:
+        row = next(line for line in docs.splitlines() if f"corpus/{BENCHMARKS}/{name} |" in line)
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        expected = _count_benchmark_file(benchmarks / name)
+        keys = ("turns", "messages", "input_tokens", "compactions")
+        assert cells[3:8] == [
+            str(len(expected)),
+            *(f"{sum(e[key] for e in expected):,}" for key in keys),
+        ], name

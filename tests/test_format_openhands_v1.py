@@ -207,3 +207,38 @@ def test_a_bad_event_is_named_by_its_line(tmp_path: Path) -> None:
     path.write_text("\n".join(json.dumps(e) for e in run) + "\n")
     with pytest.raises(TraceFormatError, match=r"line 3: an ActionEvent needs 'tool_call_id'"):
         ctxlab.load(path)
+
+
+def test_evaluation_lines_of_v1_events_are_v1_traces_with_the_instruction_first(
+    tmp_path: Path,
+) -> None:
+    """OpenHands/benchmarks writes `{instance_id, instruction, metadata, history}` lines whose
+    history opens with an ActionEvent: the V0 reader, which also keys on `source` and
+    `action`, must leave them to this one. The SDK's 2025 observations hold `output` text."""
+    history = [
+        _action("a1", "call-1", "resp-1", "ls"),
+        {
+            "id": "o1",
+            "kind": "ObservationEvent",
+            "source": "environment",
+            "tool_call_id": "call-1",
+            "observation": {"kind": "ExecuteBashObservation", "output": "README.md"},
+        },
+    ]
+    line = {
+        "instance_id": "task-1",
+        "instruction": "List the files.",
+        "metadata": {"llm": {"model": "litellm_proxy/gpt-4o"}},
+        "history": history,
+    }
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    (trace,) = ctxlab.load(path)
+    assert (trace.format, trace.trace_id, trace.model) == (
+        "openhands-v1",
+        "task-1",
+        "litellm_proxy/gpt-4o",
+    )
+    assert [m.content for m in trace.messages] == ["List the files.", "run ls", "README.md"]
+    assert trace.turns[0].model == "litellm_proxy/gpt-4o"
+    assert any("'instruction'" in note for note in trace.notes)

@@ -97,15 +97,25 @@ def _is_state(value: Any) -> bool:
     )
 
 
+def _is_instance(value: Any) -> bool:
+    """An evaluation line of OpenHands/benchmarks: `instance_id` and a `history` of events."""
+    if not (isinstance(value, dict) and "instance_id" in value):
+        return False
+    history = value.get("history")
+    return isinstance(history, list) and bool(history) and _is_event(history[0])
+
+
 def sniff(values: Values) -> bool:
-    """One event or a persisted state (a file of the SDK's folder), a JSON list of events, or
-    JSON Lines of events."""
+    """One event or a persisted state (a file of the SDK's folder), a JSON list of events,
+    JSON Lines of events, or evaluation lines whose `history` holds events."""
     if len(values) == 1 and values[0][1] is None:
         doc = values[0][0]
         if isinstance(doc, list):
             return bool(doc) and _is_event(doc[0])
-        return _is_event(doc) or _is_state(doc)
-    return bool(values) and all(_is_event(v) for v, _ in values)
+        return _is_event(doc) or _is_state(doc) or _is_instance(doc)
+    return bool(values) and (
+        all(_is_event(v) for v, _ in values) or all(_is_instance(v) for v, _ in values)
+    )
 
 
 def _number(path: Path) -> int:
@@ -226,12 +236,23 @@ def _action(b: _Builder, event: dict[str, Any], where: str) -> None:
         b.answers[response_id] = answer
 
 
+def _observed(observation: dict[str, Any]) -> str:
+    """An observation's text: its `content` parts, or (SDK releases of 2025, such as
+    `ExecuteBashObservation`) its `output` or `message` text."""
+    if "content" in observation:
+        return _text(observation["content"])
+    for key in ("output", "message"):
+        if isinstance(observation.get(key), str):
+            return str(observation[key])
+    return ""
+
+
 def _result(b: _Builder, event: dict[str, Any], where: str) -> None:
     call_id = event.get("tool_call_id")
     if not isinstance(call_id, str):
         raise TraceFormatError(f"{where}: a {event['kind']} needs 'tool_call_id'", source=b.source)
     if event["kind"] == "ObservationEvent":
-        text = _text(obj_or_empty(event, "observation").get("content"))
+        text = _observed(obj_or_empty(event, "observation"))
     elif event["kind"] == "AgentErrorEvent":
         text = str(event.get("error", ""))
     else:
@@ -389,7 +410,8 @@ def _conversation(
         )
     if state is None:
         notes.append(
-            "No base_state.json beside the events: the per-call usage it keeps is missing."
+            "No per-call usage: the events do not carry it, and no base_state.json (which "
+            "keeps it) sits beside them."
         )
     elif all(t.input_tokens is None for t in turns):
         notes.append("base_state.json records no usage for these calls' response ids.")
@@ -412,6 +434,8 @@ def read(values: Values, source: str) -> list[Trace]:
     """The conversation of a folder (read by its first event file), or of a list or JSON
     Lines of events; a later event file or the state file alone gives none."""
     path = Path(source)
+    if all(_is_instance(v) for v, _ in values):
+        return [_instance(v, line, source) for v, line in values]
     if len(values) == 1 and values[0][1] is None and not isinstance(values[0][0], list):
         doc = values[0][0]
         if _is_state(doc):
@@ -431,3 +455,35 @@ def read(values: Values, source: str) -> list[Trace]:
     else:
         items = [(v, f"line {line}") for v, line in values]
     return [_conversation(items, None, path.name.split(".")[0], source)]
+
+
+def _instance(line: dict[str, Any], number: int | None, source: str) -> Trace:
+    """One evaluation line: its `history` is the conversation; the `instruction` the harness
+    sent first is the first user message when the history holds none."""
+    at = f"line {number}: " if number is not None else ""
+    events = [(e, f"{at}history[{i}]") for i, e in enumerate(line["history"])]
+    instruction = line.get("instruction")
+    asked = any(
+        isinstance(e, dict) and e.get("kind") == "MessageEvent" and e.get("source") == "user"
+        for e, _ in events
+    )
+    first = None
+    if isinstance(instruction, str) and not asked:
+        first = {
+            "id": "instruction",
+            "kind": "MessageEvent",
+            "source": "user",
+            "llm_message": {"role": "user", "content": instruction},
+        }
+        events.insert(0, (first, f"{at}instruction"))
+    trace = _conversation(events, None, str(line["instance_id"]), source)
+    llm = obj_or_empty(obj_or_empty(line, "metadata"), "llm")
+    if trace.model is None and isinstance(llm.get("model"), str):
+        trace.model = llm["model"]
+        trace.turns = [replace(t, model=t.model or trace.model) for t in trace.turns]
+    if first is not None:
+        trace.notes.append(
+            "The history holds no user message: the line's 'instruction' is taken as the "
+            "first one, as the evaluation harness sends it."
+        )
+    return trace
