@@ -194,3 +194,80 @@ def test_the_docs_corpus_rows_hold_the_benchmark_counts_read_directly(benchmarks
             str(len(expected)),
             *(f"{sum(e[key] for e in expected):,}" for key in keys),
         ], name
+
+
+ATIF_FILES = (
+    "atif-openagents/regex-log/trajectory.json.gz",
+    "atif-openagents/qa-runner-login-trace/trajectory.json.gz",
+    "atif-openagents/mechacoder/session-2025-12-05T08-00-23-404Z-ew8gut.atif.json.gz",
+    "atif-openagents/mechacoder/session-2025-12-05T07-45-57-649Z-x8251x.atif.json.gz",
+)
+"""ATIF written by OpenAgents' producers (none by Harbor itself was found public)."""
+
+
+def _count_atif(path: Path) -> dict[str, int]:
+    """ATIF: one call per agent step (not copied context, not `llm_call_count: 0`); one
+    message per user or agent step, one per result of a system step (or the step's text when
+    it has none), one per result an agent step's observation holds; input tokens: the steps'
+    `metrics.prompt_tokens`; compactions: steps marked by `extra.context_management`."""
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        steps = json.load(handle)["steps"]
+    calls = [
+        s
+        for s in steps
+        if s["source"] == "agent"
+        and not s.get("is_copied_context")
+        and s.get("llm_call_count", 1) != 0
+    ]
+    messages = 0
+    for step in steps:
+        results = (step.get("observation") or {}).get("results") or []
+        if step["source"] == "system":
+            messages += max(1, len(results))
+        else:
+            messages += 1 + (len(results) if step["source"] == "agent" else 0)
+    return {
+        "turns": len(calls),
+        "messages": messages,
+        "input_tokens": sum((s.get("metrics") or {}).get("prompt_tokens") or 0 for s in calls),
+        "compactions": sum("context_management" in (s.get("extra") or {}) for s in steps),
+    }
+
+
+@pytest.mark.parametrize("name", ATIF_FILES)
+def test_the_openagents_atif_files_load_with_the_counts_read_directly(name: str) -> None:
+    path = SHARED_CORPUS / name
+    if not path.is_file():
+        pytest.skip(f"the shared corpus file {path} is absent (set CTXLAB_SHARED)")
+    (trace,) = ctxlab.load(path)
+    assert trace.format == "atif"
+    assert {
+        "turns": len(trace.turns),
+        "messages": len(trace.messages),
+        "input_tokens": sum(t.input_tokens or 0 for t in trace.turns),
+        "compactions": len(trace.compactions),
+    } == _count_atif(path)
+
+
+def test_an_object_as_a_results_content_is_kept_as_its_json_text() -> None:
+    """The mechacoder orchestrator writes `{"command", "passed", "output"}` as a result's
+    content; the file loaded as nothing before ("must be a string or a list of content
+    parts, got dict")."""
+    path = SHARED_CORPUS / ATIF_FILES[2]
+    if not path.is_file():
+        pytest.skip(f"the shared corpus file {path} is absent (set CTXLAB_SHARED)")
+    (trace,) = ctxlab.load(path)
+    assert any('"command": "bun run test:container"' in str(m.content) for m in trace.messages)
+    assert any("content is an object" in note for note in trace.notes)
+
+
+def test_the_docs_corpus_rows_hold_the_atif_counts_read_directly() -> None:
+    if not all((SHARED_CORPUS / name).is_file() for name in ATIF_FILES):
+        pytest.skip("the shared ATIF corpus files are absent (set CTXLAB_SHARED)")
+    docs = (DATA.parents[1] / "docs" / "formats.md").read_text()
+    for name in ATIF_FILES:
+        row = next(line for line in docs.splitlines() if f"corpus/{name} |" in line)
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        expected = _count_atif(SHARED_CORPUS / name)
+        keys = ("turns", "messages", "input_tokens", "compactions")
+        assert cells[3:8] == ["1", *(f"{expected[key]:,}" for key in keys)], name

@@ -374,7 +374,15 @@ class _Builder:
         for raw in results:
             result = _obj(raw, "observation.results[]", where)
             call_id = _opt_str(result.get("source_call_id"), "source_call_id", where)
-            content = _content(result.get("content"), "observation.results[].content", where)
+            raw_content = result.get("content")
+            content: str | list[Any]
+            if isinstance(raw_content, dict):
+                self.deviations.add(
+                    "observation results whose content is an object (kept as its JSON text)"
+                )
+                content = json.dumps(raw_content, ensure_ascii=False)
+            else:
+                content = _content(raw_content, "observation.results[].content", where)
             for ref in _list(
                 result.get("subagent_trajectory_ref"), "subagent_trajectory_ref", where
             ):
