@@ -29,8 +29,10 @@ first file) loads the conversation once.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -118,17 +120,28 @@ def sniff(values: Values) -> bool:
     )
 
 
-def _number(path: Path) -> int:
+def _number(name: str) -> int:
     """An event file's place in its conversation (`event-00012-...` is 12)."""
-    match = EVENT_FILE.match(path.name)
+    match = EVENT_FILE.match(name)
     return int(match.group(1)) if match else -1
+
+
+@lru_cache(maxsize=16)
+def _event_names(folder: str, mtime_ns: int) -> tuple[str, ...]:
+    """The event files of a folder in the SDK's order. Cached by the folder's modification
+    time: each of its N files asks, and N scans of N names made a 1,000-event folder load in
+    2.5 s of CPU."""
+    del mtime_ns  # part of the cache key only: a changed folder is scanned again
+    return tuple(sorted((n for n in os.listdir(folder) if EVENT_FILE.match(n)), key=_number))
 
 
 def _events_of_folder(path: Path) -> list[Path] | None:
     """The event files of `path`'s folder in the SDK's order, when `path` is the first of
     them; None when it is a later one (the first reads the conversation)."""
-    files = sorted((p for p in path.parent.iterdir() if EVENT_FILE.match(p.name)), key=_number)
-    return files if files and files[0].name == path.name else None
+    names = _event_names(str(path.parent), path.parent.stat().st_mtime_ns)
+    if not names or names[0] != path.name:
+        return None
+    return [path.parent / name for name in names]
 
 
 def _load_json(path: Path, source: str) -> Any:
