@@ -271,3 +271,17 @@ def test_the_docs_corpus_rows_hold_the_atif_counts_read_directly() -> None:
         expected = _count_atif(SHARED_CORPUS / name)
         keys = ("turns", "messages", "input_tokens", "compactions")
         assert cells[3:8] == ["1", *(f"{expected[key]:,}" for key in keys)], name
+
+
+def test_the_tbench_results_written_before_their_calls_keep_their_output() -> None:
+    """regex-log: the four results before step 7 and the one before step 9 name calls made
+    later; each keeps the output its `observation.content` holds, none answers a wrong call."""
+    path = SHARED_CORPUS / ATIF_FILES[0]
+    if not path.is_file():
+        pytest.skip(f"the shared corpus file {path} is absent (set CTXLAB_SHARED)")
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        steps = json.load(handle)["steps"]
+    outputs = [s["observation"]["content"] for s in steps if s["source"] == "system"]
+    (trace,) = ctxlab.load(path)
+    assert [m.content for m in trace.messages if m.type == "human"][1:] == outputs
+    assert not [m for m in trace.messages if m.type == "tool"]
