@@ -390,3 +390,33 @@ def test_a_continuation_named_by_an_object_is_joined(tmp_path: Path) -> None:
     assert [c.turn for c in trace.compactions] == [2, 3]
     assert trace.compactions[1].summary == "Later summary."
     assert [m.text for m in trace.turns[3].inputs][-1] == "Later summary."
+
+
+def test_system_step_results_follow_the_call_their_text_names(tmp_path: Path) -> None:
+    """OpenAgents' tbench converter (../shared/data/corpus/atif-openagents/regex-log) writes
+    each result as a system step "Tool result for <id>" with the output under
+    `observation.content`, and writes it before the agent step that holds its call. The
+    output is the result's text; a result naming a pending call answers that call, not the
+    oldest; one naming a call made later stays a user message."""
+    doc = {
+        "schema_version": "1.4",
+        "agent": {"name": "claude-code", "model": "claude-sonnet-4"},
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "Save the regex."},
+            {"step_id": 2, "source": "system", "message": "Tool result for toolu_early1",
+             "observation": {"type": "tool_result", "content": "EACCES: permission denied"}},
+            {"step_id": 3, "source": "agent", "message": "Writing it.",
+             "tool_calls": [{"id": "toolu_early1", "name": "Write", "arguments": {}},
+                            {"id": "toolu_second", "name": "Bash", "arguments": {}}]},
+            {"step_id": 4, "source": "system", "message": "Tool result for toolu_second",
+             "observation": {"type": "tool_result", "content": "/tmp/work"}},
+            {"step_id": 5, "source": "agent", "message": "Saved in /tmp/work."},
+        ],
+    }  # fmt: skip
+    (trace,) = ctxlab.load(write(tmp_path, doc))
+    assert [m.type for m in trace.messages] == ["human", "human", "ai", "tool", "ai"]
+    assert trace.messages[1].text == "EACCES: permission denied"
+    assert (trace.messages[3].tool_call_id, trace.messages[3].text) == ("toolu_second", "/tmp/work")
+    deviations = " ".join(n for n in trace.notes if n.startswith("Deviation"))
+    assert "before the step holding their call" in deviations
+    assert "'observation.content'" in deviations

@@ -21,6 +21,7 @@ tolerated deviation is said in `Trace.notes`.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -136,6 +137,22 @@ def _content(value: Any, name: str, where: _Where) -> str | list[Any]:
     return blocks
 
 
+_WORDS = re.compile(r"[A-Za-z0-9_\-]{6,}")
+"""Id-like words of a system step's text, looked up among the trajectory's call ids."""
+
+
+def _call_ids(steps: list[Any]) -> frozenset[str]:
+    """Every tool-call id the steps hold (`tool_call_id`, or `id` where producers use it)."""
+    ids = (
+        call.get("tool_call_id", call.get("id"))
+        for step in steps
+        if isinstance(step, dict)
+        for call in step.get("tool_calls") or []
+        if isinstance(call, dict)
+    )
+    return frozenset(i for i in ids if isinstance(i, str))
+
+
 def _arguments(value: Any, where: _Where) -> dict[str, Any]:
     if value is None:
         return {}
@@ -165,6 +182,8 @@ class _Builder:
     pending: list[str] = field(default_factory=list)
     """Tool calls of earlier agent steps still waiting for their result, in order."""
     called: set[str] = field(default_factory=set)
+    call_ids: frozenset[str] = frozenset()
+    """Every tool-call id of the trajectory, for results a system step names by id."""
     refs: list[dict[str, Any]] = field(default_factory=list)
     deviations: set[str] = field(default_factory=set)
     has_system: bool = False
@@ -230,7 +249,8 @@ class _Builder:
         elif kind == "user":
             self.messages.append(HumanMessage(content=message))
         else:
-            self.system(message, bool(results))
+            observed = _opt_obj(step.get("observation"), "observation", where).get("content")
+            self.system(message, bool(results), observed if isinstance(observed, str) else None)
         self.results(results)
         if copied and self.copied_prefix == self.before:
             self.copied_prefix = len(self.messages)
@@ -267,15 +287,42 @@ class _Builder:
             return Inputs.prefix(self.messages, position)
         return Inputs([*self.context, (self.messages, self.boundary, position)])
 
-    def system(self, message: str | list[Any], has_results: bool) -> None:
-        if not self.messages and not self.turns:
+    def system(self, message: str | list[Any], has_results: bool, observed: str | None) -> None:
+        """A system step: the system prompt first; later, without `observation.results`, a
+        tool result written as a step of its own (its text the step's `observation.content`
+        where a producer puts it there, else its message). It answers the call its message
+        names by id, else the oldest pending call; one naming a call made later (a producer
+        that wrote results before the step holding their calls) stays a user message."""
+        if not self.messages and not self.turns and observed is None:
             self.has_system = True
             self.messages.append(SystemMessage(content=message))
-        elif self.pending and not has_results:
+            return
+        if has_results:
+            return
+        text = message if observed is None else observed
+        if observed is not None:
+            self.deviations.add("a system step's result as 'observation.content'")
+        named = self.named_call(message)
+        if named is not None and named in self.pending:
             self.deviations.add("tool results written as separate system steps")
-            self.messages.append(ToolMessage(content=message, tool_call_id=self.pending.pop(0)))
-        elif message and not has_results:
-            self.messages.append(HumanMessage(content=message))
+            self.pending.remove(named)
+            self.messages.append(ToolMessage(content=text, tool_call_id=named))
+        elif named is not None and named not in self.called:
+            self.deviations.add(
+                "tool results written before the step holding their call (kept as user messages)"
+            )
+            self.messages.append(HumanMessage(content=text))
+        elif self.pending:
+            self.deviations.add("tool results written as separate system steps")
+            self.messages.append(ToolMessage(content=text, tool_call_id=self.pending.pop(0)))
+        elif text:
+            self.messages.append(HumanMessage(content=text))
+
+    def named_call(self, message: str | list[Any]) -> str | None:
+        """The tool-call id a system step's text names ("Tool result for toolu_..."), if any."""
+        if not self.call_ids or not isinstance(message, str):
+            return None
+        return next((w for w in _WORDS.findall(message) if w in self.call_ids), None)
 
     def agent(self, step: dict[str, Any], message: str | list[Any], copied: bool) -> None:
         where = self.where
@@ -374,7 +421,15 @@ class _Builder:
         for raw in results:
             result = _obj(raw, "observation.results[]", where)
             call_id = _opt_str(result.get("source_call_id"), "source_call_id", where)
-            content = _content(result.get("content"), "observation.results[].content", where)
+            raw_content = result.get("content")
+            content: str | list[Any]
+            if isinstance(raw_content, dict):
+                self.deviations.add(
+                    "observation results whose content is an object (kept as its JSON text)"
+                )
+                content = json.dumps(raw_content, ensure_ascii=False)
+            else:
+                content = _content(raw_content, "observation.results[].content", where)
             for ref in _list(
                 result.get("subagent_trajectory_ref"), "subagent_trajectory_ref", where
             ):
@@ -446,8 +501,11 @@ def _trajectory(root: Any, where: _Where, fallback_id: str) -> Trace:
         model = _opt_str(agent.get("model"), "agent.model", where)
         deviations.add("agent.model instead of agent.model_name")
     tools = _list(agent.get("tool_definitions"), "agent.tool_definitions", where)
-    builder = _Builder(where=where, default_model=model, deviations=deviations)
-    for index, step in enumerate(_list(root.get("steps"), "steps", where)):
+    steps = _list(root.get("steps"), "steps", where)
+    builder = _Builder(
+        where=where, default_model=model, deviations=deviations, call_ids=_call_ids(steps)
+    )
+    for index, step in enumerate(steps):
         builder.step(step, index)
     where.step = None
     session = _opt_str(root.get("session_id"), "session_id", where)

@@ -53,10 +53,13 @@ ERROR_SUFFIX = "\n[Error occurred in processing last action]"
 
 
 def _is_event(value: Any) -> bool:
+    """A V0 event: `action` or `observation` naming its kind; a V1 event has a `kind`
+    (`openhands_v1`)."""
     return (
         isinstance(value, dict)
         and "source" in value
         and ("action" in value or "observation" in value)
+        and "kind" not in value
     )
 
 

@@ -36,6 +36,7 @@ from ctxlab._ingest.formats import (
     mini_swe_agent,
     openhands,
     openhands_legacy,
+    openhands_v1,
     otel,
     swe_agent,
 )
@@ -48,6 +49,7 @@ FORMATS: tuple[ModuleType, ...] = (
     codex,
     openhands,
     openhands_legacy,
+    openhands_v1,
     atif,
     inspect_ai,
     swe_agent,
