@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Hashable
 from numbers import Real
 from typing import TYPE_CHECKING
 
@@ -86,28 +87,41 @@ def without(events: tuple[Event, ...], reported: set[int]) -> tuple[Event, ...]:
 
 def setting_key(
     policy: StagePolicy, trace: Trace, stage: Stage, attribute: str, window: int | None
-) -> str:
-    """The policy's setting but the threshold, as text: the `Requests` it reuses. The policy
-    field named like the stage's threshold is left out only when changing it changes nothing
-    of a fresh stage but that attribute (checked on a stage made with another value); else
-    the whole setting is the key (no reuse across thresholds, still exact)."""
+) -> Hashable | None:
+    """What the requests over the threshold may depend on, the `Requests` key: the policy's
+    and the stage's classes (a class defined again is another key), the window, the policy's
+    setting and the fresh stage's plain values (numbers, text, tuples of them), both without
+    the threshold. The policy field named like the stage's threshold is left out only when
+    moving it moves nothing of a fresh stage but that attribute (checked on a stage made with
+    another value); a field that also sets another plain value still differs there. None
+    (nothing remembered) for a setting that is not JSON-able."""
     params = policy.params()
     value = getattr(stage, attribute)
+    plain = {
+        k: v for k, v in getattr(stage, "__dict__", {}).items() if k != attribute and _plain(v)
+    }
     try:
-        other = dataclasses.replace(policy, **{attribute: value + 1})  # type: ignore[type-var]
-        moved = other.stages(trace, window)[0]
+        moved = dataclasses.replace(policy, **{attribute: value + 1}).stages(trace, window)[0]  # type: ignore[type-var]
         same = {k: v for k, v in vars(stage).items() if k != attribute}
         if {k: v for k, v in vars(moved).items() if k != attribute} == same and getattr(
             moved, attribute
         ) == value + 1:
             params.pop(attribute, None)
     except (TypeError, ValueError, IndexError):
-        pass  # not a dataclass field, a value refused, no `__dict__`: keep the whole setting
-    return json.dumps(
-        [type(policy).__qualname__, type(stage).__qualname__, window, params],
-        sort_keys=True,
-        default=repr,
-    )
+        pass  # not a dataclass field, a value refused: the whole setting is the key
+    try:
+        text = json.dumps([window, params, plain], sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+    return (type(policy), type(stage), text)
+
+
+def _plain(value: object) -> bool:
+    """A number, text, bool, None, or a tuple of such: a value that is the same setting
+    whenever it compares equal (an object's identity may be reused once it is freed)."""
+    if isinstance(value, tuple):
+        return all(map(_plain, value))
+    return value is None or isinstance(value, (bool, int, float, str))
 
 
 def acts_over_counts(
@@ -136,9 +150,8 @@ def acts_over_counts(
     calls = len(fed)
     if t0 >= calls:
         return counts
-    requests = remembered(
-        history, (setting_key(policy, trace, stage, attribute, window), summarizer), trace
-    )
+    key = setting_key(policy, trace, stage, attribute, window)
+    requests = remembered(history, None if key is None else (key, summarizer), trace)
     if t0 < requests.first:
         run_fresh(policy, trace, summarizer, window, history, tools, requests, t0)
     messages = counts.messages.copy()  # `fed` is a read-only table
@@ -153,16 +166,18 @@ def acts_over_counts(
     return counts._replace(messages=messages, context_tokens=context, events=events)
 
 
-def remembered(history: TraceFacts, key: tuple[str, Summarizer], trace: Trace) -> Requests:
+def remembered(history: TraceFacts, key: Hashable | None, trace: Trace) -> Requests:
     """The `Requests` kept with the trace's facts (its counter's) for `key` (the setting but
-    the threshold, and the summariser), made anew when the trace's calls changed since; a
-    summariser that cannot be a key gets fresh ones (this move's only)."""
+    the threshold, and the summariser), made anew when the trace's calls changed since; no
+    key, or a summariser that cannot be one, gets fresh ones (this move's only)."""
     table = turn_table(trace)
     try:
         hash(key)
     except TypeError:
+        key = None
+    if key is None:
         return Requests(table)
-    known: dict[tuple[str, Summarizer], Requests] = history.kept("acts over", dict)
+    known: dict[Hashable, Requests] = history.kept("acts over", dict)
     found = known.get(key)
     if found is None or found.table is not table:
         found = known[key] = Requests(table)
