@@ -101,7 +101,8 @@ def setting_key(
         k: v for k, v in getattr(stage, "__dict__", {}).items() if k != attribute and _plain(v)
     }
     try:
-        moved = dataclasses.replace(policy, **{attribute: value + 1}).stages(trace, window)[0]  # type: ignore[type-var]
+        other = dataclasses.replace(policy, **{attribute: value + 1})
+        moved = other.stages(trace, window)[0]
         same = {k: v for k, v in vars(stage).items() if k != attribute}
         if {k: v for k, v in vars(moved).items() if k != attribute} == same and getattr(
             moved, attribute
@@ -146,7 +147,7 @@ def acts_over_counts(
     fed = fed_lengths(trace)
     counts = raw_counts(history, fed, tools)
     # the stage's input count never falls: the calls over the threshold are those from `t0`
-    t0 = int(np.searchsorted(counts.context_tokens, threshold, side="right"))
+    t0 = int(np.searchsorted(counts.context_tokens, float(threshold), side="right"))
     calls = len(fed)
     if t0 >= calls:
         return counts
