@@ -1,10 +1,11 @@
-"""The count-only form of a stage that declares `acts_over` (`ctxlab._replay.policies.
-acts_over_counts`), on docs/writing-a-policy.md's `DigestStage`: exact across slider moves that
-reuse remembered requests, running the stage only at calls no earlier move reached; exact for
-a stage whose acted-on positions leave again (the walk without stored differences) and for a
-policy whose threshold field also sets something else (no reuse across thresholds); never
-taken by a subclass that overrides `apply` without declaring again. tests/test_fast_paths.py
-checks the form on generated traces and settings."""
+"""The count-only form the engine derives for a stage that declares `acts_over`
+(`ctxlab._replay.policies.acts_over_counts`), on docs/writing-a-policy.md's `DigestStage`:
+exact across slider moves that reuse remembered requests, running the stage only at calls no
+earlier move reached; exact for stages whose acted-on positions come back (the walk without
+stored differences) or that send fewer messages than the history, and for a policy whose
+threshold field also sets something else (no reuse across thresholds); never taken by a
+subclass that overrides `apply` without declaring again. tests/test_fast_paths.py checks the
+form on generated traces and settings."""
 
 from __future__ import annotations
 
@@ -84,6 +85,22 @@ class FlickerDigest(DigestStage):  # type: ignore[misc]
         return out
 
 
+class DropsSystem(DigestStage):  # type: ignore[misc]
+    """Over the threshold, sends the request without its first message (fewer messages than
+    the history), reporting position 0 once."""
+
+    capabilities = frozenset({acts_over("trigger")})
+
+    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        before = ctx.count(items)
+        if before <= self.trigger:
+            return items
+        if 0 not in self.reported:
+            self.reported.add(0)
+            ctx.events.append(Event("trim", ctx.turn.index, (0,), before, ctx.count(items[1:])))
+        return items[1:]
+
+
 class Undeclared(DigestStage):  # type: ignore[misc]
     """A user's subclass overriding `apply` (it sends its input unchanged) and declaring
     nothing: it must get the plain engine, not its parent's form."""
@@ -150,15 +167,15 @@ def test_a_move_runs_the_stage_only_at_calls_no_earlier_move_reached(trace: Trac
     assert len(acted) == over[0]
 
 
-def test_positions_that_leave_the_stage_s_set_are_reported_as_a_running_stage_does(
+def test_stages_whose_positions_come_back_or_that_drop_messages_count_exactly(
     trace: Trace,
 ) -> None:
     summarizer = CachedExtractive()
     counts = replay(trace, DigestOldResults()).counts["baseline_tokens"].to_list()
     for k in (0, 1, 3, 2):
-        _same(
-            trace, _policy(FlickerDigest)(keep=1, trigger=counts[len(counts) * k // 4]), summarizer
-        )
+        trigger = counts[len(counts) * k // 4]
+        _same(trace, _policy(FlickerDigest)(keep=1, trigger=trigger), summarizer)
+        _same(trace, _policy(DropsSystem)(keep=1, trigger=trigger), summarizer)
 
 
 def test_a_threshold_field_that_sets_more_than_the_threshold_is_not_reused(trace: Trace) -> None:
