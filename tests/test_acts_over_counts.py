@@ -165,6 +165,12 @@ def test_a_move_runs_the_stage_only_at_calls_no_earlier_move_reached(trace: Trac
     acted.clear()
     counted(trace, policy_type(keep=3, trigger=mid), summarizer)  # another setting: anew
     assert len(acted) == over[0]
+    for keep in (4, 5, 6):  # the four settings used last are kept: keep=2 is dropped
+        counted(trace, policy_type(keep=keep, trigger=mid), summarizer)
+    for keep, again in ((6, 0), (2, over[0])):
+        acted.clear()
+        counted(trace, policy_type(keep=keep, trigger=mid), summarizer)
+        assert len(acted) == again, keep
 
 
 def test_stages_whose_positions_come_back_or_that_drop_messages_count_exactly(
