@@ -5,6 +5,7 @@
     .venv/bin/python -m bench.bench_widgets --quick      # 200 turns, fewer moves (smoke run)
     .venv/bin/python -m bench.bench_widgets --export     # also plots.export per format
     .venv/bin/python -m bench.bench_widgets --no-scaling  # the move tables only
+    .venv/bin/python -m bench.bench_widgets --only digest-old-results  # those rows only
 
 *A slider move* is `ThresholdExplorer(trace, debounce=0)` from a slider's `value` being set (what
 a release delivers to the kernel) to the new data being in the `FigureWidget` (its update
@@ -235,8 +236,11 @@ def preset_moves(ex: ThresholdExplorer, name: str, quick: bool) -> Moves | None:
     return slider.description, first, again, cpu, busy, at_rest(ex)
 
 
-def move_table(trace: ctxlab.Trace, label: str, quick: bool) -> list[dict[str, Any]]:
-    """Every preset's moves on `trace` as ratios to the middleware timed in the same run."""
+def move_table(
+    trace: ctxlab.Trace, label: str, quick: bool, only: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
+    """Every preset's moves on `trace` (those named in `only`, when given) as ratios to the
+    middleware timed in the same run."""
     print(f"\n### {label}: {len(trace.turns)} turns, {len(trace.messages)} messages\n", flush=True)
     ex = ThresholdExplorer(trace, debounce=0)
     deepagents_moves(ex, quick=True)  # first-use setup (imports, caches) before any timing
@@ -248,10 +252,12 @@ def move_table(trace: ctxlab.Trace, label: str, quick: bool) -> list[dict[str, A
         "| target (median / p90 / busy) |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    rows = [_row("deepagents", *deepagents_moves(ex, quick), real)]
-    _print_row(rows[0])
+    rows = []
+    if not only or "deepagents" in only:
+        rows.append(_row("deepagents", *deepagents_moves(ex, quick), real))
+        _print_row(rows[0])
     for name in ex.policies:
-        if name == "deepagents":
+        if name == "deepagents" or (only and name not in only):
             continue
         found = preset_moves(ex, name, quick)
         if found is None:
@@ -487,7 +493,15 @@ def main() -> None:
     parser.add_argument(
         "--no-held-out", action="store_true", help="skip the second (held-out) trace's table"
     )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="POLICY",
+        help="move tables: only this policy's row (repeatable); skips the figure rows",
+    )
     args = parser.parse_args()
+    only = frozenset(args.only)
     register_docs_policy()
     turns = 200 if args.quick else 1000
     if args.scaling_only:
@@ -497,13 +511,14 @@ def main() -> None:
     if args.export_only:
         export_times(trace)
         return
-    move_table(trace, "synthetic", args.quick)
+    move_table(trace, "synthetic", args.quick, only)
     if not args.no_held_out:
-        move_table(held_out(turns), "held out", args.quick)
-    figure_build(trace)
+        move_table(held_out(turns), "held out", args.quick, only)
+    if not only:
+        figure_build(trace)
     if args.real:
         for label, real in real_traces(args.data, args.min_turns):
-            move_table(real, label, args.quick)
+            move_table(real, label, args.quick, only)
     if not args.no_scaling:
         scaling((200, 2000) if args.quick else (1000, 10_000), args.quick)
     if args.export:

@@ -37,7 +37,14 @@ from ctxlab._messages import message_text
 from ctxlab._replay.policies import catalog
 from ctxlab._replay.policies._engine_facts import turn_table
 from ctxlab._replay.policies.catalog import get, names
-from ctxlab._replay.policies.engine import JUMPS, Context, Item, StagePolicy, declares
+from ctxlab._replay.policies.engine import (
+    JUMPS,
+    Context,
+    Item,
+    StagePolicy,
+    acting_threshold,
+    declares,
+)
 from ctxlab._replay.policies.langchain import ClearStage, ClearToolUses
 from ctxlab._replay.replay import counted, replay
 from ctxlab._trace import Trace, Turn, from_messages
@@ -360,16 +367,17 @@ def _has_form(name: str) -> bool:
 
 def _promises_form(name: str) -> bool:
     """Whether `name` promises a count-only form: its own class defines `counts_only` (an
-    inherited one promises nothing), or one of its stages declares `JUMPS` (the default form's
-    contract). A form that stopped being used (a changed guard) would otherwise leave the
-    slider on the full replay unnoticed."""
+    inherited one promises nothing), or one of its stages declares `JUMPS` or `acts_over`
+    (the default forms' contracts). A form that stopped being used (a changed guard) would
+    otherwise leave the slider on the full replay unnoticed."""
     policy = get(name)
     if "counts_only" in vars(type(policy)):
         return True
     if not isinstance(policy, StagePolicy):
         return False
     trace = _short_trace()
-    return any(declares(s, JUMPS) for s in policy.stages(trace, policy.window_for(trace)))
+    stages = policy.stages(trace, policy.window_for(trace))
+    return any(declares(s, JUMPS) or acting_threshold(s) is not None for s in stages)
 
 
 def on_every_tie(name: str, used: list[bool]) -> None:

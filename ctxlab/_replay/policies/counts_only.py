@@ -7,8 +7,10 @@ a `Call` per model call, step by step. A policy may give just the counts with a
 subclass that changed its stages, a trace the formula does not cover). Two kinds exist: by
 formula, for decisions that follow from per-message facts (masking: which results fell out of
 the kept ones; the counts are prefix sums over the trace, `masking_counts`, `clear_counts`,
-`recent_counts`, `offload_counts`, `edit_counts`), and by jumping, for stages that act at a
-threshold (`threshold_counts`, `StagePolicy.counts_only`'s default). `ctxlab._replay.replay.counted`
+`recent_counts`, `offload_counts`, `edit_counts`), by jumping, for stages that act at a
+threshold (`threshold_counts`), and by remembering, for request-only stages that act only
+over one (`acts_over_counts`); the last two are `StagePolicy.counts_only`'s default, chosen
+by what a stage declares. `ctxlab._replay.replay.counted`
 turns the counts into the frame `Replay.counts` gives; the explorer draws it first and makes
 the full replay after the chart is sent. Each form is checked against the full engine, frame
 for frame and event for event (tests/test_counts_only.py). This module holds what the forms

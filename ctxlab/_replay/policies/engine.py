@@ -53,15 +53,17 @@ the previous call's through `appended` and do only the new messages' work. What 
 promises the engine it declares in `capabilities` on its own class (`declares`; never
 inherited): `KEEPS_MARKS` (it keeps `mark(items)`, never `items`, so the run grows its
 history in place instead of copying it for the next call; without it, a list a stage was
-given never changes under it) and `JUMPS` (a threshold stage the count-only form may run only
-where it can act). tests/test_fast_paths.py checks every fast path against the plain replay.
+given never changes under it), `JUMPS` (a threshold stage the count-only form may run only
+where it can act) and `acts_over("trigger")` (a request-only stage that acts only over the
+token threshold in that attribute, whose requests the count-only form reuses across
+thresholds). tests/test_fast_paths.py checks every fast path against the plain replay.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, TypeVar, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -204,17 +206,56 @@ history's), and that records events only through `commit`: its policy's count-on
 tests/test_fast_paths.py checks every stage that declares it against the plain replay."""
 
 
-def declares(stage: object, capability: str) -> bool:
-    """Whether `stage`'s own class lists `capability` in its `capabilities`.
+class ActsOver(NamedTuple):
+    """The capability `acts_over(attribute)` declares (see there)."""
+
+    attribute: str
+    """The name of the stage's attribute that holds its token threshold."""
+
+
+def acts_over(attribute: str) -> ActsOver:
+    """Capability of a request-only stage that acts only over a token threshold, the value of
+    its attribute `attribute` (`capabilities = {acts_over("trigger")}`). Its promise:
+
+    (a) `apply` returns its input unchanged, and records no event, whenever
+        `ctx.count(items) <= getattr(stage, attribute)`;
+    (b) above it, the request it returns and its events (but for which positions they list,
+        see (c)) depend neither on that attribute nor on earlier calls: a fresh stage at the
+        same call returns the same request;
+    (c) its only memory is which positions it already reported: a fresh stage's events at a
+        call list every position it acts on, and a running stage's list only those no earlier
+        event listed (no event when none is new).
+
+    Its policy's count-only form (`ctxlab._replay.policies.acts_over_counts`, when it is the
+    policy's only stage) then counts the calls at or under the threshold from the history's
+    prefix sums, and runs a fresh stage once per call over it, remembered per trace: a new
+    threshold runs the stage only at calls it never reached before. tests/test_fast_paths.py
+    checks every stage that declares it against the plain replay."""
+    return ActsOver(attribute)
+
+
+def declared(stage: object) -> Collection[object]:
+    """What `stage`'s own class lists in its `capabilities` (empty when nothing).
 
     Read from the class itself, never inherited: a subclass that overrides `apply` has not
     promised what its parent promised, so it gets the plain engine until it declares again.
     A `capabilities` property (a wrapper that promises what its inner stage does) is read
     from the instance."""
-    declared = vars(type(stage)).get("capabilities", ())
-    if isinstance(declared, property):
-        declared = declared.__get__(stage)
-    return capability in declared
+    found = vars(type(stage)).get("capabilities", ())
+    if isinstance(found, property):
+        found = found.__get__(stage)
+    return cast("Collection[object]", found)
+
+
+def declares(stage: object, capability: object) -> bool:
+    """Whether `stage`'s own class lists `capability` in its `capabilities` (`declared`)."""
+    return capability in declared(stage)
+
+
+def acting_threshold(stage: object) -> str | None:
+    """The attribute named by the `acts_over` capability `stage`'s own class declares, else
+    None."""
+    return next((c.attribute for c in declared(stage) if isinstance(c, ActsOver)), None)
 
 
 def resolve_window(window: Any, trace: Trace, model: str | None = None) -> int | None:
@@ -411,10 +452,14 @@ class StagePolicy:
         replays in full after the chart is sent; a policy that can say them by formula gets
         moves that cost the formula. By default: a policy of one `RebuildStage` that declares
         `JUMPS` runs it only at the calls that may act
-        (`ctxlab._replay.policies.threshold_counts`); any other, None (the full replay)."""
+        (`ctxlab._replay.policies.threshold_counts`); a policy of one stage that declares
+        `acts_over` runs it only at the calls over its threshold, each once per trace
+        (`ctxlab._replay.policies.acts_over_counts`); any other, None (the full replay)."""
+        from ctxlab._replay.policies.acts_over_counts import acts_over_counts
         from ctxlab._replay.policies.threshold_counts import threshold_counts
 
-        return threshold_counts(self, trace, summarizer)
+        found = threshold_counts(self, trace, summarizer)
+        return found if found is not None else acts_over_counts(self, trace, summarizer)
 
     def window_for(self, trace: Trace) -> int | None:
         """The window this policy resolves for `trace` (`window` field, if it has one)."""
@@ -670,6 +715,7 @@ def first_user_index(items: Sequence[Item]) -> int | None:
 
 __all__ = [
     "AUTO",
+    "ActsOver",
     "Context",
     "Event",
     "Files",
@@ -681,8 +727,11 @@ __all__ = [
     "StageCall",
     "StagePolicy",
     "StageRun",
+    "acting_threshold",
+    "acts_over",
     "appended",
     "count_orphans",
+    "declared",
     "declares",
     "first_user_index",
     "kind_of",
