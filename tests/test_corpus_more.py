@@ -21,12 +21,17 @@ V1_CONVERSATION = "openhands-v1-sdk/cd94562403b9487ebdd4018e3f531dfd"
 """A software-agent-sdk conversation folder: base_state.json and events/event-*.json."""
 
 
-@pytest.fixture
-def v1_folder() -> Path:
-    folder = SHARED_CORPUS / V1_CONVERSATION
+def _shared_folder(name: str) -> Path:
+    """The corpus folder `name`, or a skip when ../shared has no such folder."""
+    folder = SHARED_CORPUS / name
     if not folder.is_dir():
         pytest.skip(f"the shared corpus folder {folder} is absent (set CTXLAB_SHARED)")
     return folder
+
+
+@pytest.fixture
+def v1_folder() -> Path:
+    return _shared_folder(V1_CONVERSATION)
 
 
 def _count_openhands_v1(folder: Path) -> dict[str, int]:
@@ -147,10 +152,7 @@ def _count_benchmark_file(path: Path) -> list[dict[str, int]]:
 
 @pytest.fixture
 def benchmarks() -> Path:
-    folder = SHARED_CORPUS / BENCHMARKS
-    if not folder.is_dir():
-        pytest.skip(f"the shared corpus folder {folder} is absent (set CTXLAB_SHARED)")
-    return folder
+    return _shared_folder(BENCHMARKS)
 
 
 @pytest.mark.parametrize("name", BENCHMARK_FILES)
