@@ -29,6 +29,13 @@ def _shared_folder(name: str) -> Path:
     return folder
 
 
+def _docs_cells(name: str) -> list[str]:
+    """The cells of docs/formats.md's corpus row for `corpus/<name>`."""
+    docs = (DATA.parents[1] / "docs" / "formats.md").read_text()
+    row = next(line for line in docs.splitlines() if f"corpus/{name} |" in line)
+    return [c.strip() for c in row.strip("|").split("|")]
+
+
 @pytest.fixture
 def v1_folder() -> Path:
     return _shared_folder(V1_CONVERSATION)
@@ -186,10 +193,8 @@ def test_the_benchmark_lines_keep_their_instance_ids_and_the_sdks_2025_observati
 
 
 def test_the_docs_corpus_rows_hold_the_benchmark_counts_read_directly(benchmarks: Path) -> None:
-    docs = (DATA.parents[1] / "docs" / "formats.md").read_text()
     for name in BENCHMARK_FILES:
-        row = next(line for line in docs.splitlines() if f"corpus/{BENCHMARKS}/{name} |" in line)
-        cells = [c.strip() for c in row.strip("|").split("|")]
+        cells = _docs_cells(f"{BENCHMARKS}/{name}")
         expected = _count_benchmark_file(benchmarks / name)
         keys = ("turns", "messages", "input_tokens", "compactions")
         assert cells[3:8] == [
@@ -266,10 +271,8 @@ def test_an_object_as_a_results_content_is_kept_as_its_json_text() -> None:
 def test_the_docs_corpus_rows_hold_the_atif_counts_read_directly() -> None:
     if not all((SHARED_CORPUS / name).is_file() for name in ATIF_FILES):
         pytest.skip("the shared ATIF corpus files are absent (set CTXLAB_SHARED)")
-    docs = (DATA.parents[1] / "docs" / "formats.md").read_text()
     for name in ATIF_FILES:
-        row = next(line for line in docs.splitlines() if f"corpus/{name} |" in line)
-        cells = [c.strip() for c in row.strip("|").split("|")]
+        cells = _docs_cells(name)
         expected = _count_atif(SHARED_CORPUS / name)
         keys = ("turns", "messages", "input_tokens", "compactions")
         assert cells[3:8] == ["1", *(f"{expected[key]:,}" for key in keys)], name
