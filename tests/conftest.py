@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import resource
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,16 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CTXLAB_SHARED", REPO.parent / "shared"))
+
+
+# Bytecode caches on, for this run and every process it starts, whatever the environment says
+# (`PYTHONDONTWRITEBYTECODE=1` is set on the team's machines). Without them each xdist worker
+# rewrites the asserts of every test file again (pytest caches the rewritten modules as .pyc
+# files) and every `ctxlab` process, notebook kernel and sweep worker compiles ctxlab again:
+# collection took 16.5 CPU seconds per worker instead of 10. The caches (`__pycache__/`) are
+# git-ignored; the first run on a clean clone writes them.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 @pytest.fixture
@@ -29,46 +40,53 @@ def shared() -> Path:
     return SHARED
 
 
-# Test files that take longest (seconds of one worker, from `pytest --junitxml` on 2 cores),
-# slowest first. pytest-xdist's `loadfile` hands out files in collection order (with
+# Test files that take longest (CPU seconds of one worker and the processes it waited for), slowest
+# first. pytest-xdist's `loadfile` hands out files in collection order (with
 # `--no-loadscope-reorder`, in pyproject.toml; by default it sorts them by their number of
 # tests), one per worker and the next when a worker has two tests left: a slow file handed out
 # last would start when the others are done and leave one core idle until it ends. Running
 # these first, longest first, lets the many short files fill in behind them and both workers
-# end together. Order only: every test still runs. Seconds in the comments: per-file sums of
-# test time in a whole-suite run (`--junitxml`) on 2 cores.
+# end together. Order only: every test still runs. Seconds in the comments: per-file CPU
+# (`python -m bench.cpu_report RUN.xml`) of a whole-suite run on 2 cores (2026-12-07, main at
+# 53848bf; the chromium files from the run before, which had chromium). Re-measure and re-sort
+# when a file's cost changes by more than a few seconds.
 SLOW_FILES = (
     "test_local_model.py",  # 600+ where its model is installed (skipped in CI)
     "test_huggingface_folder.py",  # 250 where torch is installed (skipped in CI)
-    "test_flag_fuzz.py",  # new: 75 arguments x 16 values, in-process (175 on a loaded box)
-    "test_sweep.py",  # 80
-    "test_docs_examples.py",  # 55
-    "test_browser.py",  # 42
-    "test_notebooks.py",  # 38
-    "test_model_failures.py",  # 50 (one process)
-    "test_evaluate_killed.py",  # new: three `ctxlab evaluate` processes (41 on a loaded box)
-    "test_load_large.py",  # new: four `ctxlab` processes on a 3 MB session (36, loaded box)
-    "test_sweep_models.py",  # new: sweeps with a model, two in worker processes (23)
-    "test_figure_layout.py",  # new: 8 figures x 2 sizes drawn in chromium, and exported
-    "test_cli_evaluate.py",  # 29
-    "test_plots.py",  # 25
-    "test_types.py",  # 23 (mypy with a cold cache, as on a clean clone)
-    "test_conformance_deepagents.py",  # 23
-    "test_samples_script.py",  # 17
-    "test_sweep_needed_lost.py",  # 16
-    "test_cli_widths.py",  # new: five commands on three real files
-    "test_cli_tables.py",  # 16
-    "test_cache_deepagents.py",  # 12
-    "test_store_hardening.py",  # 12
-    "test_summary_cache.py",  # 12
-    "test_check_replay.py",  # 12
-    "test_quickstart_lab.py",  # 11
+    "test_docs_examples.py",  # 68-86 (its scripts run four at a time: both cores)
+    "test_fast_paths.py",  # 51
+    "test_browser.py",  # 45 (JupyterLab and chromium)
+    "test_cli_evaluate.py",  # 43
+    "test_sweep.py",  # 33-49 (a Ray head)
+    "test_notebooks.py",  # 22-32
+    "test_plots.py",  # 25 with chromium
+    "test_samples_script.py",  # 22
+    "test_conformance_deepagents.py",  # 22
+    "test_types.py",  # 20 (mypy with a cold cache, as on a clean clone)
+    "test_flag_fuzz.py",  # 18 (75 arguments x 16 values, in-process)
+    "test_figure_layout.py",  # 8 figures x 2 sizes drawn in chromium, and exported
+    "test_store_evaluation.py",  # 16
+    "test_store_hardening.py",  # 15
+    "test_cache_deepagents.py",  # 15
+    "test_summary_cache.py",  # 14
+    "test_cli_tables.py",  # 13
+    "test_sweep_needed_lost.py",  # 11
+    "test_widgets.py",  # 10
+    "test_counts_only.py",  # 10
+    "test_quickstart_lab.py",  # 10
     "test_policies_registry.py",  # 9
-    "test_store.py",  # 9
-    "test_store_evaluation.py",  # 9
-    "test_policies_incremental.py",  # 9
-    "test_widgets.py",  # 6
+    "test_evaluate_killed.py",  # 9 (three `ctxlab evaluate` processes)
+    "test_model_failures.py",  # 8
+    "test_api.py",  # 8
+    "test_pricing.py",  # 8
+    "test_policies_incremental.py",  # 8
+    "test_check_replay.py",  # 7
+    "test_requests.py",  # 7
+    "test_shared_json.py",  # 7
     "test_billing.py",  # 6
+    "test_load_large.py",  # 3-5 (four `ctxlab` processes on a 3 MB session)
+    "test_sweep_models.py",  # 5 (sweeps with a model, two in worker processes)
+    "test_cli_widths.py",  # five commands on three real files
 )
 
 
