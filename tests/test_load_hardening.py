@@ -167,6 +167,19 @@ def test_decompression_bomb_is_refused(
     assert len(ctxlab.load(small)) == 1
 
 
+def test_gzip_of_several_members_or_cut_short(tmp_path: Path) -> None:
+    """A gzip file of two members (as `cat a.gz b.gz` makes) loads both records; one cut
+    short is refused as truncated. The one-call inflate of a single member hands both to the
+    chunked reader."""
+    first, second = (json.dumps(run(id=i, trace_id=i)).encode() + b"\n" for i in ("m1", "m2"))
+    joined = tmp_path / "joined.jsonl.gz"
+    joined.write_bytes(gzip.compress(first) + gzip.compress(second))
+    assert sorted(t.trace_id for t in ctxlab.load(joined)) == ["m1", "m2"]
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(gzip.compress(first + second)[:-12])
+    located(cut, "truncated or corrupt gzip data")
+
+
 def test_fifo_is_refused_without_reading(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.json"
     os.mkfifo(fifo)

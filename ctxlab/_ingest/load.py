@@ -78,6 +78,10 @@ def _decompress(
     """Every member of a compressed stream, read a chunk at a time and refused as soon as it
     passes the ceiling, so a bomb never expands in memory."""
     limit = max_trace_bytes()
+    if name == "gzip":
+        whole = _one_gzip_member(data, limit)
+        if whole is not None:
+            return whole
     out = bytearray()
     try:
         with opener(io.BytesIO(data)) as stream:
@@ -91,6 +95,20 @@ def _decompress(
             source=source,
         ) from exc
     return bytes(out)
+
+
+def _one_gzip_member(data: bytes, limit: int) -> bytes | None:
+    """A gzip file of one whole member within `limit`, in one zlib call; None for anything
+    else (several members, past the limit, damaged), which the chunked stream then reads and
+    judges. `GzipFile`'s chunked reads were a sixth of loading a 10 kB session."""
+    inflate = zlib.decompressobj(wbits=31)  # 16 + 15: a gzip header and trailer
+    try:
+        out = inflate.decompress(data, limit + 1)
+    except zlib.error:
+        return None
+    if not inflate.eof or inflate.unused_data or len(out) > limit:
+        return None
+    return out
 
 
 _NOT_REGULAR = "not a regular file (a pipe, device or socket); expected a trace file"
