@@ -68,7 +68,7 @@ def sniff(values: list[tuple[Any, int | None]]) -> bool:
 
 
 def _stem(source: str) -> str:
-    return Path(source).name.split(".")[0]
+    return os.path.basename(source).split(".")[0]
 
 
 def _agent_id(parsed: Parsed, source: str) -> str:
@@ -163,11 +163,10 @@ def _sidechains(lines: list[Line], by_uuid: dict[str, Line]) -> list[list[Line]]
 
 def _agent_files(source: str) -> list[Path]:
     """`<session>/subagents/agent-*.jsonl[.gz|...]` beside a session file, sorted."""
-    path = Path(source)
-    folder = path.parent / _stem(source) / "subagents"
-    if not folder.is_dir():
+    where = os.path.join(os.path.dirname(source), _stem(source), "subagents")
+    if not os.path.isdir(where):  # os.path: four Path objects cost a tenth of a small load
         return []
-    names = (p for p in folder.iterdir() if p.name.startswith("agent-") and ".jsonl" in p.name)
+    names = (p for p in Path(where).iterdir() if p.name.startswith("agent-") and ".jsonl" in p.name)
     return sorted(p for p in names if p.is_file())
 
 
