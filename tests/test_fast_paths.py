@@ -110,7 +110,9 @@ def conversations(draw: st.DrawFn) -> Trace:
     parallel calls to several tools, results tagged to be removed or kept, results cleared by
     context editing when recorded, thinking blocks, follow-up and long user messages, big
     results, (sometimes) a call id used twice with another tool name, (sometimes) a call that
-    failed before a user message, and (sometimes) calls recorded only from a later one on."""
+    failed before a user message, (sometimes) calls recorded only from a later one on, and
+    results that do not name their tool (one call in four: derived, not drawn, so every policy
+    is still given the draws the seed gives)."""
     text = st.integers(1, 60)
     msgs: list = [SystemMessage("system prompt " * draw(st.integers(1, 20)))]
     if draw(st.booleans()):
@@ -137,7 +139,7 @@ def conversations(draw: st.DrawFn) -> Trace:
                 {"type": "text", "text": content},
             ]
         msgs.append(AIMessage(content, tool_calls=calls))
-        for c in calls:
+        for j, c in enumerate(calls):
             tags = draw(st.sampled_from([[], [], ["remove_output"], ["keep_output"]]))
             lines = draw(st.one_of(text, st.just(600)))
             cleared = draw(st.integers(0, 7)) == 0  # cleared by context editing when recorded
@@ -145,7 +147,7 @@ def conversations(draw: st.DrawFn) -> Trace:
                 ToolMessage(
                     f"out {c['id']}\n" * lines,
                     tool_call_id=c["id"],
-                    name=c["name"],
+                    name=None if (i + j) % 4 == 3 else c["name"],  # some logs omit it
                     additional_kwargs={"tags": tags} if tags else {},
                     response_metadata={"context_editing": {"cleared": True}} if cleared else {},
                 )
@@ -281,21 +283,52 @@ def _value(draw: st.DrawFn, name: str, default: Any, exact: tuple[list[int], lis
 
 
 @st.composite
-def deepagents_settings(draw: st.DrawFn) -> DeepAgents:
-    """The explorer's five Deep Agents sliders, over ranges that act on short runs."""
-    trigger = ("fraction", draw(st.floats(0.05, 1.0)))
-    keep = ("fraction", draw(st.floats(0.01, 0.9)))
-    return DeepAgents(
-        window=draw(st.integers(2_000, 30_000)),
-        trigger=trigger,
-        keep=keep,
-        tool_token_limit_before_evict=draw(st.integers(20, 5_000)),
-        truncate_args_settings={
-            "trigger": trigger,
-            "keep": keep,
-            "max_length": draw(st.integers(20, 2_000)),
-        },
-    )
+def deepagents_settings(draw: st.DrawFn, trace: Trace) -> dict[str, Any]:
+    """The explorer's Deep Agents sliders, over ranges that act on short runs, and the sizes
+    its form reads: triggers by fraction, tokens (half the time a count a request reaches,
+    `ties`) or messages, alone or as a clause of two limits; the output reserve (at "auto",
+    64k for this model, every call is over its input budget and the form steps every call);
+    truncation's own trigger or none; long user messages evicted now and then."""
+    window = draw(st.integers(2_000, 30_000))
+    exact = ties(trace)
+
+    def size(kinds: tuple[str, ...]) -> tuple[str, float]:
+        kind = draw(st.sampled_from(kinds))
+        if kind == "fraction":
+            return (kind, draw(st.floats(0.01, 1.0)))
+        if kind == "tokens":
+            return (
+                kind,
+                max(1, _exact(draw, exact))
+                if draw(st.booleans())
+                else draw(st.integers(1, window)),
+            )
+        return (kind, draw(st.integers(1, 40)))
+
+    trigger: Any = size(("fraction", "fraction", "tokens", "messages"))
+    if draw(st.integers(0, 4)) == 0:  # a clause of two limits, or'ed with a fraction
+        both = {"tokens": size(("tokens",))[1], "messages": size(("messages",))[1]}
+        trigger = [both, ("fraction", draw(st.floats(0.05, 1.0)))]
+    keep = size(("fraction", "fraction", "tokens", "messages"))
+    truncate: Any = {"trigger": trigger, "keep": keep, "max_length": draw(st.integers(20, 2_000))}
+    if draw(st.integers(0, 3)) == 0:
+        truncate = (
+            None
+            if draw(st.booleans())
+            else {**truncate, "trigger": size(("fraction", "tokens", "messages"))}
+        )
+    reserve = draw(st.integers(0, 3))
+    return {
+        "window": window,
+        "trigger": trigger,
+        "keep": keep,
+        "tool_token_limit_before_evict": draw(st.integers(20, 5_000)),
+        "truncate_args_settings": truncate,
+        "max_output_tokens": "auto" if reserve == 0 else draw(st.integers(0, window // 2)),
+        "human_message_token_limit_before_evict": (
+            draw(st.integers(20, 1_500)) if draw(st.integers(0, 2)) == 0 else 50_000
+        ),
+    }
 
 
 @st.composite
@@ -306,7 +339,7 @@ def policy_settings(draw: st.DrawFn, name: str, trace: Trace) -> Any:
     (`ties`) are those by the counter the policy decides with and the one it reports."""
     base = get(name)
     if isinstance(base, DeepAgents):
-        return draw(deepagents_settings())
+        return draw(deepagents_settings(trace))
     if not dataclasses.is_dataclass(base):
         return base
     start = {**dataclasses.asdict(base), **(SMALL.get(name, {}) if draw(st.booleans()) else {})}
@@ -330,12 +363,16 @@ def _outcome(fn: Any) -> tuple[Any, str | None]:
 
 
 def _check(name: str, trace: Trace, params: Any, used: list[bool]) -> None:
-    """The form's counts and events equal the replay's, or both refuse the settings alike."""
+    """The form's counts and events equal the replay's, or both refuse the settings alike. A
+    trace or setting the form declines is the replay's alone (nothing to compare); that each
+    form is used at all is checked apart (`used`, `_has_form`, `_promises_form`)."""
     made, _ = _outcome(lambda: params if not isinstance(params, dict) else get(name, **params))
     if made is None:
         return  # the policy refuses these parameters outright: no replay either
     summarizer = CachedExtractive()
     quick, quick_error = _outcome(lambda: counted(trace, made, summarizer))
+    if quick is None and quick_error is None:
+        return  # no form for this trace and these settings: a slider replays, as below
     full, full_error = _outcome(lambda: replay(trace, made, CachedExtractive()))
     assert quick_error == full_error, (name, made)
     if quick is None:
@@ -374,21 +411,25 @@ def _promises_form(name: str) -> bool:
 
 def on_every_tie(name: str, used: list[bool]) -> None:
     """Each token threshold of `name` (an int parameter of token size, or a `("tokens", N)`
-    size) set, in turn, to every count a call of a short trace reaches exactly, the other
-    parameters at settings that act (`SMALL`): where a rule's `>` and `>=` differ, some call
-    sits right on the threshold. Random draws hit such a tie too rarely to be relied on."""
+    size) set, in turn, to every count a call of a short trace reaches exactly and to some
+    sizes of one message (a result's length in 4-character tokens, as offloading measures
+    it), the other parameters at settings that act (`SMALL`): where a rule's `>` and `>=`
+    differ, some call or result sits right on the threshold. Random draws hit such a tie too
+    rarely to be relied on."""
     base = get(name)
     if isinstance(base, DeepAgents) or not dataclasses.is_dataclass(base):
         return
     start = {**dataclasses.asdict(base), **SMALL.get(name, {})}
     trace = _short_trace()
-    requests, _ = ties(trace)
-    requests = requests[:: max(1, len(requests) // 40)]  # about 40, spread over the run
+    requests, others = ties(trace)
+    # about 40 requests' counts, spread over the run, and 12 messages' (sizes of one result)
+    counts = [*requests[:: max(1, len(requests) // 40)], *others[:: max(1, len(others) // 12)]]
     for field, value in start.items():
         sized = isinstance(value, tuple) and len(value) == 2 and value[0] == "tokens"
-        if not sized and not (type(value) is int and value >= 100):
+        token_sized = type(value) is int and (value >= 100 or "token_limit" in field)
+        if not sized and not token_sized:  # a token limit SMALL scales down is one too
             continue
-        for count in requests:
+        for count in counts:
             _check(name, trace, {**start, field: ("tokens", count) if sized else count}, used)
 
 
