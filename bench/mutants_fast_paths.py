@@ -111,7 +111,10 @@ def functions(namespace: dict[str, Any]) -> dict[str, types.FunctionType]:
 
 
 def check(test: Any, policies: list[str]) -> str | None:
-    """The first policy whose generated test fails, with why; None when all pass."""
+    """The first policy whose generated test fails, with why; None when all pass. The test's
+    short trace is made afresh for each mutant: what a form keeps per trace (its tables) must
+    come from the code under test, not from the previous mutant's run."""
+    test._short_trace.cache_clear()
     for name in policies:
         try:
             test.test_every_fast_path_equals_the_plain_replay(name)
