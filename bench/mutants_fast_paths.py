@@ -47,7 +47,12 @@ FILES = {
         "observation-masking",
     ],
     P + "deepagents/counts.py": ["deepagents"],
-    P + "threshold_counts.py": ["claude-code", "openhands-llm-summarizing", "jetbrains-hybrid"],
+    P + "threshold_counts.py": [
+        "claude-code",
+        "openhands-llm-summarizing",
+        "jetbrains-hybrid",
+        "jetbrains-llm-summary",  # cache-aligned: the only way to its turns trigger alone
+    ],
 }
 """Each form file and the policies whose form runs it (one of each way it is reached)."""
 

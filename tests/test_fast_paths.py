@@ -18,9 +18,10 @@ import functools
 import itertools
 import sys
 import types
+import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -337,7 +338,9 @@ def policy_settings(draw: st.DrawFn, name: str, trace: Trace) -> Any:
     """Parameters for `name`, each moved (most of them) or left where it starts: at the
     policy's defaults or, half the time, at settings that act often on short runs (`SMALL`).
     A policy's own counter (`chars_per_token`) is drawn first, so the counts drawn exactly
-    (`ties`) are those by the counter the policy decides with and the one it reports."""
+    (`ties`) are those by the counter the policy decides with and the one it reports. A count
+    (an int by default) whose type also takes a word (`keep_thinking_turns="all"`) is that
+    word one time in four."""
     base = get(name)
     if isinstance(base, DeepAgents):
         return draw(deepagents_settings(trace))
@@ -348,12 +351,31 @@ def policy_settings(draw: st.DrawFn, name: str, trace: Trace) -> Any:
     fields.sort(key=lambda f: f != "chars_per_token")
     out: dict[str, Any] = {}
     exact = ties(trace)
+    words = _words(type(base))
     for field in fields:
         moved = draw(st.integers(0, 2)) < 2  # hypothesis favours 0: moved two times in three
         out[field] = _value(draw, field, start[field], exact) if moved else start[field]
+        word = words.get(field) if type(getattr(base, field)) is int else None
+        if word and draw(st.integers(0, 3)) == 0:
+            out[field] = draw(st.sampled_from(word))
         if field == "chars_per_token" and isinstance(out[field], float) and out[field] > 0:
             exact = ties(trace, (base.counter_chars_per_token(trace), out[field]))
     return out
+
+
+@functools.cache
+def _words(policy: type) -> dict[str, tuple[str, ...]]:
+    """The words each field of `policy` takes besides its values (its type's `Literal`s)."""
+    hints = typing.get_type_hints(policy)
+    return {
+        field: tuple(
+            w
+            for a in typing.get_args(hint)
+            if typing.get_origin(a) is Literal
+            for w in typing.get_args(a)
+        )
+        for field, hint in hints.items()
+    }
 
 
 def _outcome(fn: Any) -> tuple[Any, str | None]:
