@@ -467,6 +467,9 @@ def test_every_fast_path_equals_the_plain_replay(name: str) -> None:
     used: list[bool] = []
     has_form = _has_form(name)
     promised = _promises_form(name)
+    # Deep Agents' form alone derives a trace's tables from an earlier run's under other
+    # settings (its feeds, `deepagents.feed.KEPT_FEEDS`, and the counts tables of each)
+    deep = isinstance(get(name), DeepAgents)
 
     @settings(
         # a policy with no form has nothing to compare: a few examples show it declines
@@ -481,6 +484,10 @@ def test_every_fast_path_equals_the_plain_replay(name: str) -> None:
         trace = data.draw(conversations(), "trace")
         params = data.draw(policy_settings(name, trace), "settings")
         _check(name, trace, params, used)
+        if deep:  # a slider move (one setting changed): the form builds on what it kept
+            other = data.draw(policy_settings(name, trace), "other")
+            moved = data.draw(st.sampled_from(sorted(other)), "moved")
+            _check(name, trace, {**params, moved: other[moved]}, used)
 
     check()
     on_every_tie(name, used)
