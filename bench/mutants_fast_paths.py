@@ -38,7 +38,12 @@ FILES = {
     P + "edit_counts.py": ["inspect-edit"],
     P + "recent_counts.py": ["openhands-recent"],
     P + "offload_counts.py": ["tool-result-offload"],
-    P + "masking_counts.py": ["observation-masking", "swe-agent-masking", "jetbrains-hybrid"],
+    P + "masking_counts.py": [
+        "observation-masking",
+        "swe-agent-masking",
+        "jetbrains-hybrid",
+        "compact-then-mask",  # `masked_after` behind the generic form
+    ],
     P + "jetbrains_counts.py": ["jetbrains-hybrid", "jetbrains-llm-summary"],
     P + "counts_only.py": [
         "subclassed-clear",
@@ -52,7 +57,8 @@ FILES = {
         "claude-code",
         "openhands-llm-summarizing",
         "jetbrains-hybrid",
-        "jetbrains-llm-summary",  # cache-aligned: the only way to its turns trigger alone
+        "jetbrains-llm-summary",
+        "compact-then-mask",  # the test's own: a stage, then masking (the form's second half)
     ],
 }
 """Each form file and the policies whose form runs it (one of each way it is reached)."""

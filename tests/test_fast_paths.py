@@ -39,8 +39,10 @@ from ctxlab._messages import message_text
 from ctxlab._replay.policies import catalog
 from ctxlab._replay.policies._engine_facts import turn_table
 from ctxlab._replay.policies.catalog import get, names
+from ctxlab._replay.policies.claude_code import ClaudeCode
 from ctxlab._replay.policies.engine import JUMPS, Context, Item, StagePolicy, declares
 from ctxlab._replay.policies.langchain import ClearStage, ClearToolUses
+from ctxlab._replay.policies.masking import LastNStage
 from ctxlab._replay.replay import counted, replay
 from ctxlab._trace import Trace, Turn, from_messages
 from ctxlab.policies import DeepAgents
@@ -91,13 +93,36 @@ class SubclassedClear(ClearToolUses):
         ]
 
 
+@dataclass(frozen=True)
+class CompactThenMask(ClaudeCode):
+    """A user's policy of two built-in stages: Claude Code's auto-compact, then observation
+    masking of what it sends. The stage engine's generic form (`threshold_counts`) covers it,
+    masking after the stage included, which no built-in preset reaches (JetBrains' hybrid has
+    a form of its own). Its defaults act on short runs."""
+
+    name: ClassVar[str] = "compact-then-mask"
+    window: int | None | Literal["auto"] = 1_200
+    max_output_tokens: int = 0
+    autocompact_buffer: int = 300
+    n: int = 2
+    polling: int = 1
+
+    def stages(self, trace: Trace, window: int | None) -> list[Any]:
+        masking = LastNStage(int(self.n), int(self.polling), frozenset(), frozenset())
+        return [*super().stages(trace, window), masking]
+
+
 DOCS_POLICY = _register_docs_policy()
 catalog.register(SubclassedClear, SubclassedClear.name)
+catalog.register(CompactThenMask, CompactThenMask.name)
 POLICIES = sorted(names())
 assert DOCS_POLICY in POLICIES
 # Registered only while this file's tests run: collection imports every test file in every
 # xdist worker, and other files list the registered policies (the catalogue, `ctxlab policies`).
-_PLUGGED = {name: catalog._REGISTERED.pop(name) for name in (DOCS_POLICY, SubclassedClear.name)}
+_PLUGGED = {
+    name: catalog._REGISTERED.pop(name)
+    for name in (DOCS_POLICY, SubclassedClear.name, CompactThenMask.name)
+}
 
 
 @pytest.fixture(autouse=True)
