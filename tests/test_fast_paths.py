@@ -396,8 +396,12 @@ def policy_settings(draw: st.DrawFn, name: str, trace: Trace) -> Any:
 
 @functools.cache
 def _words(policy: type) -> dict[str, tuple[str, ...]]:
-    """The words each field of `policy` takes besides its values (its type's `Literal`s)."""
-    hints = typing.get_type_hints(policy)
+    """The words each field of `policy` takes besides its values (its type's `Literal`s);
+    none for a plugged-in policy whose annotations name what its module imports lazily."""
+    try:
+        hints = typing.get_type_hints(policy)
+    except (NameError, TypeError):
+        return {}
     return {
         field: tuple(
             w
