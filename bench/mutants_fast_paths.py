@@ -21,6 +21,7 @@ import argparse
 import importlib
 import io
 import json
+import signal
 import time
 import tokenize
 import types
@@ -37,7 +38,12 @@ FILES = {
     P + "edit_counts.py": ["inspect-edit"],
     P + "recent_counts.py": ["openhands-recent"],
     P + "offload_counts.py": ["tool-result-offload"],
-    P + "masking_counts.py": ["observation-masking", "swe-agent-masking", "jetbrains-hybrid"],
+    P + "masking_counts.py": [
+        "observation-masking",
+        "swe-agent-masking",
+        "jetbrains-hybrid",
+        "compact-then-mask",  # `masked_after` behind the generic form
+    ],
     P + "jetbrains_counts.py": ["jetbrains-hybrid", "jetbrains-llm-summary"],
     P + "counts_only.py": [
         "subclassed-clear",
@@ -47,7 +53,13 @@ FILES = {
         "observation-masking",
     ],
     P + "deepagents/counts.py": ["deepagents"],
-    P + "threshold_counts.py": ["claude-code", "openhands-llm-summarizing", "jetbrains-hybrid"],
+    P + "threshold_counts.py": [
+        "claude-code",
+        "openhands-llm-summarizing",
+        "jetbrains-hybrid",
+        "jetbrains-llm-summary",
+        "compact-then-mask",  # the test's own: a stage, then masking (the form's second half)
+    ],
 }
 """Each form file and the policies whose form runs it (one of each way it is reached)."""
 
@@ -110,14 +122,36 @@ def functions(namespace: dict[str, Any]) -> dict[str, types.FunctionType]:
     return out
 
 
+CPU_LIMIT = 300
+"""CPU seconds a mutant's tests may take (a surviving one takes about 5-30): a mutant that
+loops for ever (`k += 1` made `k -= 1`) is caught as the suite's timeout would catch it."""
+
+
+class Hung(BaseException):
+    """The mutant's tests ran past `CPU_LIMIT` (not an `Exception`: hypothesis lets it through
+    at once instead of running the example again)."""
+
+
+def _hung(signum: int, frame: Any) -> None:
+    raise Hung(f"over {CPU_LIMIT} CPU seconds")
+
+
 def check(test: Any, policies: list[str]) -> str | None:
-    """The first policy whose generated test fails, with why; None when all pass."""
-    for name in policies:
-        try:
-            test.test_every_fast_path_equals_the_plain_replay(name)
-        except Exception as exc:  # noqa: BLE001 (any failure catches the mutant)
-            return f"{name}: {type(exc).__name__}: {str(exc)[:120]}"
-    return None
+    """The first policy whose generated test fails, with why; None when all pass. The test's
+    short trace is made afresh for each mutant: what a form keeps per trace (its tables) must
+    come from the code under test, not from the previous mutant's run."""
+    test._short_trace.cache_clear()
+    signal.signal(signal.SIGVTALRM, _hung)
+    signal.setitimer(signal.ITIMER_VIRTUAL, CPU_LIMIT, 1)  # CPU time: fair on a loaded box
+    try:
+        for name in policies:
+            try:
+                test.test_every_fast_path_equals_the_plain_replay(name)
+            except (Exception, Hung) as exc:  # noqa: BLE001 (any failure catches the mutant)
+                return f"{name}: {type(exc).__name__}: {str(exc)[:120]}"
+        return None
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
 
 
 def run(path: str, test: Any, only: set[str]) -> Iterator[dict[str, Any]]:

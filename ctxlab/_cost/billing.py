@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ctxlab._replay.requests import ABSENT, Requests
+from ctxlab._weak_memo import WeakMemo
 
 if TYPE_CHECKING:
     from ctxlab._replay.replay import Replay
@@ -139,6 +140,8 @@ def billed_tokens(replay: Replay, biller: BillerLike) -> list[int]:
     )
     """deepagents: AIMessages whose reasoning its summaries may drop (`reasoning_cutoff`)."""
     reasons = set(reasoned)
+    # this bill's own counts of forms and summaries, keyed by the `id()` of events the replay
+    # holds while the bill is made: not a cache of a trace, gone when the bill is done
     forms: dict[tuple[Any, ...], int] = {}
     summaries: dict[int, int] = {}
     current: dict[int, int] = {}
@@ -283,26 +286,19 @@ def cost_inputs(replay: Replay) -> tuple[list[int], list[float]]:
     return inputs, [paid / own if own else 1.0 for own, paid in zip(counted, inputs, strict=True)]
 
 
-_BILLERS: dict[int, tuple[Any, Any]] = {}
-"""id(trace) -> (trace, biller): `biller_for` fits a calibration from the trace's usage, which a
-slider re-replaying the same trace must not pay again (bounded: the last few traces)."""
+_BILLERS: WeakMemo[BillerLike] = WeakMemo()
+"""Per live trace: its biller. `biller_for` fits a calibration from the trace's usage, which a
+slider re-replaying the same trace must not pay again."""
 
 
 def biller_of(trace: Trace, store: Any = None) -> BillerLike:
-    """`ctxlab._cost.calibration.biller_for(trace, store)`, remembered for the last few traces
-    (without a store: a store may learn calibrations between calls)."""
+    """`ctxlab._cost.calibration.biller_for(trace, store)`, remembered per live trace (without a
+    store: a store may learn calibrations between calls)."""
     from ctxlab._cost.calibration import biller_for
 
     if store is not None:
         return biller_for(trace, store)
-    hit = _BILLERS.get(id(trace))
-    if hit is not None and hit[0] is trace:
-        return hit[1]
-    biller = biller_for(trace)
-    if len(_BILLERS) >= 4:
-        _BILLERS.pop(next(iter(_BILLERS)))
-    _BILLERS[id(trace)] = (trace, biller)
-    return biller
+    return _BILLERS.setdefault(trace, lambda: biller_for(trace))
 
 
 __all__ = [

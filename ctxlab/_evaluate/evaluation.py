@@ -22,6 +22,7 @@ import polars as pl
 
 from ctxlab._evaluate.probe_calls import MemoryProbeCache, ProbeCache
 from ctxlab._replay.model_calls import DEFAULT_CALLS, CallSettings
+from ctxlab._weak_memo import WeakMemo
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -90,22 +91,16 @@ class Evaluation:
         }
 
 
-_EXTRACTED: list[tuple[Trace, list[Fact]]] = []
+_EXTRACTED: WeakMemo[list[Fact]] = WeakMemo()
+"""Per live trace: its extracted facts (a sweep evaluates one trace under many policies, and
+extraction depends on the trace alone)."""
 
 
 def trace_facts(trace: Trace) -> list[Fact]:
-    """`ctxlab._evaluate.facts.extract(trace)`, kept for the last few traces asked about: a sweep
-    evaluates one trace under many policies, and extraction depends on the trace alone (`Trace`
-    takes no weak references, so the last four are held)."""
+    """`ctxlab._evaluate.facts.extract(trace)`, remembered per live trace."""
     from ctxlab._evaluate.facts import extract
 
-    for seen, facts in _EXTRACTED:
-        if seen is trace:
-            return facts
-    facts = extract(trace)
-    _EXTRACTED.insert(0, (trace, facts))
-    del _EXTRACTED[4:]
-    return facts
+    return _EXTRACTED.setdefault(trace, lambda: extract(trace))
 
 
 def empty_probes() -> pl.DataFrame:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -37,6 +36,7 @@ from ctxlab._evaluate.facts import (
     message_text,
 )
 from ctxlab._replay.requests import ABSENT, Requests
+from ctxlab._weak_memo import WeakMemo
 
 if TYPE_CHECKING:
     from ctxlab._replay.replay import Replay
@@ -273,32 +273,27 @@ class _Spans:
 class TraceIndex:
     """What every replay of one trace shares: the facts, their finder, and which facts each
     recorded message holds (`held[p]`). Built once per trace and list of facts (`index`), so
-    evaluating every preset on a trace searches its messages once."""
+    evaluating every preset on a trace searches its messages once. It holds no reference to
+    the trace (it is remembered per live trace, `_INDEXES`)."""
 
     def __init__(self, trace: Trace, facts: Sequence[Fact]) -> None:
-        self.trace = trace
         self.facts = tuple(facts)
         self.finder = Finder(self.facts)
         self.held = self.finder.find([message_text(m) for m in trace.messages])
 
 
-_INDEXES: OrderedDict[int, TraceIndex] = OrderedDict()
-_INDEXES_KEPT = 4
-"""Trace indexes kept (by trace identity; `Trace` takes no weak references, so the last few
-are held strongly: a sweep evaluates one trace under many policies, then moves on)."""
+_INDEXES: WeakMemo[TraceIndex] = WeakMemo()
+"""Per live trace: the `TraceIndex` of the facts last asked about (a sweep evaluates one trace
+under many policies, then moves on)."""
 
 
 def index(trace: Trace, facts: Sequence[Fact]) -> TraceIndex:
     """The `TraceIndex` of `trace` and `facts`, reused while the same trace object and the same
     facts are asked about."""
-    key = id(trace)
-    found = _INDEXES.get(key)
+    found = _INDEXES.get(trace)
     facts = tuple(facts)
-    if found is None or found.trace is not trace or found.facts != facts:
-        found = _INDEXES[key] = TraceIndex(trace, facts)
-        while len(_INDEXES) > _INDEXES_KEPT:
-            _INDEXES.popitem(last=False)
-    _INDEXES.move_to_end(key)
+    if found is None or found.facts != facts:
+        found = _INDEXES.put(trace, TraceIndex(trace, facts))
     return found
 
 
@@ -322,7 +317,9 @@ class Survival:
                 if self.held[p]:
                     self.truncated_turns.setdefault(p, []).append(turn)
         self._texts: dict[object, str] = {}
-        """Texts to search, by key; searched together in one pass (`_search`)."""
+        """Texts to search, by key; searched together in one pass (`_search`). A key names an
+        event or summary by `id()`: not a cache of a trace, but this object's own table of
+        the replay's events, which the replay holds for as long as this object lives."""
         segments = self._segments()
         summaries = self._summary_segments()
         writes = self._writes()

@@ -244,6 +244,8 @@ def masked_after(
         np.where(removed, by_m, never),
     )
     masked = np.flatnonzero(at_call < never)
+    if not len(masked):  # none (no observation in any input, say: every call sent a summary)
+        return orig, stub, []
     # a piece's first call lists only what the previous piece's last call did not mask
     # (keys: piece and position; a key one piece on is the same result masked the piece before)
     step = int(where.max()) + 1
