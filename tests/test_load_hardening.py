@@ -228,3 +228,19 @@ def test_deep_nesting_inside_a_message_is_located(tmp_path: Path) -> None:
     assert nest in text
     path.write_text(text)
     located(path, "run r1", "nested too deeply")
+
+
+def test_nesting_limit_is_exact() -> None:
+    """A value `MAX_NESTING` levels deep passes the check, one level more does not (the block
+    itself is the first level)."""
+    from ctxlab._ingest.boundary import MAX_NESTING, _too_deep
+
+    def nested(levels: int) -> dict[str, Any]:
+        value: Any = "x"
+        for _ in range(levels - 1):
+            value = [value]
+        return {"type": "text", "x": value}
+
+    assert not _too_deep(nested(MAX_NESTING))
+    assert _too_deep(nested(MAX_NESTING + 1))
+    assert not _too_deep(({"a": [1, (2, {"b": None})]},))

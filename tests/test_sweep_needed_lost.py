@@ -91,6 +91,6 @@ def test_compare_widget_table_has_needed_lost(trace: ctxlab.Trace) -> None:
     replays = [replay(trace, get(n, **PARAMS)) for n in ("deepagents", "langchain-summarization")]
     html = metrics_table_html(replays, ["a", "b"], trace)
     rows = [row.split("</tr>")[0] for row in html.split("<tr>")[1:]]
-    column = re.findall(r"<th>(.*?)</th>", rows[0]).index("needed lost")
+    column = re.findall(r"<th[^>]*>(.*?)</th>", rows[0]).index("needed lost")
     for row, r in zip(rows[1:], replays, strict=True):
-        assert re.findall(r"<td>(.*?)</td>", row)[column] == str(needed_lost(r))
+        assert re.findall(r"<td[^>]*>(.*?)</td>", row)[column] == f"{needed_lost(r):,}"

@@ -23,10 +23,10 @@ from ctxlab._view.widgets._common import ExportBar, figure_widget, metrics, upda
 from ctxlab._view.widgets.fit import scrolls_sideways
 
 CACHE_WRITES = "cache_writes"
+"""The metric toggle's value that shows cache writes by cause."""
 PAD = "padding:2px 8px"
 """Room between the metrics table's columns: unpadded, its headers ran into each other
 ("saved events summaries needed lost")."""
-"""The metric toggle's value that shows cache writes by cause."""
 
 
 def metrics_table_html(
