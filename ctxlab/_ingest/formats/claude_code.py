@@ -98,13 +98,15 @@ def _trace(
             "most calls, and each turn keeps its own."
         )
     extra.extend(redaction.notes(conversation.messages))
+    # the model of the most calls, the first one on a tie (`max` keeps the first)
+    model = max(models, key=models.__getitem__) if models else None
     return Trace(
         trace_id=trace_id,
         format=NAME,
         source=source,
         messages=conversation.messages,
         turns=conversation.turns,
-        model=conversation.model,
+        model=model,
         provider="anthropic",
         parent_trace_id=parent,
         parent_tool_call_id=call,
@@ -194,9 +196,11 @@ def _add_harness_call(trace: Trace, turn: Turn, before: tuple[Any, ...]) -> None
     )
 
 
-def _attach_files(trace: Trace, main: Conversation, parsed: Parsed, source: str) -> None:
-    """Read the session's `subagents/` folder into its subagents and harness calls."""
-    calls = _task_calls(main)
+def _attach_files(
+    trace: Trace, main: Conversation, calls: list[tuple[str, str]], parsed: Parsed, source: str
+) -> None:
+    """Read the session's `subagents/` folder into its subagents and harness calls; `calls` are
+    the main conversation's Task calls (`_task_calls`)."""
     used = set(parsed.agent_calls.values())
     for path in _agent_files(source):
         try:
@@ -277,7 +281,7 @@ def read(values: list[tuple[Any, int | None]], source: str) -> list[Trace]:
                 notes=() if call else (UNLINKED,),
             )
         )
-    _attach_files(trace, main, parsed, source)
+    _attach_files(trace, main, calls, parsed, source)
     return [trace]
 
 

@@ -17,7 +17,6 @@ way Claude Code itself resumes a session:
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -53,12 +52,6 @@ class Conversation:
     before_compaction: dict[str, tuple[BaseMessage, ...]] = field(default_factory=dict)
     """The as-sent context just before each compaction, by the uuid of the line it followed:
     the input of the harness's summariser call, which continues the chain from there."""
-
-    @property
-    def model(self) -> str | None:
-        """The model of the most calls (the first one on a tie)."""
-        counts = Counter(t.model for t in self.turns if t.model)
-        return counts.most_common(1)[0][0] if counts else None
 
 
 def _error(message: str, source: str, line: Line) -> TraceFormatError:
@@ -149,6 +142,7 @@ def _input_as_args(block: dict[str, Any]) -> dict[str, Any]:
 def _ai_message(lines: list[Line]) -> tuple[AIMessage, Line]:
     """One API message from its streamed lines, and the line whose usage is final."""
     blocks: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
     seen_calls: set[str] = set()
     for line in lines:
         for block in line.blocks:
@@ -156,15 +150,21 @@ def _ai_message(lines: list[Line]) -> tuple[AIMessage, Line]:
                 if block["id"] in seen_calls:
                     continue
                 seen_calls.add(block["id"])
+                block = _input_as_args(block)
+                calls.append(
+                    {
+                        "name": block["name"],
+                        "args": block["input"],
+                        "id": block["id"],
+                        "type": "tool_call",
+                    }
+                )
             blocks.append(block)
-    last = next((line for line in reversed(lines) if line.usage is not None), lines[-1])
-    blocks = [_input_as_args(b) for b in blocks]
-    calls = [
-        {"name": b["name"], "args": b["input"], "id": b["id"], "type": "tool_call"}
-        for b in blocks
-        if b["type"] == "tool_use"
-    ]
-    stop = next((line.stop_reason for line in reversed(lines) if line.stop_reason), None)
+    if len(lines) == 1:  # most messages: one line, no streamed fragments to search
+        last, stop = lines[0], lines[0].stop_reason or None
+    else:
+        last = next((line for line in reversed(lines) if line.usage is not None), lines[-1])
+        stop = next((line.stop_reason for line in reversed(lines) if line.stop_reason), None)
     metadata: dict[str, Any] = {"model_provider": "anthropic"}
     if lines[0].model:
         metadata["model_name"] = lines[0].model

@@ -94,21 +94,51 @@ class _Checker:
         if not isinstance(value, list):
             raise self.fail(name, "a string or a list of content blocks", value)
         for i, block in enumerate(value):
-            where = f"{name}[{i}]"
-            self.str_(self.obj(block, where).get("type"), f"{where}.type")
-            kind = block["type"]
-            if kind == "tool_use":
-                self.str_(block.get("id"), f"{where}.id")
-                self.str_(block.get("name"), f"{where}.name")
-                if not isinstance(block.get("input"), str):  # text: redacted or cut
-                    self.obj(block.get("input"), f"{where}.input")
-            elif kind == "tool_result":
-                self.str_(block.get("tool_use_id"), f"{where}.tool_use_id")
-                content = block.get("content")
-                if content is not None and not isinstance(content, str | list):
-                    raise self.fail(f"{where}.content", "a string or a list", content)
+            if not _plain_block(block):
+                self.block(block, f"{name}[{i}]")
         return value
 
+    def block(self, block: Any, where: str) -> None:
+        """The checks of one content block, naming the field at fault."""
+        self.str_(self.obj(block, where).get("type"), f"{where}.type")
+        kind = block["type"]
+        if kind == "tool_use":
+            self.str_(block.get("id"), f"{where}.id")
+            self.str_(block.get("name"), f"{where}.name")
+            if not isinstance(block.get("input"), str):  # text: redacted or cut
+                self.obj(block.get("input"), f"{where}.input")
+        elif kind == "tool_result":
+            self.str_(block.get("tool_use_id"), f"{where}.tool_use_id")
+            content = block.get("content")
+            if content is not None and not isinstance(content, str | list):
+                raise self.fail(f"{where}.content", "a string or a list", content)
+
+
+def _plain_block(block: Any) -> bool:
+    """Whether `_Checker.block` passes `block`, without building the field names it would
+    report: a block's four names cost more than its checks on a session of short lines."""
+    if type(block) is not dict:
+        return False
+    kind = block.get("type")
+    if type(kind) is not str:
+        return False
+    if kind == "tool_use":
+        return (
+            type(block.get("id")) is str
+            and type(block.get("name")) is str
+            and type(block.get("input")) in (str, dict)
+        )
+    if kind == "tool_result":
+        return type(block.get("tool_use_id")) is str and (
+            block.get("content") is None or type(block.get("content")) in (str, list)
+        )
+    return True
+
+
+_STR_OR_NULL = (str, type(None))
+"""The types of an optional string field, for the checks' fast path: a line's fields are
+tested together inline and `_Checker`'s own checks, which name the field at fault, run only
+when one is off (a method call per field was a fifth of the parse of a small session)."""
 
 _USAGE_FIELDS = (
     "input_tokens",
@@ -116,6 +146,13 @@ _USAGE_FIELDS = (
     "cache_read_input_tokens",
     "cache_creation_input_tokens",
 )
+
+
+def _count(value: Any, key: str, check: _Checker) -> int:
+    """A usage count (missing is 0); the field name is only built for an error."""
+    if type(value) is int and value >= 0:
+        return value
+    return check.opt_int(value, f"message.usage.{key}") or 0
 
 
 def _message(line: Line, raw: dict[str, Any], check: _Checker) -> None:
@@ -127,26 +164,38 @@ def _message(line: Line, raw: dict[str, Any], check: _Checker) -> None:
     else:
         line.blocks = check.blocks(content, "message.content")
     if line.type == "assistant":
-        line.message_id = check.opt_str(message.get("id"), "message.id") or line.uuid
-        line.model = check.opt_str(message.get("model"), "message.model")
-        line.stop_reason = check.opt_str(message.get("stop_reason"), "message.stop_reason")
+        message_id, model = message.get("id"), message.get("model")
+        stop_reason = message.get("stop_reason")
+        if not (
+            type(message_id) in _STR_OR_NULL
+            and type(model) in _STR_OR_NULL
+            and type(stop_reason) in _STR_OR_NULL
+        ):  # the checks one by one, naming the first field at fault
+            check.opt_str(message_id, "message.id")
+            check.opt_str(model, "message.model")
+            check.opt_str(stop_reason, "message.stop_reason")
+        line.message_id = message_id or line.uuid
+        line.model = model
+        line.stop_reason = stop_reason
         usage = message.get("usage")
         if usage is not None:
             check.obj(usage, "message.usage")
-            line.usage = {
-                k: check.opt_int(usage.get(k), f"message.usage.{k}") or 0 for k in _USAGE_FIELDS
-            }
+            line.usage = {k: _count(usage.get(k), k, check) for k in _USAGE_FIELDS}
     elif raw.get("isCompactSummary") is True:
         line.is_compact_summary = True
+
+
+_BOUNDARY_METADATA = {
+    "compact_boundary": "compactMetadata",
+    "microcompact_boundary": "microcompactMetadata",
+}
+"""The key holding a compaction boundary's metadata, by the `system` line's subtype."""
 
 
 def _system(line: Line, raw: dict[str, Any], check: _Checker) -> None:
     """Fill a `system` entry's subtype and, for compaction boundaries, their metadata."""
     line.subtype = check.opt_str(raw.get("subtype"), "subtype")
-    key = {
-        "compact_boundary": "compactMetadata",
-        "microcompact_boundary": "microcompactMetadata",
-    }.get(line.subtype or "")
+    key = _BOUNDARY_METADATA.get(line.subtype or "")
     if key is None:
         return
     meta = check.obj(raw.get(key) or {}, key)
@@ -204,14 +253,28 @@ def parse(values: list[tuple[Any, int | None]], source: str) -> Parsed:
             continue
         if "uuid" not in raw:
             continue  # file-history-snapshot, queue operations, titles: not conversation
+        uuid, parent = raw["uuid"], raw.get("parentUuid")
+        logical_parent, timestamp = raw.get("logicalParentUuid"), raw.get("timestamp")
+        if not (
+            type(kind) is str
+            and type(uuid) is str
+            and type(parent) in _STR_OR_NULL
+            and type(logical_parent) in _STR_OR_NULL
+            and type(timestamp) in _STR_OR_NULL
+        ):  # the checks one by one, naming the first field at fault
+            check.str_(kind, "type")
+            check.str_(uuid, "uuid")
+            check.opt_str(parent, "parentUuid")
+            check.opt_str(logical_parent, "logicalParentUuid")
+            check.opt_str(timestamp, "timestamp")
         line = Line(
             number=number,
-            type=check.str_(kind, "type"),
-            uuid=check.str_(raw["uuid"], "uuid"),
-            parent=check.opt_str(raw.get("parentUuid"), "parentUuid"),
-            logical_parent=check.opt_str(raw.get("logicalParentUuid"), "logicalParentUuid"),
+            type=kind,
+            uuid=uuid,
+            parent=parent,
+            logical_parent=logical_parent,
             sidechain=raw.get("isSidechain") is True,
-            timestamp=check.opt_str(raw.get("timestamp"), "timestamp"),
+            timestamp=timestamp,
         )
         if kind in MESSAGE_TYPES:
             _message(line, raw, check)
@@ -222,6 +285,7 @@ def parse(values: list[tuple[Any, int | None]], source: str) -> Parsed:
                 parsed.cwd = check.opt_str(raw.get("cwd"), "cwd")
         elif kind == "system":
             _system(line, raw, check)
-        _agent_link(raw, parsed)
+        if kind == "progress" or "toolUseResult" in raw:
+            _agent_link(raw, parsed)
         parsed.lines.append(line)
     return parsed
