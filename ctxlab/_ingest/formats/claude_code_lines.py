@@ -242,7 +242,7 @@ def parse(values: list[tuple[Any, int | None]], source: str) -> Parsed:
                 source=source,
                 line=number,
             )
-        kind = raw.get("type")
+        kind: Any = raw.get("type")  # a string once the checks below pass
         if kind == "summary":
             parsed.summaries.append(
                 {
