@@ -566,3 +566,87 @@ def test_a_line_that_is_not_an_object(tmp_path: Path) -> None:
     path = _write(tmp_path, [_user("u1", None, "hi"), [1, 2]])
     with pytest.raises(ctxlab.TraceFormatError, match="line 2: expected one JSON object per line"):
         ctxlab.load(path)
+
+
+def _tool_use(**block: Any) -> dict[str, Any]:
+    return _entry("assistant", "u2", "a1", message={"id": "m2", "content": [block]})
+
+
+REASONS = {
+    "type a number": ({**_user("u2", "a1", "hi"), "type": 3}, "field 'type': expected a string"),
+    "uuid a number": ({**_user("u2", "a1", "hi"), "uuid": 3}, "field 'uuid': expected a string"),
+    "parent a list": (_user("u2", ["a1"], "hi"), "field 'parentUuid': expected a string"),
+    "logical parent a number": (
+        _user("u2", "a1", "hi", logicalParentUuid=1),
+        "field 'logicalParentUuid': expected a string",
+    ),
+    "timestamp an object": (
+        _user("u2", "a1", "hi", timestamp={}),
+        "field 'timestamp': expected a string, got dict",
+    ),
+    "type and uuid both wrong: the first is named": (
+        {**_user("u2", "a1", "hi"), "type": 3, "uuid": 4},
+        "field 'type': expected a string",
+    ),
+    "message id a number": (
+        _entry("assistant", "u2", "a1", message={"id": 5, "content": []}),
+        "field 'message.id': expected a string",
+    ),
+    "model a list": (
+        _entry("assistant", "u2", "a1", message={"id": "m", "model": [], "content": []}),
+        "field 'message.model': expected a string, got list",
+    ),
+    "stop reason a number": (
+        _entry("assistant", "u2", "a1", message={"id": "m", "stop_reason": 1, "content": []}),
+        "field 'message.stop_reason': expected a string",
+    ),
+    "usage count a boolean": (
+        _ai("u2", "a1", "m9", _text("x"), {"output_tokens": True}),
+        "field 'message.usage.output_tokens': expected a non-negative integer, got bool",
+    ),
+    "usage count a float": (
+        _ai("u2", "a1", "m9", _text("x"), {"cache_read_input_tokens": 1.5}),
+        "field 'message.usage.cache_read_input_tokens': expected a non-negative integer",
+    ),
+    "block not an object": (
+        _user("u2", "a1", [_text("a"), "b"]),
+        "field 'message.content[1]': expected an object, got str",
+    ),
+    "block type missing": (
+        _user("u2", "a1", [{"text": "a"}]),
+        "field 'message.content[0].type': expected a string, got null",
+    ),
+    "tool_use id missing": (
+        _tool_use(type="tool_use", name="Bash", input={}),
+        "field 'message.content[0].id': expected a string, got null",
+    ),
+    "tool_use name a number": (
+        _tool_use(type="tool_use", id="t", name=1, input={}),
+        "field 'message.content[0].name': expected a string, got int",
+    ),
+    "tool_use input a list": (
+        _tool_use(type="tool_use", id="t", name="Bash", input=[]),
+        "field 'message.content[0].input': expected an object, got list",
+    ),
+    "tool_result id missing": (
+        _user("u2", "a1", [{"type": "tool_result", "content": "x"}]),
+        "field 'message.content[0].tool_use_id': expected a string, got null",
+    ),
+    "tool_result content a number": (
+        _user("u2", "a1", [{"type": "tool_result", "tool_use_id": "t", "content": 2}]),
+        "field 'message.content[0].content': expected a string or a list, got int",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REASONS))
+def test_each_checked_field_is_named_with_its_type(tmp_path: Path, case: str) -> None:
+    """The line checks test a line's fields together and name one only when a value is off:
+    each field still fails with its own name, on its own line, the first one first."""
+    bad, reason = REASONS[case]
+    head = _ai("a1", None, "m1", _text("hello"))
+    path = _write(tmp_path, [head, bad, _user("u3", "u2", "more")])
+    with pytest.raises(ctxlab.TraceFormatError) as caught:
+        ctxlab.load(path)
+    assert caught.value.line == 2
+    assert reason in str(caught.value)
