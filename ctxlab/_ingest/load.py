@@ -204,26 +204,31 @@ def iter_values(path: Path, shared: SharedLines | None = None) -> Iterator[tuple
         return
     if not data or data.isspace():
         raise TraceFormatError("empty file; expected JSON or JSONL", source=source)
+    parse = orjson.loads if shared is None else shared.loads
+    lines = _lines(data)
+    if b"\n" in data.strip():
+        # Two non-blank lines: a first line that parses is a whole value with more after it,
+        # which no JSON document is, so the file is JSON Lines and the whole-document parse
+        # (it read the first line again, only to fail) is skipped.
+        number, line = next(lines)
+        try:
+            value = parse(line)
+        except orjson.JSONDecodeError:
+            pass  # a document spread over lines (or no JSON): judged whole below
+        else:
+            yield value, number
+            for number, line in lines:
+                try:
+                    value = parse(line)
+                except orjson.JSONDecodeError as exc:
+                    raise _json_error(exc, line, source, number - 1) from None
+                yield value, number
+            return
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        document_error = exc
-    else:
-        yield document, None
-        return
-    if b"\n" not in data.strip():
-        raise _json_error(document_error, data, source)
-    parse = orjson.loads if shared is None else shared.loads
-    first = True
-    for number, line in _lines(data):
-        try:
-            value = parse(line)
-        except orjson.JSONDecodeError as exc:
-            if first:  # not JSONL at all: report the document's own error
-                raise _json_error(document_error, data, source) from None
-            raise _json_error(exc, line, source, number - 1) from None
-        first = False
-        yield value, number
+        raise _json_error(exc, data, source) from None
+    yield document, None
 
 
 def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
