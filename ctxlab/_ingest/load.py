@@ -327,8 +327,16 @@ def _split(path: Path) -> tuple[list[langsmith.Run], list[Trace], str | None]:
     source = str(path)
     shared = SharedLines()
     stream = iter_values(path, shared)
-    head = list(islice(stream, SNIFF_VALUES))
+    # Sharing pays only for LangSmith records and message lists: a format reader's values are
+    # unshared (parsed again) before it reads them. So the first line is parsed plainly, and
+    # sharing stays off while a reader claims the file from it (a look-up per member of the
+    # head's long lines was a seventh of loading an OpenHands V1 file of two lines).
+    shared.paused = True
+    head = list(islice(stream, 1))
+    shared.paused = registry.detect(head) is not None
+    head += islice(stream, SNIFF_VALUES - 1)
     reader = registry.detect(head)
+    shared.paused = reader is not None
     if reader is not None:
         values = head + list(stream)
         shared.unshare()  # their readers may edit what they parse; LangSmith's copy first
