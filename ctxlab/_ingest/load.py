@@ -511,7 +511,7 @@ def load_all(paths: list[str | Path]) -> TraceList:
     skipped: list[TraceFormatError] = []
     order: list[str] = []
     for given in paths:
-        path = Path(given)
+        path = given if isinstance(given, Path) else Path(given)
         if not path.exists():
             errors.append(TraceFormatError("no such file or directory", source=str(path)))
             continue
@@ -562,7 +562,7 @@ def load(path: str | Path) -> TraceList:
     is reported in the result's `errors` and as a `TraceLoadWarning`; nothing is half-loaded.
     """
     result = load_all([path])
-    if Path(path).is_dir():
+    if os.path.isdir(path):
         for error in [*result.errors, *result.skipped]:
             warnings.warn(str(error), TraceLoadWarning, stacklevel=2)
         return result
