@@ -318,6 +318,23 @@ def _items(value: dict[str, Any], source: str, line: int | None) -> list[tuple[s
     return items
 
 
+def _record_kind(value: Any) -> str | None:
+    """What `_split` takes a value for when no format reader claims the file: a webhook
+    delivery (`runs`), an ingestion-ops object (`post`/`patch`), a run, a list of runs, a
+    message list; None for anything else (an unknown format)."""
+    if isinstance(value, dict) and isinstance(value.get("runs"), list):
+        return "webhook"
+    if isinstance(value, dict) and ("post" in value or "patch" in value) and "id" not in value:
+        return "ops"
+    if langsmith.looks_like_run(value):
+        return "run"
+    if isinstance(value, list) and any(langsmith.looks_like_run(v) for v in value):
+        return "runs"
+    if looks_like_message_list(value):
+        return "messages"
+    return None
+
+
 def _split(path: Path) -> tuple[list[langsmith.Run], list[Trace], str | None]:
     """LangSmith runs and ready traces of one file, plus its LangSmith shape.
 
@@ -328,12 +345,13 @@ def _split(path: Path) -> tuple[list[langsmith.Run], list[Trace], str | None]:
     shared = SharedLines()
     stream = iter_values(path, shared)
     # Sharing pays only for LangSmith records and message lists: a format reader's values are
-    # unshared (parsed again) before it reads them. So the first line is parsed plainly, and
-    # sharing stays off while a reader claims the file from it (a look-up per member of the
-    # head's long lines was a seventh of loading an OpenHands V1 file of two lines).
+    # unshared (parsed again) before it reads them, and a file whose first value is neither
+    # record nor list is a reader's or refused at that value. So the first line is parsed
+    # plainly and decides for the head (a look-up per member of the head's long lines was a
+    # seventh of loading an OpenHands V1 file of two lines).
     shared.paused = True
     head = list(islice(stream, 1))
-    shared.paused = registry.detect(head) is not None
+    shared.paused = not head or _record_kind(head[0][0]) is None
     head += islice(stream, SNIFF_VALUES - 1)
     reader = registry.detect(head)
     shared.paused = reader is not None
@@ -348,17 +366,16 @@ def _split(path: Path) -> tuple[list[langsmith.Run], list[Trace], str | None]:
     for value, line in chain(head, stream):  # one at a time: a bad line stops the read
         items: list[tuple[str, Any]]
         indexed = True
-        if isinstance(value, dict) and isinstance(value.get("runs"), list):
+        kind = _record_kind(value)
+        if kind == "webhook":
             items, webhook = [(f"item {i}", v) for i, v in enumerate(value["runs"])], True
-        elif (
-            isinstance(value, dict) and ("post" in value or "patch" in value) and "id" not in value
-        ):
+        elif kind == "ops":
             items = _items(value, source, line)
-        elif langsmith.looks_like_run(value):
+        elif kind == "run":
             items, indexed = [("", value)], False
-        elif isinstance(value, list) and any(langsmith.looks_like_run(v) for v in value):
+        elif kind == "runs":
             items = [(f"item {i}", v) for i, v in enumerate(value)]
-        elif looks_like_message_list(value):
+        elif kind == "messages":
             stem = path.name.split(".")[0]
             trace_id = stem if line is None else f"{stem}:{line}"
             traces.append(trace_from_list(value, source=source, trace_id=trace_id, line=line))
