@@ -563,10 +563,8 @@ def load_all(paths: list[str | Path]) -> TraceList:
         built, failed = langsmith.traces_from_runs(runs, shapes)
         traces.extend(built)
         errors.extend(failed)
-    for module in registry.FORMATS:
-        link = getattr(module, "link", None)
-        if link is not None:
-            traces = link(traces)
+    for link in registry.links():
+        traces = link(traces)
     traces = _file_order(_checked(traces, errors), order)
     _unique_ids(traces)
     return TraceList(traces, _once(errors), skipped)
