@@ -716,6 +716,7 @@ def read(values: Values, source: str) -> list[Trace]:
     """The one conversation of a rollout file."""
     state = _Rollout()
     legacy = not _is_line(values[0][0])
+    kind: Any  # a str once checked
     for value, line in values:
         where = _Where(source, line)
         if legacy:
