@@ -244,3 +244,37 @@ def test_nesting_limit_is_exact() -> None:
     assert not _too_deep(nested(MAX_NESTING))
     assert _too_deep(nested(MAX_NESTING + 1))
     assert not _too_deep(({"a": [1, (2, {"b": None})]},))
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        (b'{"a": 1}\n\n{"b": 2}\n', [({"a": 1}, 1), ({"b": 2}, 3)]),  # JSON Lines
+        (b'{"a":\n 1}\n', [({"a": 1}, None)]),  # one document over two lines
+        (b'{"a": 1}\n \n\n', [({"a": 1}, None)]),  # one line, then blank ones
+    ],
+)
+def test_each_jsonl_line_is_parsed_once(
+    text: bytes, values: list[Any], tmp_path: Path, monkeypatch
+) -> None:
+    # the whole-file parse is tried only when the first line is not a value of its own
+    import orjson
+
+    from ctxlab._ingest import load as load_module
+
+    parsed: list[int] = []
+
+    class Counting:
+        JSONDecodeError = orjson.JSONDecodeError
+
+        @staticmethod
+        def loads(data: bytes) -> Any:
+            parsed.append(len(data))
+            return orjson.loads(data)
+
+    monkeypatch.setattr(load_module, "orjson", Counting)
+    path = tmp_path / "values.jsonl"
+    path.write_bytes(text)
+    assert load_module.read_values(path) == values
+    if values[0][1] is not None:
+        assert sum(parsed) == sum(len(line) for line in text.split(b"\n"))

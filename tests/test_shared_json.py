@@ -178,3 +178,39 @@ def test_other_formats_get_values_of_their_own(tmp_path: Path, monkeypatch) -> N
     load(path)
     counts = objects([v for v, _ in seen[0]])
     assert max(counts.values()) == 1
+
+
+def test_only_langsmith_and_message_list_files_are_parsed_with_lookups(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # a format reader's values are unshared (parsed again) before it reads them, so `load`
+    # parses its file plainly; a LangSmith export still shares its repeats
+    from ctxlab._ingest.formats import registry
+
+    looked_up: list[int] = []
+    split = SharedLines._value
+
+    def spy(self: SharedLines, raw: Any, depth: int, reused: list[Any]) -> Any:
+        looked_up.append(len(raw))
+        return split(self, raw, depth, reused)
+
+    class Reader:
+        DESCRIPTION = "test"
+
+        @staticmethod
+        def sniff(values: list[tuple[Any, int | None]]) -> bool:
+            return all(isinstance(v, dict) and "probe" in v for v, _ in values)
+
+        @staticmethod
+        def read(values: list[tuple[Any, int | None]], source: str) -> list:
+            return []
+
+    monkeypatch.setattr(SharedLines, "_value", spy)
+    monkeypatch.setattr(registry, "FORMATS", (Reader, *registry.FORMATS))
+    big = {"text": "repeated " * 2000}  # over SPLIT_BYTES
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps({"probe": i, "big": big}) for i in range(300)))
+    load(path)
+    assert looked_up == []
+    load(REPO / "traces" / "deepagents_short_session.jsonl.xz")
+    assert looked_up

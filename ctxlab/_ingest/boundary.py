@@ -36,10 +36,10 @@ TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
 def check_trace(trace: Trace) -> None:
     """Raise `TraceFormatError` for the first message or tool definition of `trace` (or of its
     subagents) that replay or evaluation could not walk."""
-    for where, message in _messages(trace):
+    for place, message in _messages(trace):
         problem = _message_problem(message)
         if problem is not None:
-            raise TraceFormatError(f"{where}: {problem}", source=trace.source)
+            raise TraceFormatError(f"{_where(place, message)}: {problem}", source=trace.source)
     for i, tool in enumerate(trace.tools):
         if not isinstance(tool, dict):
             raise TraceFormatError(
@@ -55,8 +55,25 @@ def check_trace(trace: Trace) -> None:
         check_trace(sub)
 
 
-def _messages(trace: Trace) -> Iterator[tuple[str, BaseMessage]]:
-    """Every distinct message the trace holds, with where it is, in words.
+Place = tuple[Any, ...]
+"""Where a message is, as `_where` words it: `("message", 3)`, `("inserted",)`,
+`("call", 2, 5)` (input 5 of call 2) or `("call", 2)` (its output)."""
+
+
+def _where(place: Place, message: BaseMessage) -> str:
+    """A message's place in words ("message 3 (human)", "call 2 input 5 (ai)"), built only for
+    the message at fault: formatting it for every message was a fifth of the check."""
+    if place[0] == "message":
+        return f"message {place[1]} ({message.type})"
+    if place[0] == "inserted":
+        return f"inserted message ({message.type})"
+    if len(place) == 3:
+        return f"{place[0]} {place[1]} input {place[2]} ({message.type})"
+    return f"{place[0]} {place[1]} output"
+
+
+def _messages(trace: Trace) -> Iterator[tuple[Place, BaseMessage]]:
+    """Every distinct message the trace holds, with where it is (`Place`).
 
     Turns' inputs share slices of a few append-only lists (`ctxlab._ingest.inputs`): walking
     every input of every turn would look at n²/2 messages (10 million for a 10 MB session of
@@ -66,18 +83,14 @@ def _messages(trace: Trace) -> Iterator[tuple[str, BaseMessage]]:
     reached: dict[tuple[int, int], int] = {}  # (list id, start) -> stop walked so far
     own_lists: list[list[BaseMessage]] = []
 
-    def fresh(message: BaseMessage) -> bool:
-        if id(message) in seen:
-            return False
-        seen.add(id(message))
-        return True
-
     for position, message in enumerate(trace.messages):
-        if fresh(message):
-            yield f"message {position} ({message.type})", message
+        if id(message) not in seen:
+            seen.add(id(message))
+            yield ("message", position), message
     for message in trace.inserted:
-        if fresh(message):
-            yield f"inserted message ({message.type})", message
+        if id(message) not in seen:
+            seen.add(id(message))
+            yield ("inserted",), message
     for kind, turns in (("call", trace.turns), ("harness call", trace.harness_calls)):
         for turn in turns:
             offset = 0
@@ -86,15 +99,15 @@ def _messages(trace: Trace) -> Iterator[tuple[str, BaseMessage]]:
                 walked = reached.get(key, start)
                 for i in range(walked, stop):
                     message = base[i]
-                    if fresh(message):
-                        yield (
-                            f"{kind} {turn.index} input {offset + i - start} ({message.type})",
-                            message,
-                        )
+                    if id(message) not in seen:
+                        seen.add(id(message))
+                        yield (kind, turn.index, offset + i - start), message
                 reached[key] = max(walked, stop)
                 offset += stop - start
-            if turn.output is not None and fresh(turn.output):
-                yield f"{kind} {turn.index} output", turn.output
+            output = turn.output
+            if output is not None and id(output) not in seen:
+                seen.add(id(output))
+                yield (kind, turn.index), output
 
 
 def _parts(inputs: Sequence[BaseMessage], keep: list[list[BaseMessage]]) -> tuple[Part, ...]:
@@ -121,7 +134,8 @@ def _message_problem(message: BaseMessage) -> str | None:
             if _too_deep(call.get("args")):
                 return f"field 'tool_calls[{i}].args': {_nested_words()}"
     for name in ("additional_kwargs", "response_metadata"):
-        if _too_deep(getattr(message, name, None)):
+        value = getattr(message, name, None)
+        if value and _too_deep(value):  # mostly empty: no call for those
             return f"field {name!r}: {_nested_words()}"
     return None
 
@@ -142,6 +156,12 @@ def _block_problem(block: Any) -> str | None:
     return None
 
 
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+"""Types that nest nothing, most of the values walked: passed over on their exact type, which
+is cheaper than the `isinstance` test every other value gets."""
+_NESTED = (dict, list, tuple)
+
+
 def _too_deep(value: Any, depth: int = 1) -> bool:
     """Whether `value` nests objects and lists more than `MAX_NESTING` levels.
 
@@ -157,7 +177,7 @@ def _too_deep(value: Any, depth: int = 1) -> bool:
     else:
         return False
     for child in children:
-        if isinstance(child, dict | list | tuple) and _too_deep(child, depth + 1):
+        if type(child) not in _ATOMS and isinstance(child, _NESTED) and _too_deep(child, depth + 1):
             return True
     return False
 

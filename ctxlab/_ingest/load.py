@@ -204,26 +204,31 @@ def iter_values(path: Path, shared: SharedLines | None = None) -> Iterator[tuple
         return
     if not data or data.isspace():
         raise TraceFormatError("empty file; expected JSON or JSONL", source=source)
+    parse = orjson.loads if shared is None else shared.loads
+    lines = _lines(data)
+    if b"\n" in data.strip():
+        # Two non-blank lines: a first line that parses is a whole value with more after it,
+        # which no JSON document is, so the file is JSON Lines and the whole-document parse
+        # (it read the first line again, only to fail) is skipped.
+        number, line = next(lines)
+        try:
+            value = parse(line)
+        except orjson.JSONDecodeError:
+            pass  # a document spread over lines (or no JSON): judged whole below
+        else:
+            yield value, number
+            for number, line in lines:
+                try:
+                    value = parse(line)
+                except orjson.JSONDecodeError as exc:
+                    raise _json_error(exc, line, source, number - 1) from None
+                yield value, number
+            return
     try:
         document = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        document_error = exc
-    else:
-        yield document, None
-        return
-    if b"\n" not in data.strip():
-        raise _json_error(document_error, data, source)
-    parse = orjson.loads if shared is None else shared.loads
-    first = True
-    for number, line in _lines(data):
-        try:
-            value = parse(line)
-        except orjson.JSONDecodeError as exc:
-            if first:  # not JSONL at all: report the document's own error
-                raise _json_error(document_error, data, source) from None
-            raise _json_error(exc, line, source, number - 1) from None
-        first = False
-        yield value, number
+        raise _json_error(exc, data, source) from None
+    yield document, None
 
 
 def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
@@ -313,6 +318,23 @@ def _items(value: dict[str, Any], source: str, line: int | None) -> list[tuple[s
     return items
 
 
+def _record_kind(value: Any) -> str | None:
+    """What `_split` takes a value for when no format reader claims the file: a webhook
+    delivery (`runs`), an ingestion-ops object (`post`/`patch`), a run, a list of runs, a
+    message list; None for anything else (an unknown format)."""
+    if isinstance(value, dict) and isinstance(value.get("runs"), list):
+        return "webhook"
+    if isinstance(value, dict) and ("post" in value or "patch" in value) and "id" not in value:
+        return "ops"
+    if langsmith.looks_like_run(value):
+        return "run"
+    if isinstance(value, list) and any(langsmith.looks_like_run(v) for v in value):
+        return "runs"
+    if looks_like_message_list(value):
+        return "messages"
+    return None
+
+
 def _split(path: Path) -> tuple[list[langsmith.Run], list[Trace], str | None]:
     """LangSmith runs and ready traces of one file, plus its LangSmith shape.
 
@@ -322,8 +344,17 @@ def _split(path: Path) -> tuple[list[langsmith.Run], list[Trace], str | None]:
     source = str(path)
     shared = SharedLines()
     stream = iter_values(path, shared)
-    head = list(islice(stream, SNIFF_VALUES))
+    # Sharing pays only for LangSmith records and message lists: a format reader's values are
+    # unshared (parsed again) before it reads them, and a file whose first value is neither
+    # record nor list is a reader's or refused at that value. So the first line is parsed
+    # plainly and decides for the head (a look-up per member of the head's long lines was a
+    # seventh of loading an OpenHands V1 file of two lines).
+    shared.paused = True
+    head = list(islice(stream, 1))
+    shared.paused = not head or _record_kind(head[0][0]) is None
+    head += islice(stream, SNIFF_VALUES - 1)
     reader = registry.detect(head)
+    shared.paused = reader is not None
     if reader is not None:
         values = head + list(stream)
         shared.unshare()  # their readers may edit what they parse; LangSmith's copy first
@@ -335,17 +366,16 @@ def _split(path: Path) -> tuple[list[langsmith.Run], list[Trace], str | None]:
     for value, line in chain(head, stream):  # one at a time: a bad line stops the read
         items: list[tuple[str, Any]]
         indexed = True
-        if isinstance(value, dict) and isinstance(value.get("runs"), list):
+        kind = _record_kind(value)
+        if kind == "webhook":
             items, webhook = [(f"item {i}", v) for i, v in enumerate(value["runs"])], True
-        elif (
-            isinstance(value, dict) and ("post" in value or "patch" in value) and "id" not in value
-        ):
+        elif kind == "ops":
             items = _items(value, source, line)
-        elif langsmith.looks_like_run(value):
+        elif kind == "run":
             items, indexed = [("", value)], False
-        elif isinstance(value, list) and any(langsmith.looks_like_run(v) for v in value):
+        elif kind == "runs":
             items = [(f"item {i}", v) for i, v in enumerate(value)]
-        elif looks_like_message_list(value):
+        elif kind == "messages":
             stem = path.name.split(".")[0]
             trace_id = stem if line is None else f"{stem}:{line}"
             traces.append(trace_from_list(value, source=source, trace_id=trace_id, line=line))
@@ -498,7 +528,7 @@ def load_all(paths: list[str | Path]) -> TraceList:
     skipped: list[TraceFormatError] = []
     order: list[str] = []
     for given in paths:
-        path = Path(given)
+        path = given if isinstance(given, Path) else Path(given)
         if not path.exists():
             errors.append(TraceFormatError("no such file or directory", source=str(path)))
             continue
@@ -533,10 +563,8 @@ def load_all(paths: list[str | Path]) -> TraceList:
         built, failed = langsmith.traces_from_runs(runs, shapes)
         traces.extend(built)
         errors.extend(failed)
-    for module in registry.FORMATS:
-        link = getattr(module, "link", None)
-        if link is not None:
-            traces = link(traces)
+    for link in registry.links():
+        traces = link(traces)
     traces = _file_order(_checked(traces, errors), order)
     _unique_ids(traces)
     return TraceList(traces, _once(errors), skipped)
@@ -549,7 +577,7 @@ def load(path: str | Path) -> TraceList:
     is reported in the result's `errors` and as a `TraceLoadWarning`; nothing is half-loaded.
     """
     result = load_all([path])
-    if Path(path).is_dir():
+    if os.path.isdir(path):
         for error in [*result.errors, *result.skipped]:
             warnings.warn(str(error), TraceLoadWarning, stacklevel=2)
         return result

@@ -62,11 +62,14 @@ class SharedLines:
         self._saved = 0
         self.sharing = True
         """False once the probe found too few repeats (later lines go to `orjson` alone)."""
+        self.paused = False
+        """True while the caller knows sharing would not pay (lines go to `orjson` alone, and
+        the probe does not count them)."""
 
     def loads(self, line: bytes) -> Any:
         """`orjson.loads(line)`, repeated values shared; raises `orjson.JSONDecodeError` for
         what `orjson` refuses."""
-        if not self.sharing or len(line) < MIN_BYTES:
+        if self.paused or not self.sharing or len(line) < MIN_BYTES:
             return orjson.loads(line)
         reused: list[tuple[Any, Any, bytes]] = []
         try:

@@ -159,12 +159,16 @@ def _content(value: Any, where: _Where, name: str) -> Content:
         )
     blocks: list[dict[str, Any]] = []
     for i, part in enumerate(value):
-        part = where.obj(part, f"{name}[{i}]")
+        if not isinstance(part, dict):  # the field's name is worded only for an error
+            where.obj(part, f"{name}[{i}]")
         kind = part.get("type")
-        if kind in ("input_text", "output_text", "text", "summary_text", "reasoning_text"):
-            blocks.append(
-                {"type": "text", "text": where.text(part.get("text"), f"{name}[{i}].text")}
-            )
+        if kind in _TEXT_PARTS:
+            text = part.get("text")
+            if not isinstance(text, str):
+                where.text(text, f"{name}[{i}].text")
+            if len(value) == 1:
+                return text  # one text part: the message's text (the most common content)
+            blocks.append({"type": "text", "text": text})
         elif kind == "input_image":
             url = where.text(part.get("image_url"), f"{name}[{i}].image_url")
             blocks.append({"type": "image_url", "image_url": {"url": url}})
@@ -175,6 +179,11 @@ def _content(value: Any, where: _Where, name: str) -> Content:
     if len(blocks) == 1 and blocks[0]["type"] == "text":
         return blocks[0]["text"]
     return blocks
+
+
+_TEXT_PARTS = ("input_text", "output_text", "text", "summary_text", "reasoning_text")
+"""Content-part types read as text (a tuple: a part's `type` may be any JSON value, a list
+too, which a set could not look up)."""
 
 
 def _text_of(content: Content) -> str:
@@ -707,6 +716,7 @@ def read(values: Values, source: str) -> list[Trace]:
     """The one conversation of a rollout file."""
     state = _Rollout()
     legacy = not _is_line(values[0][0])
+    kind: Any  # a str once checked
     for value, line in values:
         where = _Where(source, line)
         if legacy:
@@ -716,7 +726,12 @@ def read(values: Values, source: str) -> list[Trace]:
             kind, payload = split
             payload = where.obj(payload, "line")
             stamp = None
-        else:
+        elif not (
+            isinstance(value, dict)
+            and isinstance(kind := value.get("type"), str)
+            and isinstance(payload := value.get("payload"), dict)
+            and (isinstance(stamp := value.get("timestamp"), str) or stamp is None)
+        ):  # the checks one at a time, for the error of the first that fails
             value = where.obj(value, "line")
             kind = where.text(value.get("type"), "type")
             payload = where.obj(value.get("payload"), "payload")

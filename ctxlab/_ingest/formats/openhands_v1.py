@@ -360,8 +360,14 @@ def _count(usage: dict[str, Any], key: str) -> int | None:
 
 
 def _conversation(
-    events: list[tuple[Any, str]], state: dict[str, Any] | None, trace_id: str, source: str
+    events: list[tuple[Any, str]],
+    state: dict[str, Any] | None,
+    trace_id: str,
+    source: str,
+    model: str | None = None,
 ) -> Trace:
+    """The trace of one conversation's events; `model` names the model where the state does
+    not (an evaluation line's `metadata.llm.model`)."""
     checked = []
     for event, where in events:
         if not _is_event(event):
@@ -379,7 +385,8 @@ def _conversation(
             source=source,
         )
     usages, llm = _usages(state or {})
-    model = llm.get("model") if isinstance(llm.get("model"), str) else None
+    if isinstance(llm.get("model"), str):
+        model = llm["model"]
     turns = []
     for i, call in enumerate(b.calls):
         usage = usages.get(call.response_id or "", {})
@@ -489,11 +496,9 @@ def _instance(line: dict[str, Any], number: int | None, source: str) -> Trace:
             "llm_message": {"role": "user", "content": instruction},
         }
         events.insert(0, (first, f"{at}instruction"))
-    trace = _conversation(events, None, str(line["instance_id"]), source)
     llm = obj_or_empty(obj_or_empty(line, "metadata"), "llm")
-    if trace.model is None and isinstance(llm.get("model"), str):
-        trace.model = llm["model"]
-        trace.turns = [replace(t, model=t.model or trace.model) for t in trace.turns]
+    model = llm["model"] if isinstance(llm.get("model"), str) else None
+    trace = _conversation(events, None, str(line["instance_id"]), source, model)
     if first is not None:
         trace.notes.append(
             "The history holds no user message: the line's 'instruction' is taken as the "

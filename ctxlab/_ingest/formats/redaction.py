@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from langchain_core.messages import AIMessage
+
 from ctxlab._cost.redacted import MARK
 from ctxlab._ingest.formats.messages import MessageDecodeError, parse_arguments
 
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from langchain_core.messages import BaseMessage
+    from langchain_core.messages.tool import ToolCall
 
 ARGUMENTS_TEXT = "arguments_text"
 """The key unparsable tool-call arguments are kept under, as the text the file holds."""
@@ -59,17 +62,24 @@ def _block_marked(block: Any) -> bool:
     return False
 
 
-def _marked(message: BaseMessage) -> bool:
+def _calls(message: BaseMessage) -> list[ToolCall]:
+    """A message's tool calls: only AI messages have any. (`getattr(m, "tool_calls", None)`
+    went through pydantic's failing `__getattr__` on every other message, twice each: most of
+    the notes' cost, a tenth of loading a small Codex rollout.)"""
+    return message.tool_calls if isinstance(message, AIMessage) else []
+
+
+def _marked(message: BaseMessage, calls: list[ToolCall]) -> bool:
     """Whether a redaction marker is where redaction puts one: the content's texts, a tool
-    result's text, a tool call's argument values. A shallow look, on purpose: walking every
-    nested value cost a quarter of a Claude Code session's load time."""
+    result's text, a tool call's argument values (`calls`, the message's). A shallow look, on
+    purpose: walking every nested value cost a quarter of a Claude Code session's load time."""
     content = message.content
     if type(content) is str:
         if MARK in content:
             return True
     elif any(_block_marked(b) for b in content):
         return True
-    for call in getattr(message, "tool_calls", None) or ():
+    for call in calls:
         if any(type(v) is str and MARK in v for v in call["args"].values()):
             return True
     return False
@@ -77,19 +87,22 @@ def _marked(message: BaseMessage) -> bool:
 
 def redacted_messages(messages: Sequence[BaseMessage]) -> int:
     """How many messages hold a redaction marker (in their texts or tool-call arguments)."""
-    return sum(1 for m in messages if _marked(m))
+    return sum(1 for m in messages if _marked(m, _calls(m)))
 
 
 def notes(messages: Sequence[BaseMessage]) -> list[str]:
-    """The notes a trace gets for its redacted messages and its arguments kept as text."""
+    """The notes a trace gets for its redacted messages and its arguments kept as text
+    (both counted in one walk of the messages)."""
     out = []
-    unparsed = sum(
-        1
-        for m in messages
-        for call in getattr(m, "tool_calls", None) or ()
-        if ARGUMENTS_TEXT in call["args"] and len(call["args"]) == 1
-    )
-    redacted = redacted_messages(messages)
+    unparsed = redacted = 0
+    for message in messages:
+        calls = _calls(message)
+        for call in calls:
+            args = call["args"]
+            if ARGUMENTS_TEXT in args and len(args) == 1:
+                unparsed += 1
+        if _marked(message, calls):
+            redacted += 1
     if redacted:
         out.append(
             f"{redacted} of {len(messages)} messages hold redaction markers "
