@@ -153,11 +153,9 @@ def test_the_long_sample_loads_the_same_and_shares_its_repeats() -> None:
     assert len(load(path)[0].turns) > 100
 
 
-def test_other_formats_get_values_of_their_own(tmp_path: Path, monkeypatch) -> None:
-    # readers other than LangSmith's may edit what they parse: `load` unshares first
-    from ctxlab._ingest.formats import registry
-
-    seen: list[list[tuple[Any, int | None]]] = []
+def _probe_reader(seen: list[list[tuple[Any, int | None]]]) -> type:
+    """A format that claims files of `{"probe": ...}` lines and keeps the values it is given
+    in `seen` (it builds no trace)."""
 
     class Reader:
         DESCRIPTION = "test"
@@ -171,7 +169,15 @@ def test_other_formats_get_values_of_their_own(tmp_path: Path, monkeypatch) -> N
             seen.append(values)
             return []
 
-    monkeypatch.setattr(registry, "FORMATS", (Reader, *registry.FORMATS))
+    return Reader
+
+
+def test_other_formats_get_values_of_their_own(tmp_path: Path, monkeypatch) -> None:
+    # readers other than LangSmith's may edit what they parse: `load` unshares first
+    from ctxlab._ingest.formats import registry
+
+    seen: list[list[tuple[Any, int | None]]] = []
+    monkeypatch.setattr(registry, "FORMATS", (_probe_reader(seen), *registry.FORMATS))
     big = {"text": "repeated " * 100}
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"\n".join(orjson.dumps({"probe": i, "big": big}) for i in range(5)))
@@ -194,19 +200,8 @@ def test_only_langsmith_and_message_list_files_are_parsed_with_lookups(
         looked_up.append(len(raw))
         return split(self, raw, depth, reused)
 
-    class Reader:
-        DESCRIPTION = "test"
-
-        @staticmethod
-        def sniff(values: list[tuple[Any, int | None]]) -> bool:
-            return all(isinstance(v, dict) and "probe" in v for v, _ in values)
-
-        @staticmethod
-        def read(values: list[tuple[Any, int | None]], source: str) -> list:
-            return []
-
     monkeypatch.setattr(SharedLines, "_value", spy)
-    monkeypatch.setattr(registry, "FORMATS", (Reader, *registry.FORMATS))
+    monkeypatch.setattr(registry, "FORMATS", (_probe_reader([]), *registry.FORMATS))
     big = {"text": "repeated " * 2000}  # over SPLIT_BYTES
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"\n".join(orjson.dumps({"probe": i, "big": big}) for i in range(300)))
