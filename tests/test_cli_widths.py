@@ -52,3 +52,12 @@ def test_a_path_wider_than_the_terminal_breaks_after_a_slash() -> None:
     assert all(line.endswith("/") for line in lines[1:-2])
     short = fit("ctxlab: error: /data/a.json: unknown trace format", 100, paths=True)
     assert short == "ctxlab: error: /data/a.json: unknown trace format"
+
+
+def test_a_terminal_no_wider_than_the_indent_still_ends() -> None:
+    """`COLUMNS=2` with a two-space indent: every piece still takes a character of the path
+    (the cut once found no room and looped for ever), and the pieces give it back."""
+    path = "/data/corpus/" + "x" * 30 + "/broken.json"
+    lines = fit(f"{path}: unknown", 2, paths=True).splitlines()
+    assert "".join(line.strip() for line in lines) == f"{path}:unknown"
+    assert all(len(line) <= 3 for line in lines), lines

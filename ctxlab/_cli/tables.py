@@ -307,6 +307,7 @@ def _after_slashes(line: str, width: int, indent: str) -> list[str]:
     out = []
     while len(line) > width:
         cut = line.rfind("/", len(indent) + 1, width) + 1 or width
+        cut = max(cut, len(indent) + 1)  # a width no wider than the indent: a byte a piece
         out.append(line[:cut])
         line = indent + line[cut:]
     return [*out, line]
