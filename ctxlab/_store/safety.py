@@ -99,22 +99,21 @@ def check_blocks(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     if row is None:
         return
     block_size = int(row[0])
-    last = _aggregate(con, "SELECT max(block_id) FROM pragma_metadata_info()")
-    used = [] if last is None else [int(last)]
     tables = con.execute(
         "SELECT table_name FROM duckdb_tables() "
         "WHERE database_name = current_database() AND schema_name = 'main' AND NOT temporary"
     ).fetchall()
+    # One query over the metadata blocks and every table's blocks: a store is opened (and so
+    # checked) by every command and on every `Store(...)`, and each query costs a round trip.
+    parts = ["SELECT max(block_id) AS top FROM pragma_metadata_info()"]
     for (table,) in tables:
         quoted = '"' + table.replace('"', '""') + '"'
-        top = _aggregate(
-            con,
+        parts.append(
             "SELECT max(greatest(block_id, list_max(coalesce(additional_block_ids, [])))) "
-            "FROM pragma_storage_info(?) WHERE persistent",
-            [quoted],
+            f"FROM pragma_storage_info({_literal(quoted)}) WHERE persistent"
         )
-        if top is not None:
-            used.append(int(top))
+    top = _aggregate(con, f"SELECT max(top) FROM ({' UNION ALL '.join(parts)})")
+    used = [] if top is None else [int(top)]
     if not used:
         return
     need = HEADER_BYTES + (max(used) + 1) * block_size
@@ -125,10 +124,15 @@ def check_blocks(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         )
 
 
-def _aggregate(con: duckdb.DuckDBPyConnection, sql: str, params: list[str] | None = None) -> Any:
+def _literal(text: str) -> str:
+    """`text` as an SQL string literal (table functions take constants, not parameters)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _aggregate(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
     """The value of an aggregate query without GROUP BY, which returns exactly one row (a NULL
     over no rows), so its `fetchone()` is never None."""
-    row = con.execute(sql, params).fetchone()
+    row = con.execute(sql).fetchone()
     assert row is not None, "an aggregate without GROUP BY returns one row"
     return row[0]
 

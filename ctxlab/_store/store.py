@@ -100,6 +100,10 @@ FROM replay_summary GROUP BY ALL;
 SCHEMA = "\n".join(t.create() for t in TABLES) + VIEWS
 """Every table (`ctxlab._store.schema`) and the views over them; safe to run on an existing file."""
 
+SCHEMA_SHA256 = hashlib.sha256(SCHEMA.encode()).hexdigest()
+"""Stamped in `meta` when `SCHEMA` runs: a file stamped with it (and this ctxlab's version) has
+every table and view as this ctxlab defines them, so opening it runs no DDL."""
+
 MIGRATIONS: dict[int, str] = {
     1: "ALTER TABLE events ADD COLUMN summary VARCHAR;",
     2: "ALTER TABLE traces ADD COLUMN notes JSON; ALTER TABLE traces ADD COLUMN compactions JSON;",
@@ -301,13 +305,14 @@ class Store:
             raise StoreError(f"{self.path}: no such store file")
         if self.path.is_dir():
             raise StoreError(f"{self.path} is a directory, not a store file")
+        current = False
         if self.path.exists() and (read_only or self.path.stat().st_size):
             # Checked through a read-only connection first: a damaged or foreign file is
             # refused before anything could write to it.
             with self._connect(write=False) as con:
                 check_blocks(con, self.path)
-                self._check_version(con)
-        if not read_only:
+                current = self._check_version(con) == SCHEMA_VERSION and self._stamped(con)
+        if not read_only and not current:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self._connect(write=True) as con:
                 self._ensure_schema(con)
@@ -393,6 +398,15 @@ class Store:
             )
         return version
 
+    def _stamped(self, con: duckdb.DuckDBPyConnection) -> bool:
+        """Whether this ctxlab's `SCHEMA` was the last run on the file (`meta`'s stamp): then
+        opening it to write needs no schema statements, and no second connection, which
+        costs more than most of what a command then does with the store."""
+        meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+        return meta.get("schema_sha256") == SCHEMA_SHA256 and (
+            meta.get("ctxlab_version") == ctxlab.__version__
+        )
+
     def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> None:
         version = self._check_version(con)
         con.begin()
@@ -401,8 +415,9 @@ class Store:
                 con.execute(MIGRATIONS[step])
         con.execute(SCHEMA)
         con.execute(
-            "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), ('ctxlab_version', ?)",
-            [str(SCHEMA_VERSION), ctxlab.__version__],
+            "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), ('ctxlab_version', ?), "
+            "('schema_sha256', ?)",
+            [str(SCHEMA_VERSION), ctxlab.__version__, SCHEMA_SHA256],
         )
         con.commit()
 
