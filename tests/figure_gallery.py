@@ -19,9 +19,7 @@ import ctxlab
 from ctxlab import plots
 from ctxlab.policies import DeepAgents
 from ctxlab.widgets import PromptDiff
-
-REPO = Path(__file__).resolve().parents[1]
-LONG = REPO / "traces" / "deepagents_long_session.jsonl.xz"
+from tests.samples import long_trace
 
 PAPER_SIZES = {"single": (525, 400), "double": (1050, 460)}
 """Pixels of a figure for one column (3.5 in) and two (7 in) at 150 dpi."""
@@ -43,7 +41,7 @@ variant of the context chart too) and the chart `PromptDiff` exports."""
 
 def builders() -> dict[str, Callable[[int, int], go.Figure]]:
     """Figure name -> a function of (width, height) building it, as the notebooks export."""
-    trace = ctxlab.load(LONG)[0]
+    trace = long_trace()
     stress = DeepAgents(stress=0.10)
     replay = ctxlab.replay(trace, stress)
     dense = ctxlab.replay(trace, dense_policy())

@@ -18,6 +18,7 @@ import pytest
 
 import ctxlab
 from ctxlab._cli.main import main
+from tests.samples import long_trace
 
 REPO = Path(__file__).resolve().parents[1]
 SHORT = REPO / "traces" / "deepagents_short_session.jsonl.xz"
@@ -146,7 +147,7 @@ def test_check_replay_is_the_commands_twin_on_shared_files(
 def test_check_replay_takes_traces_and_policy_objects() -> None:
     from langchain_core.messages import AIMessage, HumanMessage
 
-    trace = ctxlab.load(LONG)[0]
+    trace = long_trace()
     by_name = ctxlab.check_replay(trace, "deepagents")
     by_object = ctxlab.check_replay(trace, ctxlab.policies.DeepAgents())
     assert len(by_name) == len(trace.walk()) > 1  # subagents included

@@ -27,6 +27,7 @@ from ctxlab._view.plots.recorded import RECORDED_LINE, RECORDED_POINTS
 from ctxlab.plots import comparison, context_tokens
 from ctxlab.policies import get
 from ctxlab.widgets import Compare, Scrubber
+from tests import samples
 from tests.cli_text import messages
 from tests.synthetic import make_trace
 
@@ -40,7 +41,7 @@ SUMMARY_OPENING = "You are in the middle of a conversation that has been summari
 
 @pytest.fixture(scope="module")
 def long_trace() -> Trace:
-    return ctxlab.load(LONG)[0]
+    return samples.long_trace()
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ from ctxlab._store.store import Store
 from ctxlab.policies import get
 from tests.cli_text import messages
 from tests.context_model import ContextModel
+from tests.samples import long_trace
 
 ARGS = build_parser().parse_args(["evaluate", "trace.json"])
 """`ctxlab evaluate`'s flags at their defaults."""
@@ -38,7 +39,7 @@ SURVIVAL = {"total", "context", "summary", "file", "lost", "needed", "needed_los
 
 @pytest.fixture(scope="module")
 def trace() -> ctxlab.Trace:
-    return ctxlab.load(LONG)[0]
+    return long_trace()
 
 
 def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:

@@ -8,12 +8,13 @@ import ctxlab
 from ctxlab import plots
 from ctxlab._view.palette import BASELINE_COLOR, RECORDED_COLOR, REFERENCE_COLOR
 from ctxlab._view.widgets._common import y_axis_layout, y_extent
-from tests.figure_gallery import LONG, dense_policy
+from tests.figure_gallery import dense_policy
+from tests.samples import long_trace
 
 
 @pytest.fixture(scope="module")
 def trace() -> ctxlab.Trace:
-    return ctxlab.load(LONG)[0]
+    return long_trace()
 
 
 def _colour(t: object) -> str:

@@ -35,6 +35,7 @@ from ctxlab.summarizers import (
     format_prompt,
     literal_prompt,
 )
+from tests.samples import long_trace
 from tests.test_probes import langchain_replay, make_trace
 from tests.window_model import BACKENDS, OUTAGE, WindowJudge, WindowModel, overflow_error
 
@@ -112,7 +113,7 @@ def test_a_too_long_middle_cut_goes_to_chunks() -> None:
 
 
 def test_a_stress_replay_summarises_with_a_small_model() -> None:
-    trace = ctxlab.load(LONG)[0]
+    trace = long_trace()
     policy = DeepAgents(stress=0.1)
     model = WindowModel(window=4096, backend="llamacpp")
     summarizer = LLM(model)
@@ -137,7 +138,7 @@ def test_a_summary_that_cannot_fit_names_trace_turn_and_sizes() -> None:
 
 
 def test_langchains_placeholder_summary_is_counted_and_warned() -> None:
-    trace = ctxlab.load(LONG)[0]
+    trace = long_trace()
     with pytest.warns(UserWarning, match="fell back to LangChain's placeholder") as said:
         policy = get("langchain-summarization", window=30000, trigger=("fraction", 0.5))
         result = replay(trace, policy)  # its default trim_tokens_to_summarize: 4,000

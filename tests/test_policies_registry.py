@@ -22,6 +22,7 @@ from ctxlab._replay.policies import PRESETS, catalog, describe, get, names, regi
 from ctxlab._replay.policies.engine import Context, Item, StagePolicy, safe_start
 from ctxlab._replay.specs import format_size
 from ctxlab._store.sweep import SweepError, policy_named
+from tests.samples import long_trace
 
 REPO = Path(__file__).resolve().parents[1]
 LONG = REPO / "traces" / "deepagents_long_session.jsonl.xz"
@@ -118,7 +119,7 @@ def test_replay_cli_takes_a_pipeline(capsys) -> None:
     kinds = {e["kind"] for r in rows for e in r["events"]}
     assert "clear_tool_uses" in kinds
     expected = (
-        ctxlab.replay(ctxlab.load(LONG)[0], get("clear-tool-uses+langchain-summarization"))
+        ctxlab.replay(long_trace(), get("clear-tool-uses+langchain-summarization"))
         .turns["context_tokens"]
         .to_list()
     )

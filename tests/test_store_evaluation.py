@@ -21,15 +21,14 @@ from ctxlab._replay.replay import replay
 from ctxlab._store.store import SCHEMA_VERSION, Store, StoreError
 from ctxlab.policies import get
 from tests.context_model import ContextModel, RubricJudge
+from tests.samples import long_trace
 
-REPO = Path(__file__).resolve().parents[1]
-LONG = REPO / "traces" / "deepagents_long_session.jsonl.xz"
 POLICY = {"window": 30000, "trigger": ("fraction", 0.5), "keep": ("messages", 4)}
 
 
 @pytest.fixture(scope="module")
 def trace() -> ctxlab.Trace:
-    return ctxlab.load(LONG)[0]
+    return long_trace()
 
 
 @pytest.fixture(scope="module")

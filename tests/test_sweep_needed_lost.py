@@ -19,6 +19,7 @@ from ctxlab._store.store import Store
 from ctxlab._store.sweep import sweep
 from ctxlab._view.widgets.compare import metrics_table_html
 from ctxlab.policies import get
+from tests.samples import long_trace
 
 REPO = Path(__file__).resolve().parents[1]
 LONG = REPO / "traces" / "deepagents_long_session.jsonl.xz"
@@ -29,7 +30,7 @@ TRIGGERS = {"fraction:0.5": ("fraction", 0.5), "fraction:0.85": ("fraction", 0.8
 
 @pytest.fixture(scope="module")
 def trace() -> ctxlab.Trace:
-    return ctxlab.load(LONG)[0]
+    return long_trace()
 
 
 @pytest.mark.parametrize("workers", [1, 2])
