@@ -20,9 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ctxlab._errors import TraceFormatError
+from ctxlab._ingest.formats import checked_messages
 from ctxlab._ingest.formats.claude_code_lines import MESSAGE_TYPES, Line
 from ctxlab._ingest.formats.messages import Content
 from ctxlab._ingest.formats.redaction import arguments_or_text
@@ -181,20 +182,15 @@ def _ai_message(lines: list[Line]) -> tuple[AIMessage, Line]:
             "total_tokens": total + last.usage["output_tokens"],
             "input_token_details": {"cache_read": read, "cache_creation": write},
         }
-    message = AIMessage(
-        content=blocks,  # type: ignore[arg-type]
-        id=lines[0].message_id,
-        tool_calls=calls,
-        response_metadata=metadata,
-        usage_metadata=usage,
-    )
+    # every field was checked by `claude_code_lines`: built without validating it again
+    message = checked_messages.ai(blocks, lines[0].message_id, calls, metadata, usage)
     return message, last
 
 
 def _user_messages(line: Line, names: dict[str, str]) -> list[BaseMessage]:
     """A user line: its tool results as ToolMessages, anything else as one HumanMessage."""
     if line.text is not None:
-        return [HumanMessage(content=line.text)]
+        return [checked_messages.human(line.text)]
     out: list[BaseMessage] = []
     rest: list[Any] = []  # content blocks
     for block in line.blocks:
@@ -203,15 +199,15 @@ def _user_messages(line: Line, names: dict[str, str]) -> list[BaseMessage]:
             continue
         call = block["tool_use_id"]
         out.append(
-            ToolMessage(
-                content=block.get("content") or "",
-                tool_call_id=call,
-                status="error" if block.get("is_error") else "success",
-                name=names.get(call),
+            checked_messages.tool(
+                block.get("content") or "",
+                call,
+                "error" if block.get("is_error") else "success",
+                names.get(call),
             )
         )
     if rest:
-        out.append(HumanMessage(content=rest))
+        out.append(checked_messages.human(rest))
     return out
 
 
@@ -278,7 +274,7 @@ class _Builder:
                 RecordedCompaction(turn=len(self.turns), started_at=line.timestamp)
             )
         content: Content = line.text if line.text is not None else line.blocks
-        message = HumanMessage(content=content)
+        message = checked_messages.human(content)
         self.compactions[-1] = replace(self.compactions[-1], summary=message.text)
         self.awaiting_summary = False
         self.inserted.append(message)
