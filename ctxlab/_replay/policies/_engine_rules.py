@@ -353,28 +353,34 @@ def _events(
     second = (np.where(empty, hi, np.maximum(lo, prev_hi)), hi)
 
     def between(a: np.ndarray, b: np.ndarray, where: np.ndarray | None) -> tuple[Any, Any]:
-        if where is None:  # every item
-            return a, np.maximum(a, b)
-        return np.searchsorted(where, a), np.maximum(
-            np.searchsorted(where, a), np.searchsorted(where, b)
-        )
+        """Items `[a, b)` of the history as positions, per call (a flat array) and the call
+        of each: every item, or those of `where`."""
+        if where is not None:
+            a, b = np.searchsorted(where, a), np.searchsorted(where, b)
+        size = np.maximum(b - a, 0)
+        call = np.repeat(np.arange(len(a)), size)
+        flat = np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size) + a[call]
+        return (flat if where is None else where[flat]), call
 
-    parts = [(spans, *between(*first, spans)), (spans, *between(*second, spans))]
+    found = [between(*first, spans), between(*second, spans)]
     if not stage.drops:
-        parts.append((rule.always, *between(prev_fed, fed, rule.always)))
-    some = np.zeros(len(fed), dtype=bool)
-    for _, a, b in parts:
-        some |= b > a
+        found.append(between(prev_fed, fed, rule.always))
+    where = np.concatenate([f[0] for f in found])
+    call = np.concatenate([f[1] for f in found])
+    if not len(call):
+        return events
+    order = np.lexsort((where, call))  # by call, then in input order
+    where, call = where[order].tolist(), call[order]
+    cuts = (np.flatnonzero(np.diff(call)) + 1).tolist()
     index = turn_table(trace).index.tolist()
     b4, af = before.tolist(), after.tolist()
-    for t in np.flatnonzero(some).tolist():
-        found: list[int] = []
-        for where, a, b in parts:
-            if b[t] > a[t]:
-                found.extend(range(a[t], b[t]) if where is None else where[a[t] : b[t]].tolist())
-        positions = tuple(sorted(found))
+    for t, start, stop in zip(
+        call[[0, *cuts]].tolist(), [0, *cuts], [*cuts, len(where)], strict=True
+    ):
         events[t].append(
-            make_event(stage.event, index[t], positions, b4[t], af[t], None, stage.reason)
+            make_event(
+                stage.event, index[t], tuple(where[start:stop]), b4[t], af[t], None, stage.reason
+            )
         )
     return events
 

@@ -1,12 +1,12 @@
-"""Count-only forms of the masking stages (`ctxlab._replay.policies.counts_only`).
-
-Masking is request-only and monotone: once a result falls out of the kept ones it stays
-masked, and which results are masked at a call depends only on how many observations (or
-messages) the history holds then. So a call's counts are the uncompacted ones less what the
-masked results no longer cost, a prefix sum over the observations up to the last masked one,
-and a call's event lists the results that crossed the line since the previous call. The stage
-classes (`LastNStage`, `WindowMaskStage`) remain the reference; these give the same frame and
-events (tests/test_counts_only.py) in a few array operations.
+"""Observation masking (`LastNStage`) behind a stage that compacts now and then: its counts
+over inputs that are another stage's output, given call by call as pieces (`masked_after`),
+for the count-only forms of such pipelines (`threshold_counts`, JetBrains' hybrid in
+`jetbrains_counts`). On the history alone the stage's form is the one the engine derives from
+its rule (`ctxlab._replay.policies._engine_rules`); here the horizon is that rule's
+(`LastNStage.bounds`), laid over each piece's observations: once a result falls out of the
+kept ones it stays masked within a piece, so a call's counts are the piece's less what the
+masked results no longer cost, and a call's event lists the results that crossed the line
+since the previous call (tests/test_counts_only.py, tests/test_fast_paths.py).
 """
 
 from __future__ import annotations
