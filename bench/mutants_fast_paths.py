@@ -41,6 +41,7 @@ FILES = {
         "swe-agent-masking",
         "openhands-observation-masking",
         "openhands-recent",
+        "user-rule",  # the test's own rule stage (`OldResultsStub`)
     ],
     P + "offload_counts.py": ["tool-result-offload"],
     P + "masking_counts.py": [
