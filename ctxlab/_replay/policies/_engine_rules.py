@@ -346,7 +346,7 @@ def _events(
     running stage reports: it remembers exactly the last call's edited positions)."""
     events: list[list[Event]] = [[] for _ in fed]
     spans = rule.window if not stage.drops else None
-    prev_lo, prev_hi, prev_fed = (np.concatenate(([0], x[:-1])) for x in (lo, hi, fed))
+    prev_lo, prev_hi, prev_fed = (np.concatenate(([0], x))[:-1] for x in (lo, hi, fed))
     empty = prev_hi <= prev_lo
     # this call's span without the last one's: before it, and after it
     first = (lo, np.where(empty, hi, np.minimum(hi, np.maximum(lo, prev_lo))))
