@@ -36,11 +36,15 @@ P = "ctxlab/_replay/policies/"
 FILES = {
     P + "clear_counts.py": ["clear-tool-uses", "subclassed-clear"],
     P + "edit_counts.py": ["inspect-edit"],
-    P + "recent_counts.py": ["openhands-recent"],
-    P + "offload_counts.py": ["tool-result-offload"],
-    P + "masking_counts.py": [
+    P + "_engine_rules.py": [
         "observation-masking",
         "swe-agent-masking",
+        "openhands-observation-masking",
+        "openhands-recent",
+        "user-rule",  # the test's own rule stage (`OldResultsStub`)
+    ],
+    P + "offload_counts.py": ["tool-result-offload"],
+    P + "masking_counts.py": [
         "jetbrains-hybrid",
         "compact-then-mask",  # `masked_after` behind the generic form
     ],
@@ -50,7 +54,7 @@ FILES = {
         "clear-tool-uses",
         "tool-result-offload",
         "inspect-edit",
-        "observation-masking",
+        "openhands-recent",
     ],
     P + "deepagents/counts.py": ["deepagents"],
     P + "threshold_counts.py": [

@@ -19,6 +19,7 @@ import itertools
 import sys
 import types
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -38,6 +39,7 @@ from ctxlab._ingest.inputs import Inputs
 from ctxlab._messages import message_text
 from ctxlab._replay.policies import catalog
 from ctxlab._replay.policies._engine_facts import turn_table
+from ctxlab._replay.policies._engine_rules import NEVER, RANKED, WINDOW, RuleStage
 from ctxlab._replay.policies.catalog import get, names
 from ctxlab._replay.policies.claude_code import ClaudeCode
 from ctxlab._replay.policies.engine import (
@@ -119,16 +121,58 @@ class CompactThenMask(ClaudeCode):
         return [*super().stages(trace, window), masking]
 
 
+class OldResultsStub(RuleStage):
+    """A user's own rule (`RuleStage`): every tool result but the newest `keep` becomes a
+    stub. The engine derives its count-only form from the rule; nothing else is written."""
+
+    capabilities = frozenset()
+    ranks = True
+    horizon = ("keep",)
+
+    def __init__(self, keep: int) -> None:
+        super().__init__(f"keep={keep}")
+        self.keep = keep
+
+    def observe(self, new: Sequence[Item]) -> list[int]:
+        return [(WINDOW + RANKED) if isinstance(it.msg, ToolMessage) else NEVER for it in new]
+
+    def bounds(self, length: Any, ranked: Any) -> tuple[Any, Any]:
+        return 0, ranked - self.keep
+
+    def edit(self, it: Item) -> Item:
+        return Item(it.pos, ToolMessage("[old]", tool_call_id=it.msg.tool_call_id), "stubs")
+
+
+class ForgetsNothing(OldResultsStub):
+    """A subclass of a rule stage that overrides `apply`: no form of its parent's rule."""
+
+    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
+        return items
+
+
+@dataclass(frozen=True)
+class UserRule(StagePolicy):
+    """`OldResultsStub` as a plugged-in policy (`forgets` runs `ForgetsNothing` instead)."""
+
+    name: ClassVar[str] = "user-rule"
+    keep: int = 3
+    forgets: bool = False
+
+    def stages(self, trace: Trace, window: int | None) -> list[Any]:
+        return [(ForgetsNothing if self.forgets else OldResultsStub)(int(self.keep))]
+
+
 DOCS_POLICY = _register_docs_policy()
 catalog.register(SubclassedClear, SubclassedClear.name)
 catalog.register(CompactThenMask, CompactThenMask.name)
+catalog.register(UserRule, UserRule.name)
 POLICIES = sorted(names())
 assert DOCS_POLICY in POLICIES
 # Registered only while this file's tests run: collection imports every test file in every
 # xdist worker, and other files list the registered policies (the catalogue, `ctxlab policies`).
 _PLUGGED = {
     name: catalog._REGISTERED.pop(name)
-    for name in (DOCS_POLICY, SubclassedClear.name, CompactThenMask.name)
+    for name in (DOCS_POLICY, SubclassedClear.name, CompactThenMask.name, UserRule.name)
 }
 
 
@@ -459,8 +503,9 @@ def _has_form(name: str) -> bool:
 
 def _promises_form(name: str) -> bool:
     """Whether `name` promises a count-only form: its own class defines `counts_only` (an
-    inherited one promises nothing), or one of its stages declares `JUMPS` or `acts_over`
-    (the default forms' contracts). A form that stopped being used (a changed guard) would
+    inherited one promises nothing), one of its stages declares `JUMPS` or `acts_over`, or
+    its only stage is a `RuleStage` that keeps the engine's `apply` (the default forms'
+    contracts). A form that stopped being used (a changed guard) would
     otherwise leave the slider on the full replay unnoticed."""
     policy = get(name)
     if "counts_only" in vars(type(policy)):
@@ -469,6 +514,8 @@ def _promises_form(name: str) -> bool:
         return False
     trace = _short_trace()
     stages = policy.stages(trace, policy.window_for(trace))
+    if len(stages) == 1 and isinstance(stages[0], RuleStage):
+        return type(stages[0]).apply is RuleStage.apply
     return any(declares(s, JUMPS) or acting_threshold(s) is not None for s in stages)
 
 

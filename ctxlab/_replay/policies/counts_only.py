@@ -4,17 +4,18 @@ A slider move needs only what the chart draws: each call's tokens by kind and th
 full replay also makes every call's request (the parts the prompt-cache simulation reads) and
 a `Call` per model call, step by step. A policy may give just the counts with a
 `counts_only(trace, summarizer)` method returning `CallCounts` (or None where it cannot: a
-subclass that changed its stages, a trace the formula does not cover). Two kinds exist: by
-formula, for decisions that follow from per-message facts (masking: which results fell out of
-the kept ones; the counts are prefix sums over the trace, `masking_counts`, `clear_counts`,
-`recent_counts`, `offload_counts`, `edit_counts`), by jumping, for stages that act at a
-threshold (`threshold_counts`), and by remembering, for request-only stages that act only
-over one (`acts_over_counts`); the last two are `StagePolicy.counts_only`'s default, chosen
-by what a stage declares. `ctxlab._replay.replay.counted`
-turns the counts into the frame `Replay.counts` gives; the explorer draws it first and makes
-the full replay after the chart is sent. Each form is checked against the full engine, frame
-for frame and event for event (tests/test_counts_only.py). This module holds what the forms
-share.
+subclass that changed its stages, a trace the formula does not cover). Four kinds exist: by
+the rule a request-only stage is written as (`_engine_rules`: masking, recency; the engine
+derives the stage's requests and these counts from the one rule), by hand-written formula
+for decisions that follow from per-message facts (`clear_counts`, `offload_counts`,
+`edit_counts`, and `masking_counts.masked_after` for masking behind a summary), by jumping,
+for stages that act at a threshold (`threshold_counts`), and by remembering, for request-only
+stages that act only over one (`acts_over_counts`); all but the formulas are
+`StagePolicy.counts_only`'s default, chosen by what a stage is or declares.
+`ctxlab._replay.replay.counted` turns the counts into the frame `Replay.counts` gives; the
+explorer draws it first and makes the full replay after the chart is sent. Each form is
+checked against the full engine, frame for frame and event for event
+(tests/test_fast_paths.py, tests/test_counts_only.py). This module holds what the forms share.
 """
 
 from __future__ import annotations

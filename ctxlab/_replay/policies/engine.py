@@ -447,18 +447,22 @@ class StagePolicy:
 
     def counts_only(self, trace: Trace, summarizer: Summarizer) -> CallCounts | None:
         """Optional: the per-call counts and events a replay of `trace` would give, without
-        its requests (`ctxlab._replay.policies.counts_only`), or None. A slider draws these first
-        and
-        replays in full after the chart is sent; a policy that can say them by formula gets
-        moves that cost the formula. By default: a policy of one `RebuildStage` that declares
+        its requests (`ctxlab._replay.policies.counts_only`), or None. A slider draws these
+        first and replays in full after the chart is sent; a policy that can say them by
+        formula gets moves that cost the formula. By default: a policy of one `RuleStage`
+        that keeps the engine's `apply` gets its rule's counts by prefix sums
+        (`ctxlab._replay.policies._engine_rules`); a policy of one `RebuildStage` that declares
         `JUMPS` runs it only at the calls that may act
         (`ctxlab._replay.policies.threshold_counts`); a policy of one stage that declares
         `acts_over` runs it only at the calls over its threshold, each once per trace
         (`ctxlab._replay.policies.acts_over_counts`); any other, None (the full replay)."""
+        from ctxlab._replay.policies._engine_rules import rule_counts
         from ctxlab._replay.policies.acts_over_counts import acts_over_counts
         from ctxlab._replay.policies.threshold_counts import threshold_counts
 
-        found = threshold_counts(self, trace, summarizer)
+        found = rule_counts(self, trace)
+        if found is None:
+            found = threshold_counts(self, trace, summarizer)
         return found if found is not None else acts_over_counts(self, trace, summarizer)
 
     def window_for(self, trace: Trace) -> int | None:

@@ -13,31 +13,26 @@ the SWE-agent docstring warns that it "will break prompt caching" (`polling` is 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
+import numpy as np
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
-from ctxlab._replay.policies._engine_counts import RunningCount, extended, mark
-from ctxlab._replay.policies.base import Event
+from ctxlab._replay.policies._engine_rules import ALWAYS, NEVER, RANKED, WINDOW, RuleStage
 from ctxlab._replay.policies.engine import (
     AUTO,
     KEEPS_MARKS,
-    Context,
     Item,
     Stage,
     StagePolicy,
-    appended,
     message_text,
     replaced,
 )
 
 if TYPE_CHECKING:
-    from ctxlab._replay.policies._engine_counts import Mark
-    from ctxlab._replay.policies.counts_only import CallCounts
     from ctxlab._trace import Trace
-    from ctxlab.summarizers import Summarizer
 
 SWE_AGENT_PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
 """`LastNObservations.__call__` (SWE-agent `sweagent/agent/history_processors.py`)."""
@@ -100,7 +95,7 @@ class MaskedCopies:
         return hit[1] if hit[1].pos == it.pos else Item(it.pos, hit[1].msg, "stubs")
 
 
-class LastNStage:
+class LastNStage(RuleStage):
     """`LastNObservations`: observations are the task message plus every tool result; the first
     (the instance template) is never elided; all but the last `n` (give or take `polling`) are.
 
@@ -109,12 +104,15 @@ class LastNStage:
     with `old=True` (SWE-agent 0.x, whose observations are user turns) the elided text is
     0.x's.
 
-    Fast path: when the input is the previous input plus new messages, the masked prefix only
-    grows (`last_removed` never falls), so the previous output is extended and the observations
-    that fell out of the last `n` are masked, in the time of what changed.
+    Written as a rule (`ctxlab._replay.policies._engine_rules`): the observations rank, the
+    horizon is the observations past the last `n` (polled), which never falls as the history
+    grows, and tags force removal (at once) or keeping; the engine makes the requests and the
+    count-only form from it.
     """
 
     capabilities = frozenset({KEEPS_MARKS})
+    ranks = True
+    horizon = ("n", "polling")
 
     def __init__(
         self,
@@ -127,173 +125,86 @@ class LastNStage:
     ) -> None:
         if n <= 0:
             raise ValueError("n must be a positive integer")
+        super().__init__(f"last_n_observations n={n}")
         self.n, self.polling = n, max(1, polling)
         self.remove_tags, self.keep_tags = remove_tags, keep_tags
         self.observations, self.old = observations, old
-        self.masked: set[int] = set()
-        self.stubs = MaskedCopies()
-        self.counted = RunningCount()  # the inputs' tokens, for the events
-        self.prev_in: list[Item] | Mark | None = None
-        self.prev_out: list[Item] = []
-        self.obs: list[int] = []  # input indices of the observations
-        self.first: int | None = None  # input index of the first user message
-        self.last_removed = 0
-        self.saved = 0  # tokens the masked observations no longer cost
+        self._stubs = MaskedCopies()
+        self._first_seen = False  # the first user message (an observation) is in the input
 
-    def _stub(self, it: Item) -> Item:
-        if self.old:
-            return self.stubs.of(it, ("swe-mask-0.x",), _swe_0_placeholder)
-        return self.stubs.of(it, ("swe-mask",), _swe_placeholder)
+    def restart(self) -> None:
+        """The first user message is looked for again."""
+        self._first_seen = False
 
-    def _observation(self, it: Item) -> bool:
-        """Whether `it` is an observation after the first one (a tool result, or one of the
-        recording's `observations`)."""
-        if self.observations is not None:
-            return it.pos is not None and it.pos in self.observations
-        return isinstance(it.msg, ToolMessage) and it.kind == "tool_results"
-
-    def _masks(self, it: Item, omitted: bool) -> bool:
-        if self.observations is None and not isinstance(it.msg, ToolMessage):
-            return False
-        if self.observations is not None and not self._observation(it):
-            return False
-        tags = _tags(it.msg) if (self.keep_tags or self.remove_tags) else set()
-        return (omitted and not tags & self.keep_tags) or bool(tags & self.remove_tags)
-
-    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
-        new = appended(self.prev_in, items)
-        if new is None or self.first is None:
-            out = self._full(items, ctx)
-        else:
-            out = self._extend(items, new, ctx)
-        self.prev_in, self.prev_out = mark(items), out
-        return out
-
-    def _full(self, items: list[Item], ctx: Context) -> list[Item]:
-        if self.observations is not None:
-            obs = [i for i, it in enumerate(items) if self._observation(it)]
-            first = obs[0] if obs else None
-        else:
-            first = next((i for i, it in enumerate(items) if it.kind == "human"), None)
-            obs = [i for i, it in enumerate(items) if i == first or self._observation(it)]
-        last_removed = max(0, (len(obs) // self.polling) * self.polling - self.n)
-        omit = set(obs[1:last_removed])
-        out = list(items)
-        touched = []
-        saved = 0
-        for i in obs:
-            it = items[i]
-            if not self._masks(it, i in omit):
+    def observe(self, new: Sequence[Item]) -> list[int]:
+        """Observations rank (the first user message, then every tool result, or the
+        recording's own); tags decide which are removed at once or kept; the first user
+        message, not a tool result, is never edited."""
+        out = []
+        for it in new:
+            if self.observations is not None:
+                if it.pos is None or it.pos not in self.observations:
+                    out.append(NEVER)
+                    continue
+            elif isinstance(it.msg, ToolMessage) and it.kind == "tool_results":
+                pass
+            elif it.kind == "human" and not self._first_seen:
+                self._first_seen = True
+                out.append(NEVER + RANKED)
                 continue
-            out[i] = self._stub(it)
-            saved += ctx.tokens(it.msg) - ctx.tokens(out[i].msg)
-            if it.pos is not None:
-                touched.append(it.pos)
-        self.first, self.obs, self.last_removed, self.saved = first, obs, last_removed, saved
-        new = [p for p in touched if p not in self.masked]
-        if new or len(touched) != len(self.masked):
-            self.masked = set(touched)
-        _record(ctx, items, saved, new, f"last_n_observations n={self.n}", self.counted)
+            else:
+                out.append(NEVER)
+                continue
+            tags = _tags(it.msg) if (self.keep_tags or self.remove_tags) else set()
+            if tags & self.remove_tags:
+                out.append(ALWAYS + RANKED)
+            else:
+                out.append((NEVER if tags & self.keep_tags else WINDOW) + RANKED)
         return out
 
-    def _extend(self, items: list[Item], new: list[Item], ctx: Context) -> list[Item]:
-        base = len(self.prev_out)
-        obs = self.obs
-        obs.extend(base + j for j, it in enumerate(new) if self._observation(it))
-        last_removed = max(0, (len(obs) // self.polling) * self.polling - self.n)
-        # observations that fell out of the kept ones, then new ones masked by their tags
-        candidates = obs[max(1, self.last_removed) : last_removed]
-        omitted = set(candidates)
-        candidates += [i for i in obs[max(1, last_removed) :] if i >= base and i not in omitted]
-        self.last_removed = last_removed
-        out = extended(self.prev_out, new, edits=True, owner=self)
-        if candidates:  # edited from the first candidate on
-            out.same = min(out.same, min(candidates))
-        fresh = []
-        for i in candidates:
-            it = items[i]
-            if out[i].kind == "stubs" or not self._masks(it, i in omitted):
-                continue  # masked already (by its tags), or kept
-            out[i] = self._stub(it)
-            self.saved += ctx.tokens(it.msg) - ctx.tokens(out[i].msg)
-            if it.pos is not None and it.pos not in self.masked:
-                fresh.append(it.pos)
-        self.masked.update(fresh)
-        _record(ctx, items, self.saved, fresh, f"last_n_observations n={self.n}", self.counted)
-        return out
+    def bounds(self, length: Any, ranked: Any) -> tuple[Any, Any]:
+        """Every observation but the first, up to the last `n` (the count polled)."""
+        return 1, np.maximum(0, (ranked // self.polling) * self.polling - self.n)
+
+    def edit(self, it: Item) -> Item:
+        """SWE-agent's placeholder (0.x's for `old`)."""
+        if self.old:
+            return self._stubs.of(it, ("swe-mask-0.x",), _swe_0_placeholder)
+        return self._stubs.of(it, ("swe-mask",), _swe_placeholder)
 
 
-def _record(
-    ctx: Context,
-    before: list[Item],
-    saved: int,
-    new: list[int],
-    reason: str,
-    counted: RunningCount,
-) -> None:
-    """One `mask_observations` event for the newly masked positions, if any: `before` is the
-    unmasked request (counted by `counted`, the stage's count of its inputs) and `saved` what
-    every masked item (old and new) no longer costs."""
-    if new:
-        total = counted(before, ctx.count, ctx.tok)
-        ctx.events.append(
-            Event(
-                "mask_observations", ctx.turn.index, tuple(new), total, total - saved, None, reason
-            )
-        )
-
-
-class WindowMaskStage:
+class WindowMaskStage(RuleStage):
     """`ObservationMaskingCondenser`: an observation outside the last `attention_window`
     events (messages) of the view is masked.
 
-    Fast path as in `LastNStage`: with only new messages, the masked region grows by as many.
+    Written as a rule (`ctxlab._replay.policies._engine_rules`): tool results are edited once
+    the horizon, the input less its last `attention_window` items, passes them.
     """
 
     capabilities = frozenset({KEEPS_MARKS})
+    horizon = ("window",)
 
     def __init__(self, attention_window: int, placeholder: str) -> None:
+        super().__init__(f"attention_window={attention_window}")
         self.window = attention_window
         self.placeholder = placeholder
-        self.masked: set[int] = set()
-        self.stubs = MaskedCopies()
-        self.counted = RunningCount()  # the inputs' tokens, for the events
-        self.prev_in: list[Item] | Mark | None = None
-        self.prev_out: list[Item] = []
-        self.saved = 0
+        self._stubs = MaskedCopies()
 
-    def _mask(self, out: list[Item], i: int, ctx: Context) -> int | None:
-        """Mask `out[i]` if it is an observation; its position if it was not masked before."""
-        it = out[i]
-        if it.kind != "tool_results" or not isinstance(it.msg, ToolMessage):
-            return None
-        msg = it.msg
+    def observe(self, new: Sequence[Item]) -> list[int]:
+        """Tool results are masked once old enough; nothing else is."""
+        return [
+            WINDOW if it.kind == "tool_results" and isinstance(it.msg, ToolMessage) else NEVER
+            for it in new
+        ]
+
+    def bounds(self, length: Any, ranked: Any) -> tuple[Any, Any]:
+        """The input but its last `attention_window` items."""
+        return 0, length - self.window
+
+    def edit(self, it: Item) -> Item:
+        """The placeholder text."""
         text = self.placeholder
-        out[i] = self.stubs.of(it, ("mask", text), lambda _: text)
-        self.saved += ctx.tokens(msg) - ctx.tokens(out[i].msg)
-        return it.pos
-
-    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
-        new = appended(self.prev_in, items)
-        limit = len(items) - self.window
-        if new is None:
-            out = list(items)
-            self.saved = 0
-            touched = [self._mask(out, i, ctx) for i in range(max(0, limit))]
-            positions = [p for p in touched if p is not None]
-            fresh = [p for p in positions if p not in self.masked]
-            if fresh or len(positions) != len(self.masked):
-                self.masked = set(positions)
-        else:
-            start = max(0, len(self.prev_out) - self.window)
-            out = extended(self.prev_out, new, edits=True, owner=self)
-            out.same = min(out.same, start)  # edited from `start` on
-            touched = [self._mask(out, i, ctx) for i in range(start, max(0, limit))]
-            fresh = [p for p in touched if p is not None and p not in self.masked]
-            self.masked.update(fresh)
-        self.prev_in, self.prev_out = mark(items), out
-        _record(ctx, items, self.saved, fresh, f"attention_window={self.window}", self.counted)
-        return out
+        return self._stubs.of(it, ("mask", text), lambda _: text)
 
 
 def swe_agent_observations(trace: Trace) -> tuple[frozenset[int] | None, bool]:
@@ -352,17 +263,6 @@ class ObservationMasking(StagePolicy):
             )
         ]
 
-    def counts_only(self, trace: Trace, summarizer: Summarizer) -> CallCounts | None:
-        """This policy's per-call counts and events on `trace` by formula
-        (`ctxlab._replay.policies.masking_counts`), for a chart that needs no requests; the
-        full engine for a trajectory whose observations SWE-agent named itself."""
-        from ctxlab._replay.policies.counts_only import single_stage
-        from ctxlab._replay.policies.masking_counts import last_n_counts
-
-        if swe_agent_observations(trace)[0] is not None:
-            return None
-        return single_stage(self, trace, LastNStage, last_n_counts)
-
 
 @dataclass(frozen=True)
 class SWEAgentMasking(ObservationMasking):
@@ -396,14 +296,6 @@ class OpenHandsObservationMasking(StagePolicy):
     def stages(self, trace: Trace, window: int | None) -> list[Stage]:
         """One masking stage."""
         return [WindowMaskStage(int(self.attention_window), self.placeholder)]
-
-    def counts_only(self, trace: Trace, summarizer: Summarizer) -> CallCounts | None:
-        """This policy's per-call counts and events on `trace` by formula
-        (`ctxlab._replay.policies.masking_counts`), for a chart that needs no requests."""
-        from ctxlab._replay.policies.counts_only import single_stage
-        from ctxlab._replay.policies.masking_counts import window_mask_counts
-
-        return single_stage(self, trace, WindowMaskStage, window_mask_counts)
 
 
 __all__ = [

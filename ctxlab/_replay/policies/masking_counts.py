@@ -1,12 +1,12 @@
-"""Count-only forms of the masking stages (`ctxlab._replay.policies.counts_only`).
-
-Masking is request-only and monotone: once a result falls out of the kept ones it stays
-masked, and which results are masked at a call depends only on how many observations (or
-messages) the history holds then. So a call's counts are the uncompacted ones less what the
-masked results no longer cost, a prefix sum over the observations up to the last masked one,
-and a call's event lists the results that crossed the line since the previous call. The stage
-classes (`LastNStage`, `WindowMaskStage`) remain the reference; these give the same frame and
-events (tests/test_counts_only.py) in a few array operations.
+"""Observation masking (`LastNStage`) behind a stage that compacts now and then: its counts
+over inputs that are another stage's output, given call by call as pieces (`masked_after`),
+for the count-only forms of such pipelines (`threshold_counts`, JetBrains' hybrid in
+`jetbrains_counts`). On the history alone the stage's form is the one the engine derives from
+its rule (`ctxlab._replay.policies._engine_rules`); here the horizon is that rule's
+(`LastNStage.bounds`), laid over each piece's observations: once a result falls out of the
+kept ones it stays masked within a piece, so a call's counts are the piece's less what the
+masked results no longer cost, and a call's event lists the results that crossed the line
+since the previous call (tests/test_counts_only.py, tests/test_fast_paths.py).
 """
 
 from __future__ import annotations
@@ -23,13 +23,10 @@ from ctxlab._replay.policies.base import make_event
 from ctxlab._replay.policies.counts_only import (
     CallCounts,
     cumulative,
-    fed_lengths,
-    raw_counts,
     with_stubs,
 )
 from ctxlab._replay.policies.masking import (
     LastNStage,
-    WindowMaskStage,
     _masked,
     _swe_placeholder,
     _tags,
@@ -87,36 +84,6 @@ def with_masks(
             make_event("mask_observations", index[t], positions, before[t], after[t], None, reason)
         )
     return masked
-
-
-def last_n_counts(trace: Trace, facts: TraceFacts, stage: LastNStage, tools: int) -> CallCounts:
-    """`LastNStage` over `trace`: the observations are the first user message and every tool
-    result; all but the first and the last `n` (polled) are masked, tagged ones as tags say.
-    The input is the history itself: one piece, from its start (`masked_after`)."""
-    fed = fed_lengths(trace)
-    raw = raw_counts(facts, fed, tools)
-    orig, stub, fresh = masked_after(facts, stage, [(0, len(fed), [], 0)], fed)
-    return with_masks(trace, raw, orig, stub, fresh, f"last_n_observations n={stage.n}")
-
-
-def window_mask_counts(
-    trace: Trace, facts: TraceFacts, stage: WindowMaskStage, tools: int
-) -> CallCounts | None:
-    """`WindowMaskStage` over `trace`: every tool result older than the last `window`
-    messages is masked (None for a negative window, which the stage does not take)."""
-    if stage.window < 0:
-        return None
-    text = stage.placeholder
-    pos, toks, stub_toks, _ = _results(facts, ("mask", text), lambda _: text, _masked)
-    fed = fed_lengths(trace)
-    raw = raw_counts(facts, fed, tools)
-    m = np.searchsorted(pos, fed - stage.window)  # results older than the window
-    orig, stub = cumulative(toks)[m], cumulative(stub_toks)[m]
-    starts = np.concatenate(([0], m[:-1]))
-    fresh = [
-        (int(t), tuple(int(p) for p in pos[starts[t] : m[t]])) for t in np.flatnonzero(m > starts)
-    ]
-    return with_masks(trace, raw, orig, stub, fresh, f"attention_window={stage.window}")
 
 
 Piece = tuple[int, int, "list[Item]", int]
@@ -223,7 +190,7 @@ def masked_after(
     m = np.asarray(own, dtype=np.int64)[of] + np.where(
         k_c >= 0, np.searchsorted(pos, at) - k_c + ((h_c >= 0) & (h_c < at)), 0
     )
-    last = np.maximum(0, (m // stage.polling) * stage.polling - stage.n)
+    last = stage.bounds(at, m)[1]  # the rule's horizon (`LastNStage.bounds`)
     for out, value in ((orig, o), (stub, s_)):
         by_window, by_tag = cumulative(windowed * value), cumulative(removed * value)
         out[call] = (by_window[base + last] - by_window[base]) + (by_tag[base + m] - by_tag[base])
@@ -268,4 +235,4 @@ def masked_after(
     return orig, stub, fresh
 
 
-__all__ = ["Piece", "last_n_counts", "masked_after", "window_mask_counts", "with_masks"]
+__all__ = ["Piece", "masked_after", "with_masks"]

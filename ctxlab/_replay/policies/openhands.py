@@ -17,14 +17,16 @@ memory filters unmatched tool calls, so pairs are never split.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+import numpy as np
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from ctxlab._cost import tokens as tk
 from ctxlab._errors import UnsupportedSettingError
-from ctxlab._replay.policies.base import Event
+from ctxlab._replay.policies._engine_rules import WINDOW, RuleStage
 from ctxlab._replay.policies.cache_aligned import aligned, aligned_params
 from ctxlab._replay.policies.engine import (
     AUTO,
@@ -35,7 +37,6 @@ from ctxlab._replay.policies.engine import (
     RebuildStage,
     Stage,
     StagePolicy,
-    appended,
     first_user_index,
     message_text,
     safe_start,
@@ -44,9 +45,7 @@ from ctxlab._replay.policies.engine import (
 )
 
 if TYPE_CHECKING:
-    from ctxlab._replay.policies.counts_only import CallCounts
     from ctxlab._trace import Trace
-    from ctxlab.summarizers import Summarizer
 
 OPENHANDS_UPSTREAM_PROMPT = """You are maintaining a context-aware state summary for an interactive agent.
 You will be given a list of events corresponding to actions taken by the agent, and the most recent previous summary if one exists.
@@ -183,54 +182,35 @@ class RollingStage(RebuildStage):
         )
 
 
-class RecentStage:
+class RecentStage(RuleStage):
     """`RecentEventsCondenser.condense`: head + the last `max_events - len(head)` events.
 
-    While the input only grows (past a full head), the cut only moves forward: the newly
-    dropped events are the ones between the previous cut and this one.
+    Written as a rule (`ctxlab._replay.policies._engine_rules`): the span dropped is the
+    input past its first `keep_first` items up to its last `max_events - keep_first`, the cut
+    moved forward past tool results; it only moves forward as the history grows.
     """
 
-    def __init__(self, keep_first: int, max_events: int) -> None:
-        self.keep_first, self.max_events = keep_first, max_events
-        self.dropped: set[int] = set()
-        self.prev_in: list[Item] | None = None
-        self.prev_start = 0
+    capabilities = frozenset({KEEPS_MARKS})
+    drops = True
+    past_results = True
+    event = "forget"
+    horizon = ("keep_first", "max_events")
 
-    def apply(self, items: list[Item], ctx: Context) -> list[Item]:
-        head = items[: self.keep_first]
-        tail_len = max(0, self.max_events - len(head))
-        start = max(len(head), len(items) - tail_len) if tail_len else len(items)
-        start = safe_start(items, start)
-        out = [*head, *items[start:]]
-        prev = self.prev_in
-        if (
-            prev is not None
-            and len(prev) >= self.keep_first
-            and start >= self.prev_start
-            and appended(prev, items) is not None
-        ):
-            new = sorted(
-                it.pos
-                for it in items[max(len(head), self.prev_start) : start]
-                if it.pos is not None and it.pos not in self.dropped
-            )
-            self.dropped.update(new)
-        else:
-            kept = {it.pos for it in out}
-            dropped = {it.pos for it in items if it.pos is not None and it.pos not in kept}
-            new = sorted(dropped - self.dropped)
-            self.dropped = dropped
-        self.prev_in, self.prev_start = items, start
-        if new:
-            # `out` is two slices of `items`: its tokens from the input's prefix sums
-            every = ctx.sums.prefix_sums(items)[0]
-            before = ctx.tools_tokens + every[-1]
-            after = ctx.tools_tokens + every[len(head)] + every[-1] - every[start]
-            reason = f"max_events={self.max_events}"
-            ctx.events.append(
-                Event("forget", ctx.turn.index, tuple(new), before, after, None, reason)
-            )
-        return out
+    def __init__(self, keep_first: int, max_events: int) -> None:
+        if keep_first < 0 or max_events < 0:
+            raise ValueError("keep_first and max_events must not be negative")
+        super().__init__(f"max_events={max_events}")
+        self.keep_first, self.max_events = keep_first, max_events
+
+    def observe(self, new: Sequence[Item]) -> list[int]:
+        """Every event may be forgotten (the span is dropped whole)."""
+        return [WINDOW] * len(new)
+
+    def bounds(self, length: Any, ranked: Any) -> tuple[Any, Any]:
+        """From past the head to the tail's start (the whole rest when no tail is left)."""
+        head = np.minimum(self.keep_first, length)
+        tail = np.maximum(0, self.max_events - head)
+        return head, np.where(tail > 0, np.maximum(head, length - tail), length)
 
 
 class WindowStage(RebuildStage):
@@ -333,14 +313,6 @@ class OpenHandsRecent(StagePolicy):
     def stages(self, trace: Trace, window: int | None) -> list[Stage]:
         """One recency stage."""
         return [RecentStage(int(self.keep_first), int(self.max_events))]
-
-    def counts_only(self, trace: Trace, summarizer: Summarizer) -> CallCounts | None:
-        """This policy's per-call counts and events on `trace` by formula
-        (`ctxlab._replay.policies.recent_counts`), for a chart that needs no requests."""
-        from ctxlab._replay.policies.counts_only import single_stage
-        from ctxlab._replay.policies.recent_counts import recent_counts
-
-        return single_stage(self, trace, RecentStage, recent_counts)
 
 
 @dataclass(frozen=True)
