@@ -151,6 +151,24 @@ class TuneStudy:
         wanted = set(self.pareto)
         return [t for t in self.trials if t.number in wanted]
 
+    def beats_defaults(self) -> list[int]:
+        """The Pareto trials that beat the preset's defaults on the held-out traces: no worse
+        on any objective, better on one (empty without a hold-out set, or when none does)."""
+        defaults = next((r for r in self.reference if r.label == "defaults"), None)
+        if defaults is None or defaults.holdout is None:
+            return []
+        base = means(defaults.holdout) or {}
+        out = []
+        for point in self.front():
+            held = means(point.holdout)
+            if held is None:
+                continue
+            if all(held[o] <= base[o] for o in self.objectives) and any(
+                held[o] < base[o] for o in self.objectives
+            ):
+                out.append(point.number)
+        return out
+
     def point(self, which: int | str) -> Point:
         """A trial by number, or a reference point by label (`defaults`, `recorded`)."""
         for p in (*self.trials, *self.reference):
@@ -182,6 +200,7 @@ class TuneStudy:
             "trials": [t.to_json() for t in self.trials],
             "pareto": list(self.pareto),
             "reference": [r.to_json() for r in self.reference],
+            "beats_defaults": self.beats_defaults(),
             "space": self.space,
             "sampler": self.sampler,
             "seed": self.seed,
@@ -425,7 +444,47 @@ def _front(study: optuna.Study) -> list[int]:
     return sorted(t.number for t in study.best_trials)
 
 
-def tune(
+@dataclass(frozen=True)
+class Plan:
+    """A study checked and laid out before any replay: the policy, the space, the traces and
+    their sets, the sampler, and the study's stored settings (`row`). `ctxlab tune --dry-run`
+    prints it (`to_json`)."""
+
+    policy: Policy
+    dims: dict[str, Dimension]
+    traces: list[Trace]
+    keys: list[str]
+    sets: dict[str, list[int]]
+    sampler: optuna.samplers.BaseSampler
+    trials: int
+    row: StudyRow
+
+    def to_json(self) -> dict[str, Any]:
+        """What the study would run: its name and settings, the traces of each set, and the
+        replays (each trial on the tuning traces, the reference points on all, at most every
+        trial on the held-out ones); the offline summariser calls no model, so nothing is
+        billed."""
+        tune_n, held_n = len(self.sets["tune"]), len(self.sets["holdout"])
+        refs = 2 if _recorded(self.traces, self.policy) else 1
+        return {
+            "study": self.row.study,
+            "policy": self.row.policy,
+            "objectives": self.row.objectives,
+            "space": self.row.space,
+            "sampler": self.row.sampler,
+            "trials": self.trials,
+            "traces": {s: [self.traces[i].trace_id for i in idx] for s, idx in self.sets.items()},
+            "replays": {
+                "trials": self.trials * tune_n,
+                "reference": refs * (tune_n + held_n),
+                "holdout_at_most": self.trials * held_n,
+            },
+            "model_calls": 0,
+            "model_cost_usd": 0.0,
+        }
+
+
+def plan(
     traces: Trace | str | os.PathLike[str] | Iterable[Trace | str | os.PathLike[str]],
     policy: Policy | str,
     space: Mapping[str, Any] | Iterable[str],
@@ -434,7 +493,6 @@ def tune(
     *,
     holdout: float = 0.3,
     seed: int = 0,
-    db: Store | str | Path | None = None,
     study: str | None = None,
     sampler: str | optuna.samplers.BaseSampler = "tpe",
     budget: float | None = None,
@@ -442,25 +500,9 @@ def tune(
     workers: int | None = 1,
     ray: bool = False,
     ray_address: str | None = None,
-    summarizer: Summarizer | None = None,
-    progress: bool = False,
-) -> TuneStudy:
-    """Search `policy`'s parameters in `space` for the settings that minimise `objectives`
-    on `traces`, and say how far to trust them (see the module's doc and docs/tune.md).
-
-    `traces`: what `ctxlab.load` takes, or `Trace`s. `policy`: a name `ctxlab.policies.get`
-    takes, or a policy (its other parameters stay as given). `space`: parameter -> range text
-    (`"60000..200000"`, `"fraction:0.3..0.95"`, `"messages:2..20"`), list of choices, or an
-    Optuna distribution (`ctxlab._tune.space`). `objectives`: names from
-    `ctxlab._tune.objectives.BASE` (`cost`, `needed_lost`, `needed_lost:path`, `peak`,
-    `cumulative`, `late_triggers`, `overflows`), all minimised. `trials`: how many settings to
-    try (the grid sampler stops at its grid's size). `holdout`: the fraction of traces held
-    out of tuning. `budget`: the most USD a setting may cost on any one tuning trace.
-    `db`: the store (default `data/ctxlab.duckdb`); `study`: its name there (default: the
-    policy and a hash of everything that fixes the trials, so the same call resumes the same
-    study). `workers` processes (None: one per core) or Ray (`ray_address`, else a local Ray)
-    run the replays; the result does not depend on which.
-    """
+) -> Plan:
+    """Check a `tune` request and lay it out, replaying nothing and writing nothing (the
+    arguments are `tune`'s)."""
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise TuneError(f"trials must be a whole number, 1 or more; got {trials!r}")
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
@@ -512,6 +554,74 @@ def tune(
         holdout=float(holdout),
     )
     row = dataclasses.replace(row, study=study or _name(row))
+    return Plan(policy, dims, loaded, keys, sets, chosen, trials, row)
+
+
+def tune(
+    traces: Trace | str | os.PathLike[str] | Iterable[Trace | str | os.PathLike[str]],
+    policy: Policy | str,
+    space: Mapping[str, Any] | Iterable[str],
+    objectives: Sequence[str] = ("cost", "needed_lost"),
+    trials: int = 50,
+    *,
+    holdout: float = 0.3,
+    seed: int = 0,
+    db: Store | str | Path | None = None,
+    study: str | None = None,
+    sampler: str | optuna.samplers.BaseSampler = "tpe",
+    budget: float | None = None,
+    batch: int = DEFAULT_BATCH,
+    workers: int | None = 1,
+    ray: bool = False,
+    ray_address: str | None = None,
+    summarizer: Summarizer | None = None,
+    progress: bool = False,
+) -> TuneStudy:
+    """Search `policy`'s parameters in `space` for the settings that minimise `objectives`
+    on `traces`, and say how far to trust them (see the module's doc and docs/tune.md).
+
+    `traces`: what `ctxlab.load` takes, or `Trace`s. `policy`: a name `ctxlab.policies.get`
+    takes, or a policy (its other parameters stay as given). `space`: parameter -> range text
+    (`"60000..200000"`, `"fraction:0.3..0.95"`, `"messages:2..20"`), list of choices, or an
+    Optuna distribution (`ctxlab._tune.space`). `objectives`: names from
+    `ctxlab._tune.objectives.BASE` (`cost`, `needed_lost`, `needed_lost:path`, `peak`,
+    `cumulative`, `late_triggers`, `overflows`), all minimised. `trials`: how many settings to
+    try (the grid sampler stops at its grid's size). `holdout`: the fraction of traces held
+    out of tuning. `budget`: the most USD a setting may cost on any one tuning trace.
+    `db`: the store (default `data/ctxlab.duckdb`); `study`: its name there (default: the
+    policy and a hash of everything that fixes the trials, so the same call resumes the same
+    study). `workers` processes (None: one per core) or Ray (`ray_address`, else a local Ray)
+    run the replays; the result does not depend on which.
+    """
+    found = plan(
+        traces,
+        policy,
+        space,
+        objectives,
+        trials,
+        holdout=holdout,
+        seed=seed,
+        study=study,
+        sampler=sampler,
+        budget=budget,
+        batch=batch,
+        workers=workers,
+        ray=ray,
+        ray_address=ray_address,
+    )
+    policy, dims, loaded, keys, sets = (
+        found.policy,
+        found.dims,
+        found.traces,
+        found.keys,
+        found.sets,
+    )
+    row, chosen, trials, objectives = (
+        found.row,
+        found.sampler,
+        found.trials,
+        tuple(found.row.objectives),
+    )
     store = db if isinstance(db, Store) else Store(db) if db is not None else Store()
     stored = read_study(store, row.study)
     if stored is None:
