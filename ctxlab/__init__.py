@@ -2,8 +2,9 @@
 
 The public API reads like the user's sentence: `ctxlab.load(path)` gives `Trace`s,
 `ctxlab.replay(trace, policies.DeepAgents())` a `Replay`, `ctxlab.evaluate(replay)` what it
-lost, `ctxlab.Store()` keeps them, and `ctxlab.sweep(traces, policy, grid)` runs parameter grids
-into the store; `ctxlab.plots` and `ctxlab.widgets` draw them. Each CLI command has its twin
+lost, `ctxlab.Store()` keeps them, `ctxlab.sweep(traces, policy, grid)` runs parameter grids
+into the store and `ctxlab.tune(traces, policy, space)` searches a policy's settings for a
+Pareto front; `ctxlab.plots` and `ctxlab.widgets` draw them. Each CLI command has its twin
 here (`inspect`, `compare`, `check_replay`, `calibrate`, ...). The public modules are
 `policies`, `summarizers`, `plots`, `widgets`, `facts`, `metrics`, `probes` and `cost`; every
 module whose name starts with `_` is private (docs/architecture.md).
@@ -44,6 +45,8 @@ _EXPORTS = {
     "replay": "ctxlab._replay.replay",
     "request_messages": "ctxlab._replay.requests",
     "sweep": "ctxlab._store.sweep",
+    "tune": "ctxlab._tune.study",
+    "TuneStudy": "ctxlab._tune.study",
 }
 """Public name -> the module defining it."""
 
@@ -60,6 +63,7 @@ __all__ = [
     "TraceFormatError",
     "TraceList",
     "TraceLoadWarning",
+    "TuneStudy",
     "Turn",
     "UnsupportedSettingError",
     "calibrate",
@@ -81,6 +85,7 @@ __all__ = [
     "request_messages",
     "summarizers",
     "sweep",
+    "tune",
     "widgets",
 ]
 
@@ -99,6 +104,7 @@ if TYPE_CHECKING:
     from ctxlab._store.store import Store
     from ctxlab._store.sweep import sweep
     from ctxlab._trace import RecordedCompaction, Trace, Turn, from_messages
+    from ctxlab._tune.study import TuneStudy, tune
 
 
 def __getattr__(name: str) -> object:

@@ -61,6 +61,11 @@ class SweepError(ValueError):
     """The sweep request is wrong; raised before any work starts."""
 
 
+class TuneError(ValueError):
+    """The `ctxlab.tune` request is wrong (a bad space, objective or split, a stored study of
+    the same name with other settings); raised before any work starts."""
+
+
 class FlagError(ValueError):
     """A command-line flag with a bad value: the message names the flag, the value and the
     forms the flag takes, as argparse's own `argument --flag: ...` lines do."""

@@ -123,7 +123,7 @@ def test_a_schema_1_store_is_migrated_on_open(trace, tmp_path):
     events = Store(path).events(key)
     assert events.height and events["summary"].null_count() == events.height
     version = Store(path).query("SELECT value FROM meta WHERE key = 'schema_version'")
-    assert version.item() == str(SCHEMA_VERSION) == "5"
+    assert version.item() == str(SCHEMA_VERSION) == "6"
 
 
 def test_scrubber_shows_the_replays_own_summaries(trace):

@@ -212,11 +212,11 @@ def test_a_schema_3_store_gains_the_evaluation_tables(
         for table in ("facts", "probes", "probe_cache"):
             con.execute(f"DROP TABLE {table}")
         con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
-    with pytest.raises(StoreError, match="migrate it to schema 5"):
+    with pytest.raises(StoreError, match="migrate it to schema 6"):
         Store(path, read_only=True)
     store = Store(path)
-    assert store.query("SELECT value FROM meta WHERE key = 'schema_version'").item() == "5"
-    assert SCHEMA_VERSION == 5
+    assert store.query("SELECT value FROM meta WHERE key = 'schema_version'").item() == "6"
+    assert SCHEMA_VERSION == 6
     assert store.replays()["replay_key"].to_list() == [key]
     assert store.save_evaluation(evaluation) == key
     assert store.facts(key).height == evaluation.facts.height

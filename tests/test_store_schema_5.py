@@ -51,8 +51,8 @@ def _make_v4(path: Path) -> None:
 def test_fresh_store_has_schema_5(tmp_path: Path) -> None:
     path = tmp_path / "s.duckdb"
     store = Store(path)
-    assert SCHEMA_VERSION == 5
-    assert store.query("SELECT value FROM meta WHERE key = 'schema_version'").item() == "5"
+    assert SCHEMA_VERSION == 6
+    assert store.query("SELECT value FROM meta WHERE key = 'schema_version'").item() == "6"
     assert _columns(path, "turns") == [*V4_TURNS, *NEW_TURNS]
     assert _columns(path, "replays") == [*V4_REPLAYS.split(), "billing_method"]
     assert store.calibrations().height == 0
@@ -65,10 +65,10 @@ def test_schema_4_file_is_migrated_and_keeps_its_rows(tmp_path: Path, trace: ctx
     _make_v4(path)
     assert _columns(path, "turns") == V4_TURNS
     assert _columns(path, "replays") == V4_REPLAYS.split()
-    with pytest.raises(StoreError, match="migrate it to schema 5"):
+    with pytest.raises(StoreError, match="migrate it to schema 6"):
         Store(path, read_only=True)
     store = Store(path)
-    assert store.query("SELECT value FROM meta WHERE key = 'schema_version'").item() == "5"
+    assert store.query("SELECT value FROM meta WHERE key = 'schema_version'").item() == "6"
     turns = store.turns(key)
     assert turns.height == len(trace.turns)
     assert turns["context_tokens"].to_list() == result.turns["context_tokens"].to_list()

@@ -17,6 +17,7 @@ from ctxlab._errors import (
     StoreError,
     SweepError,
     TraceFormatError,
+    TuneError,
     UnsupportedSettingError,
 )
 
@@ -57,6 +58,7 @@ USER_ERRORS = (
     TraceFormatError,
     StoreError,
     SweepError,
+    TuneError,
     FlagError,
     UnsupportedSettingError,
     OSError,

@@ -342,6 +342,19 @@ def needed_lost(replay: Replay, trace: Trace | None = None) -> int | None:
     return evaluate(replay).needed_lost
 
 
+def summarizer_tokens(replay: Replay) -> tuple[int, int]:
+    """Input and output tokens of the summariser's calls, estimated from `summarize` events:
+    the tokens that left the request plus the summary written, and the summary written."""
+    summ_in = summ_out = 0
+    for c in replay.calls:
+        for e in c.events:
+            if e.kind == "summarize" and e.tokens_before is not None and e.tokens_after is not None:
+                written = c.by_kind.get("summary", 0)
+                summ_out += written
+                summ_in += max(0, e.tokens_before - e.tokens_after + written)
+    return summ_in, summ_out
+
+
 def summary(
     replay: Replay,
     trace: Trace,
@@ -367,13 +380,7 @@ def summary(
         by_kind[e.kind] = by_kind.get(e.kind, 0) + 1
         if e.tokens_before is not None and e.tokens_after is not None:
             removed[e.kind] = removed.get(e.kind, 0) + (e.tokens_before - e.tokens_after)
-    summ_in = summ_out = 0
-    for c in replay.calls:
-        for e in c.events:
-            if e.kind == "summarize" and e.tokens_before is not None and e.tokens_after is not None:
-                written = c.by_kind.get("summary", 0)
-                summ_out += written
-                summ_in += max(0, e.tokens_before - e.tokens_after + written)
+    summ_in, summ_out = summarizer_tokens(replay)
     orphans = [getattr(c, "orphans", None) for c in replay.calls]
     rates = rates_for(name, price)
     costs = {}

@@ -241,6 +241,74 @@ PROBE_CACHE = Table(
 """Answers of probe calls (`ctxlab._evaluate.probes.ProbeCache`): call hash -> answer, so reruns
 are free."""
 
+TUNE_STUDIES = Table(
+    "tune_studies",
+    (
+        *_cols("study policy sampler", _S),
+        *_cols("space objectives settings splits", _S, "JSON"),
+        Column("seed", _I),
+        Column("holdout", _F),
+        Column("ctxlab_version", _S),
+        Column("created_at", _T),
+    ),
+    key="study",
+)
+"""One row per `ctxlab.tune` study (its state): the policy, the space and objectives as given,
+the sampler and seed, the settings fixed beside the space (`settings`: base parameters,
+budget, batch), and which traces are tuned on and which held out (`splits`: trace key ->
+`tune` or `holdout`). A rerun of the same study reads them back and refuses a changed one."""
+
+TUNE_TRIALS = Table(
+    "tune_trials",
+    (
+        *_cols("trial_key study", _S),
+        Column("number", _I),
+        *_cols("kind label state", _S),
+        *_cols("params tune holdout", _S, "JSON"),
+        Column("feasible", _B),
+        Column("updated_at", _T),
+    ),
+    key="trial_key",
+)
+"""A study's trials (`kind` `trial`, numbered from 0 as Optuna numbers them) and reference
+points (`kind` `reference`, negative numbers, `label` `defaults` or `recorded`); `state` is
+Optuna's (`RUNNING` until every trace of the tuning set has its result, then `COMPLETE`);
+`tune` / `holdout` the objectives' means over each set (JSON objects, null until known);
+`trial_key` is `study/number`, so a trial is never stored twice."""
+
+TUNE_PARAMS = Table(
+    "tune_params",
+    (
+        *_cols("param_key study", _S),
+        Column("number", _I),
+        *_cols("name value", _S),
+        Column("raw", _S, "JSON"),
+    ),
+    key="param_key",
+)
+"""One row per trial and tuned parameter: `value` as `--set` spells it, `raw` what the sampler
+drew (read back on resume to check the sampler draws the same)."""
+
+TUNE_RESULTS = Table(
+    "tune_results",
+    (
+        *_cols("result_key study", _S),
+        Column("number", _I),
+        *_cols("split trace_key trace_id", _S),
+        Column("cost", _F),
+        *_cols("needed_lost peak cumulative late_triggers overflows", _I),
+        Column("lost_by_category", _S, "JSON"),
+        Column("seconds", _F),
+    ),
+    key="result_key",
+)
+"""One row per trial (or reference point), set and trace: what ctxlab measured of that replay
+(`ctxlab._tune.objectives`), and the seconds its replay and evaluation took (for
+bench/bench_tune.py; never part of a result)."""
+
+TUNE_TABLES = (TUNE_STUDIES, TUNE_TRIALS, TUNE_PARAMS, TUNE_RESULTS)
+"""The tables of `ctxlab.tune` (schema 6)."""
+
 TABLES = (
     META,
     TRACES,
@@ -256,6 +324,7 @@ TABLES = (
     PROBES,
     PROBE_CACHE,
     CALIBRATIONS,
+    *TUNE_TABLES,
 )
 
 FILE_ROWS = {**FILES.polars(drop=("replay_key",)), "content": pl.Utf8()}

@@ -55,6 +55,7 @@ from ctxlab._store.schema import (
     SUMMARIES,
     TABLES,
     TRACES,
+    TUNE_TABLES,
     TURNS,
     SummaryRow,
 )
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
 
 FILE_MODES = ("all", "offloaded", "none")
 HISTORY_PREFIX = "/conversation_history/"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 VIEWS = """
 CREATE OR REPLACE VIEW replay_summary AS
@@ -112,6 +113,7 @@ MIGRATIONS: dict[int, str] = {
     "ALTER TABLE turns ADD COLUMN IF NOT EXISTS late_trigger BOOLEAN; "
     "ALTER TABLE turns ADD COLUMN IF NOT EXISTS would_overflow BOOLEAN; "
     "ALTER TABLE replays ADD COLUMN IF NOT EXISTS billing_method VARCHAR; " + CALIBRATIONS.create(),
+    5: "\n".join(t.create() for t in TUNE_TABLES),
 }
 """Each entry upgrades a file from schema N to N + 1 (run in order, in one transaction)."""
 

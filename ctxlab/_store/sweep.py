@@ -490,6 +490,28 @@ def _ray(
 ) -> Iterator[SavedReplay | FailedCell]:
     import ray
 
+    with ray_started(address, workers):
+        remote = ray.remote(run_cell)
+        # One object per trace: a task deserialises the trace it replays, not all of them.
+        refs = [ray.put(t) for t in traces]
+        pending = [
+            remote.remote(refs[cell.trace_index], policy, summarizer, cell) for cell in cells
+        ]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for ref in done:
+                yield ray.get(ref)
+
+
+@contextlib.contextmanager
+def ray_started(
+    address: str | None, workers: int | None, error: type[Exception] = SweepError
+) -> Iterator[None]:
+    """Ray for the block: the cluster at `address`, else a local Ray of `workers` CPUs (one
+    already initialised in this process is used as it is, and left running). A Ray that
+    cannot start or be reached is an `error` saying where."""
+    import ray
+
     started = not ray.is_initialized()
     if started:
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
@@ -501,18 +523,9 @@ def _ray(
             ray.init(**kwargs)
         except Exception as exc:  # Ray raises ConnectionError, ValueError, RuntimeError ...
             where = f"at {address}" if address else "locally"
-            raise SweepError(f"cannot start or reach Ray {where}: {exc}") from exc
+            raise error(f"cannot start or reach Ray {where}: {exc}") from exc
     try:
-        remote = ray.remote(run_cell)
-        # One object per trace: a task deserialises the trace it replays, not all of them.
-        refs = [ray.put(t) for t in traces]
-        pending = [
-            remote.remote(refs[cell.trace_index], policy, summarizer, cell) for cell in cells
-        ]
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            for ref in done:
-                yield ray.get(ref)
+        yield
     finally:
         if started:
             ray.shutdown()
