@@ -42,6 +42,7 @@ FILES = {
         "openhands-observation-masking",
         "openhands-recent",
         "user-rule",  # the test's own rule stage (`OldResultsStub`)
+        "rule-then-recent",  # a rule stage then another: no form of the first alone
     ],
     P + "offload_counts.py": ["tool-result-offload"],
     P + "masking_counts.py": [

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
+from ctxlab._ingest.inputs import Inputs
 from ctxlab._messages import summary_message
 from ctxlab._replay.policies.base import Event, make_event
 from ctxlab._replay.policies.codex import EarlierReasoning
@@ -67,6 +68,7 @@ SETTINGS = [
     OpenHandsRecent(keep_first=0, max_events=5),
     OpenHandsRecent(keep_first=3, max_events=3),
     OpenHandsRecent(keep_first=4, max_events=9),
+    OpenHandsRecent(keep_first=1, max_events=2),
     ToolResultOffload(),
     ToolResultOffload(tool_token_limit_before_evict=30),
     ToolResultOffload(tool_token_limit_before_evict=5, exclude_tools=("run",)),
@@ -203,6 +205,22 @@ def _resumed() -> Trace:
     return from_messages(msgs, trace_id="resumed")
 
 
+def _ends_on_a_result() -> Trace:
+    """A run whose last call failed (no output) right after a tool result: the history, and
+    that call's request, end on a result, so a cut that lands on it must move past it to the
+    end (`RecentStage`'s `past_results`; the form reads where it moves from the history)."""
+    msgs: list = [HumanMessage("task")]
+    for i in range(3):
+        msgs.append(AIMessage("", tool_calls=[{"name": "run", "args": {}, "id": f"r{i}"}]))
+        msgs.append(ToolMessage(f"out {i}\n" * 30, tool_call_id=f"r{i}", name="run"))
+    trace = from_messages(msgs, trace_id="ends on a result")
+    inputs = Inputs.prefix(trace.messages, len(msgs))
+    failed = replace(
+        trace.turns[-1], index=len(trace.turns), position=len(msgs), inputs=inputs, output=None
+    )
+    return replace(trace, turns=[*trace.turns, failed])
+
+
 @pytest.mark.parametrize("policy", SETTINGS, ids=lambda p: f"{p.name}:{p.params()}")
 def test_synthetic_and_hand_built_traces(policy: object) -> None:
     for trace in (
@@ -211,6 +229,7 @@ def test_synthetic_and_hand_built_traces(policy: object) -> None:
         _tagged(),
         _resumed(),
         from_messages([HumanMessage("hi")], trace_id="no calls"),
+        _ends_on_a_result(),
     ):
         assert_same(trace, policy)
 

@@ -52,6 +52,7 @@ from ctxlab._replay.policies.engine import (
 )
 from ctxlab._replay.policies.langchain import ClearStage, ClearToolUses
 from ctxlab._replay.policies.masking import LastNStage
+from ctxlab._replay.policies.openhands import RecentStage
 from ctxlab._replay.replay import counted, replay
 from ctxlab._trace import Trace, Turn, from_messages
 from ctxlab.policies import DeepAgents
@@ -162,17 +163,37 @@ class UserRule(StagePolicy):
         return [(ForgetsNothing if self.forgets else OldResultsStub)(int(self.keep))]
 
 
+@dataclass(frozen=True)
+class RuleThenRecent(StagePolicy):
+    """A rule stage followed by another stage: the rule's form covers its stage alone, so this
+    pipeline must get none (the plain replay), never the first stage's counts."""
+
+    name: ClassVar[str] = "rule-then-recent"
+    keep: int = 2
+    max_events: int = 6
+
+    def stages(self, trace: Trace, window: int | None) -> list[Any]:
+        return [OldResultsStub(int(self.keep)), RecentStage(1, int(self.max_events))]
+
+
 DOCS_POLICY = _register_docs_policy()
 catalog.register(SubclassedClear, SubclassedClear.name)
 catalog.register(CompactThenMask, CompactThenMask.name)
 catalog.register(UserRule, UserRule.name)
+catalog.register(RuleThenRecent, RuleThenRecent.name)
 POLICIES = sorted(names())
 assert DOCS_POLICY in POLICIES
 # Registered only while this file's tests run: collection imports every test file in every
 # xdist worker, and other files list the registered policies (the catalogue, `ctxlab policies`).
 _PLUGGED = {
     name: catalog._REGISTERED.pop(name)
-    for name in (DOCS_POLICY, SubclassedClear.name, CompactThenMask.name, UserRule.name)
+    for name in (
+        DOCS_POLICY,
+        SubclassedClear.name,
+        CompactThenMask.name,
+        UserRule.name,
+        RuleThenRecent.name,
+    )
 }
 
 

@@ -238,12 +238,20 @@ class HistoryRule:
     """The history's items under a rule (`rule_tables`): where the ranked, `WINDOW` and
     `ALWAYS` items are, and prefix sums, per bucket, of what edits take out and put in."""
 
-    def __init__(self, history: TraceFacts, stage: RuleStage) -> None:
+    def __init__(self, history: TraceFacts, stage: RuleStage, fed: np.ndarray) -> None:
         from ctxlab._replay.policies.engine import history_items
 
         items = history_items(history)
         stage.restart()
-        codes = np.asarray(stage.observe(items), dtype=np.int64).reshape(-1)
+        # observed in the pieces a run hands the stage (what each call's input adds), so a
+        # rule that reads a piece as a whole says here what it says there; items no call
+        # reaches (after the last one) are never edited
+        found: list[int] = []
+        starts = np.concatenate(([0], fed))[:-1].tolist()
+        for start, stop in zip(starts, fed.tolist(), strict=True):
+            found += stage.observe(items[start:stop])
+        found += [NEVER] * (len(items) - len(found))
+        codes = np.asarray(found, dtype=np.int64)
         self.ranked = np.flatnonzero(codes & RANKED)
         self.rank_prefix = cumulative(codes & RANKED > 0)
         codes &= 3
@@ -273,12 +281,13 @@ class HistoryRule:
                     self.next_non_tool[i] = self.next_non_tool[i + 1]
 
 
-def rule_tables(history: TraceFacts, stage: RuleStage) -> HistoryRule:
-    """`HistoryRule` of `stage` over the history, kept per trace, counter and `rule_key`."""
+def rule_tables(history: TraceFacts, stage: RuleStage, fed: np.ndarray) -> HistoryRule:
+    """`HistoryRule` of `stage` over the history fed to the calls as `fed` says, kept per
+    trace, counter, `rule_key` and calls."""
     key = rule_key(stage)
     if key is None:
-        return HistoryRule(history, stage)
-    return history.kept(("rule", key), lambda: HistoryRule(history, stage))
+        return HistoryRule(history, stage, fed)
+    return history.kept(("rule", key, fed.tobytes()), lambda: HistoryRule(history, stage, fed))
 
 
 def rule_counts(policy: StagePolicy, trace: Trace) -> CallCounts | None:
@@ -299,8 +308,8 @@ def rule_counts(policy: StagePolicy, trace: Trace) -> CallCounts | None:
         return None  # requests of its own making, not the rule's
     cpt = policy.counter_chars_per_token(trace)
     history = facts(trace, cpt)
-    rule = rule_tables(history, stage)
     fed = fed_lengths(trace)
+    rule = rule_tables(history, stage, fed)
     raw = raw_counts(history, fed, tk.tool_schema_tokens(trace.tools, cpt))
     lo, hi = (
         np.broadcast_to(np.asarray(x, dtype=np.int64), fed.shape)
