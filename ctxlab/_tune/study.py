@@ -43,7 +43,7 @@ import polars as pl
 
 from ctxlab._errors import TraceFormatError, TuneError
 from ctxlab._ingest.load import given_traces
-from ctxlab._replay.applies import with_settings
+from ctxlab._replay.applies import check_policy, with_settings
 from ctxlab._replay.specs import parse_value
 from ctxlab._store.store import Store, trace_key
 from ctxlab._store.studies import (
@@ -57,7 +57,7 @@ from ctxlab._store.studies import (
     save_results,
     start_trials,
 )
-from ctxlab._store.sweep import policy_named, ray_problem
+from ctxlab._store.sweep import policy_named, ray_problem, spell
 from ctxlab._trace import Trace
 from ctxlab._tune.objectives import (
     MEASURES,
@@ -532,6 +532,7 @@ def plan(
     sets = split(keys, holdout, seed)
     if "cost" in objectives_for_price:
         _check_prices(loaded)
+    _check_runs(loaded, policy, dims)
     chosen, sampler_name = _sampler(sampler, dims, seed)
     if sampler_name == "grid":
         size = 1
@@ -675,6 +676,39 @@ def tune(
         ]
         state.run(runner, holdout_cells, [(n, "holdout") for n in pareto])
     return _result(state, row, optuna_study, dims, policy, pareto, feasible, references, sets)
+
+
+def _check_runs(traces: Sequence[Trace], policy: Policy, dims: Mapping[str, Dimension]) -> None:
+    """Refuse, before any replay, a policy that cannot run on one of the traces: the preset
+    as given (the `defaults` reference point) and settings at the ends of the space, checked
+    once per kind of trace (model, provider, tools), as a sweep checks its grid
+    (`ctxlab._store.sweep.plan_cells`)."""
+    ends = {name: dim.ends() for name, dim in dims.items() if dim.ends()}
+    # the defaults (a reference point), every range at its low end and at its high end, and
+    # each other choice with the rest at their low ends: trials set every parameter at once
+    picks = (
+        [{n: e[0] for n, e in ends.items()}, {n: e[-1] for n, e in ends.items()}] if ends else []
+    )
+    picks += [{**picks[0], n: c} for n, e in ends.items() for c in e[1:-1]]
+    settings: list[dict[str, Any]] = [{}] + [
+        {n: dims[n].value(raw, policy) for n, raw in pick.items()} for pick in picks
+    ]
+    checked: set[tuple[Any, ...]] = set()
+    for trace in traces:
+        kind = (trace.model, trace.provider, repr(trace.tools))
+        if kind in checked:
+            continue
+        checked.add(kind)
+        for values in settings:
+            try:
+                check_policy(with_settings(policy, **values), trace, Extractive())
+            except (TypeError, ValueError) as exc:
+                shown = ", ".join(f"{k}={spell(k, v)}" for k, v in values.items())
+                raise TuneError(
+                    f"trace {trace.trace_id!r}: {policy.name}"
+                    + (f" with {shown}" if shown else " at its defaults (a reference point)")
+                    + f" cannot run on it: {exc}; leave the trace out of the study"
+                ) from exc
 
 
 def _check_prices(traces: Sequence[Trace]) -> None:
