@@ -256,6 +256,21 @@ def split(keys: Sequence[str], holdout: float, seed: int) -> dict[str, list[int]
     }
 
 
+class _Grid(optuna.samplers.GridSampler):
+    """Optuna's grid sampler without its stop after the last grid point: `Study.stop` works
+    only inside `Study.optimize` (it raises under ask and tell), and a study here stops by
+    itself, its trials capped at the grid's size."""
+
+    def after_trial(
+        self,
+        study: optuna.Study,
+        trial: optuna.trial.FrozenTrial,
+        state: optuna.trial.TrialState,
+        values: Sequence[float] | None,
+    ) -> None:
+        return None
+
+
 def _sampler(
     name: str | optuna.samplers.BaseSampler, dims: Mapping[str, Dimension], seed: int
 ) -> tuple[optuna.samplers.BaseSampler, str]:
@@ -275,7 +290,7 @@ def _sampler(
     elif name == "random":
         sampler = optuna.samplers.RandomSampler(seed=seed)
     else:
-        sampler = optuna.samplers.GridSampler({n: d.grid() for n, d in dims.items()}, seed=seed)
+        sampler = _Grid({n: d.grid() for n, d in dims.items()}, seed=seed)
     return sampler, name
 
 
