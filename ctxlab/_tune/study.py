@@ -438,7 +438,7 @@ class _Run:
         self._flush(pending, watch)
 
     def _flush(self, rows: list[ResultRow], watch: list[tuple[int, str]]) -> None:
-        done: dict[int, tuple[str, dict[str, float] | None, bool | None]] = {}
+        done: list[tuple[int, str, dict[str, float] | None, bool | None]] = []
         for number, split in watch:
             if self.finished.get((number, split)):
                 continue
@@ -446,10 +446,9 @@ class _Run:
             if spreads is None:
                 continue
             feasible = all(c <= 0 for c in self.constraints(number)) if split == "tune" else None
-            done[number] = (split, means(spreads), feasible)
+            done.append((number, split, means(spreads), feasible))
             self.finished[(number, split)] = True
         if rows or done:
-            # one number finishes one set per flush: its tune set, or else its held-out set
             save_results(self.store, self.name, rows, done)
 
 
