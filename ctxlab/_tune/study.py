@@ -320,15 +320,18 @@ def _recorded(traces: Sequence[Trace], policy: Policy) -> dict[str, dict[str, An
 
 
 def _recorded_params(traces: Sequence[Trace], policy: Policy) -> dict[str, str]:
-    """The recorded settings as `--set` texts: one text where every trace agrees, else
-    `per trace`."""
+    """The recorded settings as `--set` texts: one text where every trace records the same,
+    else `per trace` (some traces record another value, or none and run the default)."""
     from ctxlab._evaluate.check_replay import recorded_settings
 
-    seen: dict[str, set[str]] = {}
+    seen: dict[str, list[str]] = {}
     for trace in traces:
         for n, (text, _) in recorded_settings(trace, policy.name).items():
-            seen.setdefault(n, set()).add(text)
-    return {n: next(iter(v)) if len(v) == 1 else "per trace" for n, v in sorted(seen.items())}
+            seen.setdefault(n, []).append(text)
+    return {
+        n: v[0] if len(set(v)) == 1 and len(v) == len(traces) else "per trace"
+        for n, v in sorted(seen.items())
+    }
 
 
 # ----------------------------------------------------------------------------- the study
