@@ -1,4 +1,4 @@
-"""Notebook widgets: `Scrubber`, `ThresholdExplorer`, `PromptDiff`, `Compare`, `Retention`.
+"""Notebook widgets: `Scrubber`, `ThresholdExplorer`, `PromptDiff`, `Compare`, `Retention`, `Tune`.
 
 The public face of `ctxlab._view.widgets`: import from here.
 """

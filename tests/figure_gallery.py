@@ -9,6 +9,7 @@ measures it, and by anyone who wants the PNGs to look at:
 from __future__ import annotations
 
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,6 +35,7 @@ NAMES = (
     "retention",
     "cache_writes",
     "prompt_diff",
+    "pareto",
 )
 """The figures `builders` makes: every figure function of `ctxlab.plots` (the dense events
 variant of the context chart too) and the chart `PromptDiff` exports."""
@@ -61,6 +63,7 @@ def builders() -> dict[str, Callable[[int, int], go.Figure]]:
     )
     lines = plots.thresholds(stress, trace)
     diff = PromptDiff(trace, policy=stress)  # offline extractive summaries: no model
+    study = tune_study(Path(tempfile.mkdtemp(prefix="ctxlab-gallery-")) / "tune.duckdb")
     return {
         "context_tokens": lambda w, h: plots.context_tokens(
             replay, lines=lines, recorded=trace, width=w, height=h
@@ -82,10 +85,18 @@ def builders() -> dict[str, Callable[[int, int], go.Figure]]:
         "cache_writes": lambda w, h: plots.cache_writes(
             replays, labels=list(policies), width=w, height=h
         ),
+        "pareto": lambda w, h: plots.pareto(study, width=w, height=h),
         "prompt_diff": lambda w, h: plots.style(
             go.Figure(diff.figure), title=diff.figure.layout.title.text, width=w, height=h
         ),
     }
+
+
+def tune_study(db: Path) -> ctxlab.TuneStudy:
+    """A small study of Deep Agents on both bundled samples (one held out): a front, the
+    references and the held-out points to draw."""
+    space = {"window": "20000..120000/1000", "trigger": "fraction:0.3..0.95"}
+    return ctxlab.tune(REPO / "traces", "deepagents", space, trials=6, holdout=0.5, seed=1, db=db)
 
 
 def dense_policy() -> DeepAgents:

@@ -63,6 +63,7 @@ def test_notebooks_are_committed_without_outputs() -> None:
         "02_prompt_diff.ipynb",
         "03_compare_and_sweep.ipynb",
         "04_what_was_lost.ipynb",
+        "05_tune.ipynb",
     ]
     for path in found:
         nb = nbformat.read(path, as_version=4)
@@ -83,6 +84,7 @@ def test_notebooks_are_committed_without_outputs() -> None:
         ("02_prompt_diff.ipynb", ["prompt_diff_anchors.pdf"]),
         ("03_compare_and_sweep.ipynb", ["sweep_heatmap.pdf", "compare_cumulative.pdf"]),
         ("04_what_was_lost.ipynb", ["retention.pdf", "retention.png"]),
+        ("05_tune.ipynb", ["pareto_deepagents.pdf", "pareto_masking.pdf"]),
     ],
 )
 def test_notebook_runs_headless(tmp_path: Path, name: str, figures: list[str]) -> None:

@@ -31,7 +31,15 @@ def traces() -> list[ctxlab.Trace]:
     return list(ctxlab.load(REPO / "traces"))
 
 
-def _study(traces: list[ctxlab.Trace], db: Path, trials: int = 6) -> ctxlab.TuneStudy:
+@pytest.fixture(scope="module")
+def fresh(traces: list[ctxlab.Trace], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 10-trial study run through, once for the module: its store."""
+    db = tmp_path_factory.mktemp("fresh") / "fresh.duckdb"
+    _study(traces, db)
+    return db
+
+
+def _study(traces: list[ctxlab.Trace], db: Path, trials: int = 10) -> ctxlab.TuneStudy:
     return ctxlab.tune(
         traces, "deepagents", SPACE, ("cost", "needed_lost"), trials, holdout=0.5, seed=1, db=db
     )
@@ -52,11 +60,11 @@ def _rows(db: Path) -> dict[str, list[tuple]]:
         }
 
 
-def test_study_reports_front_holdout_and_references(traces, tmp_path: Path) -> None:
-    study = _study(traces, tmp_path / "a.duckdb")
+def test_study_reports_front_holdout_and_references(traces, fresh: Path) -> None:
+    study = _study(traces, fresh)  # stored: read back, nothing replayed
     doc = study.to_json()
     assert doc["policy"] == "deepagents" and doc["objectives"] == ["cost", "needed_lost"]
-    assert [t["number"] for t in doc["trials"]] == list(range(6))
+    assert [t["number"] for t in doc["trials"]] == list(range(10))
     assert all(t["state"] == "COMPLETE" and set(t["tune"]) == {"cost", "needed_lost"}
                for t in doc["trials"])  # fmt: skip
     assert doc["traces"]["tune"] and doc["traces"]["holdout"]
@@ -74,14 +82,15 @@ def test_study_reports_front_holdout_and_references(traces, tmp_path: Path) -> N
     assert first.tune is not None
     assert first.tune["needed_lost"].mean == ctxlab.evaluate(direct).needed_lost
     assert first.tune["cost"].sd == 0.0  # one tuning trace
-    rows = Store(tmp_path / "a.duckdb").query(
+    rows = Store(fresh).query(
         "SELECT count(*) AS n, count(DISTINCT result_key) AS d FROM tune_results"
     )
-    assert rows["n"].item() == rows["d"].item() == 6 + len(doc["pareto"]) + 2 * len(labels)
+    assert rows["n"].item() == rows["d"].item() == 10 + len(doc["pareto"]) + 2 * len(labels)
 
 
-def test_killed_study_resumes_to_the_same_trials_and_bytes(traces, tmp_path: Path) -> None:
-    fresh = _study(traces, tmp_path / "fresh.duckdb", trials=10)
+def test_killed_study_resumes_to_the_same_trials_and_bytes(
+    traces, fresh: Path, tmp_path: Path
+) -> None:
     db = tmp_path / "killed.duckdb"
     script = (
         "import ctxlab, sys, json\n"
@@ -117,9 +126,8 @@ def test_killed_study_resumes_to_the_same_trials_and_bytes(traces, tmp_path: Pat
     assert set(before["results"]) <= set(after["results"])  # nothing rewritten
     trials = [t for t in after["trials"] if t[2] == "trial"]
     assert [t[1] for t in trials] == list(range(10)) and {t[4] for t in trials} == {"COMPLETE"}
-    assert after == _rows(tmp_path / "fresh.duckdb")
-    same = json.dumps(fresh.to_json()).replace(str(tmp_path / "fresh.duckdb"), "")
-    assert resumed.stdout.strip() == same
+    assert after == _rows(fresh)
+    assert resumed.stdout.strip() == json.dumps(_study(traces, fresh).to_json())
 
 
 def test_same_study_name_with_other_settings_is_refused(traces, tmp_path: Path) -> None:

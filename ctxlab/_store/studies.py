@@ -10,7 +10,7 @@ study can never store one twice (`ON CONFLICT DO NOTHING`). The tables are
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -185,10 +185,10 @@ def save_results(
     store: Store,
     study: str,
     results: Sequence[ResultRow],
-    finished: Mapping[int, tuple[str, dict[str, float] | None, bool | None]],
+    finished: Sequence[tuple[int, str, dict[str, float] | None, bool | None]],
 ) -> None:
-    """Store per-trace results and, in the same transaction, the trials they finished:
-    number -> (column `tune` or `holdout`, the objectives' means, feasible or None to keep)."""
+    """Store per-trace results and, in the same transaction, the trials they finished: (number,
+    column `tune` or `holdout`, the objectives' means, feasible or None to keep it)."""
     rows = [
         {
             "result_key": f"{study}/{r.number}/{r.split}/{r.trace_key}",
@@ -206,7 +206,7 @@ def save_results(
     now = _now()
     with store._transaction() as con:
         _insert(con, TUNE_RESULTS, rows)
-        for number, (column, values, feasible) in finished.items():
+        for number, column, values, feasible in finished:
             state = "COMPLETE" if column == "tune" else None
             con.execute(
                 f"UPDATE tune_trials SET {column} = ?, state = coalesce(?, state), "

@@ -66,6 +66,15 @@ class Dimension:
         """The policy's value for a drawn one (the text read against the policy's parameter)."""
         return parse_value(self.name, self.text(raw), getattr(policy, self.name))
 
+    def ends(self) -> list[Any]:
+        """The choices, or the two ends of the range (what is checked before any replay)."""
+        dist = self.distribution
+        if isinstance(dist, CategoricalDistribution):
+            return list(dist.choices)
+        if isinstance(dist, IntDistribution | FloatDistribution):
+            return [dist.low, dist.high]
+        return []
+
     def grid(self) -> list[Any]:
         """Every value of the dimension, for Optuna's `GridSampler`."""
         dist = self.distribution
@@ -119,12 +128,7 @@ def parse_dimension(name: str, spec: str, policy: Policy) -> Dimension:
         if not all(choices):
             raise TuneError(f"space {name}={spec}: an empty choice; expected {SPACE_FORMS}")
         dim = Dimension(name, CategoricalDistribution(tuple(dict.fromkeys(choices))), None, text)
-    ends = (
-        dim.distribution.choices
-        if isinstance(dim.distribution, CategoricalDistribution)
-        else (dim.distribution.low, dim.distribution.high)  # type: ignore[attr-defined]
-    )
-    for raw in ends:
+    for raw in dim.ends():
         try:
             with_settings(policy, **{name: dim.value(raw, policy)})
         except (TypeError, ValueError) as exc:

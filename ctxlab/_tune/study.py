@@ -43,7 +43,7 @@ import polars as pl
 
 from ctxlab._errors import TraceFormatError, TuneError
 from ctxlab._ingest.load import given_traces
-from ctxlab._replay.applies import with_settings
+from ctxlab._replay.applies import check_policy, with_settings
 from ctxlab._replay.specs import parse_value
 from ctxlab._store.store import Store, trace_key
 from ctxlab._store.studies import (
@@ -57,7 +57,7 @@ from ctxlab._store.studies import (
     save_results,
     start_trials,
 )
-from ctxlab._store.sweep import policy_named, ray_problem
+from ctxlab._store.sweep import policy_named, ray_problem, spell
 from ctxlab._trace import Trace
 from ctxlab._tune.objectives import (
     MEASURES,
@@ -256,6 +256,21 @@ def split(keys: Sequence[str], holdout: float, seed: int) -> dict[str, list[int]
     }
 
 
+class _Grid(optuna.samplers.GridSampler):
+    """Optuna's grid sampler without its stop after the last grid point: `Study.stop` works
+    only inside `Study.optimize` (it raises under ask and tell), and a study here stops by
+    itself, its trials capped at the grid's size."""
+
+    def after_trial(
+        self,
+        study: optuna.Study,
+        trial: optuna.trial.FrozenTrial,
+        state: optuna.trial.TrialState,
+        values: Sequence[float] | None,
+    ) -> None:
+        return None
+
+
 def _sampler(
     name: str | optuna.samplers.BaseSampler, dims: Mapping[str, Dimension], seed: int
 ) -> tuple[optuna.samplers.BaseSampler, str]:
@@ -275,7 +290,7 @@ def _sampler(
     elif name == "random":
         sampler = optuna.samplers.RandomSampler(seed=seed)
     else:
-        sampler = optuna.samplers.GridSampler({n: d.grid() for n, d in dims.items()}, seed=seed)
+        sampler = _Grid({n: d.grid() for n, d in dims.items()}, seed=seed)
     return sampler, name
 
 
@@ -305,15 +320,18 @@ def _recorded(traces: Sequence[Trace], policy: Policy) -> dict[str, dict[str, An
 
 
 def _recorded_params(traces: Sequence[Trace], policy: Policy) -> dict[str, str]:
-    """The recorded settings as `--set` texts: one text where every trace agrees, else
-    `per trace`."""
+    """The recorded settings as `--set` texts: one text where every trace records the same,
+    else `per trace` (some traces record another value, or none and run the default)."""
     from ctxlab._evaluate.check_replay import recorded_settings
 
-    seen: dict[str, set[str]] = {}
+    seen: dict[str, list[str]] = {}
     for trace in traces:
         for n, (text, _) in recorded_settings(trace, policy.name).items():
-            seen.setdefault(n, set()).add(text)
-    return {n: next(iter(v)) if len(v) == 1 else "per trace" for n, v in sorted(seen.items())}
+            seen.setdefault(n, []).append(text)
+    return {
+        n: v[0] if len(set(v)) == 1 and len(v) == len(traces) else "per trace"
+        for n, v in sorted(seen.items())
+    }
 
 
 # ----------------------------------------------------------------------------- the study
@@ -423,7 +441,7 @@ class _Run:
         self._flush(pending, watch)
 
     def _flush(self, rows: list[ResultRow], watch: list[tuple[int, str]]) -> None:
-        done: dict[int, tuple[str, dict[str, float] | None, bool | None]] = {}
+        done: list[tuple[int, str, dict[str, float] | None, bool | None]] = []
         for number, split in watch:
             if self.finished.get((number, split)):
                 continue
@@ -431,10 +449,9 @@ class _Run:
             if spreads is None:
                 continue
             feasible = all(c <= 0 for c in self.constraints(number)) if split == "tune" else None
-            done[number] = (split, means(spreads), feasible)
+            done.append((number, split, means(spreads), feasible))
             self.finished[(number, split)] = True
         if rows or done:
-            # one number finishes one set per flush: its tune set, or else its held-out set
             save_results(self.store, self.name, rows, done)
 
 
@@ -532,6 +549,7 @@ def plan(
     sets = split(keys, holdout, seed)
     if "cost" in objectives_for_price:
         _check_prices(loaded)
+    _check_runs(loaded, policy, dims)
     chosen, sampler_name = _sampler(sampler, dims, seed)
     if sampler_name == "grid":
         size = 1
@@ -675,6 +693,39 @@ def tune(
         ]
         state.run(runner, holdout_cells, [(n, "holdout") for n in pareto])
     return _result(state, row, optuna_study, dims, policy, pareto, feasible, references, sets)
+
+
+def _check_runs(traces: Sequence[Trace], policy: Policy, dims: Mapping[str, Dimension]) -> None:
+    """Refuse, before any replay, a policy that cannot run on one of the traces: the preset
+    as given (the `defaults` reference point) and settings at the ends of the space, checked
+    once per kind of trace (model, provider, tools), as a sweep checks its grid
+    (`ctxlab._store.sweep.plan_cells`)."""
+    ends = {name: dim.ends() for name, dim in dims.items() if dim.ends()}
+    # the defaults (a reference point), every range at its low end and at its high end, and
+    # each other choice with the rest at their low ends: trials set every parameter at once
+    picks = (
+        [{n: e[0] for n, e in ends.items()}, {n: e[-1] for n, e in ends.items()}] if ends else []
+    )
+    picks += [{**picks[0], n: c} for n, e in ends.items() for c in e[1:-1]]
+    settings: list[dict[str, Any]] = [{}] + [
+        {n: dims[n].value(raw, policy) for n, raw in pick.items()} for pick in picks
+    ]
+    checked: set[tuple[Any, ...]] = set()
+    for trace in traces:
+        kind = (trace.model, trace.provider, repr(trace.tools))
+        if kind in checked:
+            continue
+        checked.add(kind)
+        for values in settings:
+            try:
+                check_policy(with_settings(policy, **values), trace, Extractive())
+            except (TypeError, ValueError) as exc:
+                shown = ", ".join(f"{k}={spell(k, v)}" for k, v in values.items())
+                raise TuneError(
+                    f"trace {trace.trace_id!r}: {policy.name}"
+                    + (f" with {shown}" if shown else " at its defaults (a reference point)")
+                    + f" cannot run on it: {exc}; leave the trace out of the study"
+                ) from exc
 
 
 def _check_prices(traces: Sequence[Trace]) -> None:

@@ -1,4 +1,5 @@
-"""Figures of replays and sweeps (`ctxlab._view.plots.figures`) and of what policies kept of a
+"""Figures of replays and sweeps (`ctxlab._view.plots.figures`), of tuning studies
+(`ctxlab._view.plots.pareto`) and of what policies kept of a
 trace's facts (`ctxlab.plots.retention`), written to files for write-ups
 (`ctxlab._view.plots.exporter`), with a policy's threshold lines and legend labels
 (`ctxlab._view.plots.annotations`), and what they refuse to draw (`ctxlab._view.plots.guards`).
@@ -36,6 +37,7 @@ from ctxlab._view.plots.figures import (
     sweep_heatmap,
 )
 from ctxlab._view.plots.guards import same_trace
+from ctxlab._view.plots.pareto import pareto
 from ctxlab._view.plots.recorded import recorded_traces
 from ctxlab._view.plots.retention import retention
 
@@ -66,6 +68,7 @@ __all__ = [
     "numbers",
     "paper_layout",
     "paper_template",
+    "pareto",
     "recorded_traces",
     "replay_name",
     "retention",
