@@ -156,10 +156,10 @@ def _read_bytes(path: Path) -> bytes:
         if data.startswith(magic):
             data = _decompress(data, name, opener, source, limit)
             break
-    if registry.container(data) is not None:
+    if registry.container(data) is not None or data.isascii():  # ASCII: UTF-8 already
         return data
     try:
-        data.decode("utf-8")
+        data.decode("utf-8")  # builds the whole text only to check it: past ASCII only
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise TraceFormatError(
