@@ -48,45 +48,45 @@ def shared() -> Path:
 # these first, longest first, lets the many short files fill in behind them and both workers
 # end together. Order only: every test still runs. Seconds in the comments: per-file CPU
 # (`python -m bench.cpu_report RUN.xml`) of a whole-suite run on 2 cores (2026-12-08, branch
-# suite at 564496d, on a box shared with other jobs: 1,038 CPU seconds for the whole run, 782
-# on an idle box the day before, so read them as an order more than as costs). Re-measure and
-# re-sort when a file's cost changes by more than a few seconds.
+# suite, on a box shared with other jobs: 846 CPU seconds for the whole run, against 782 on an
+# idle box the day before, so read them as an order more than as costs). Re-measure and re-sort
+# when a file's cost changes by more than a few seconds.
 SLOW_FILES = (
     "test_local_model.py",  # 600+ where its model is installed (skipped in CI)
     "test_huggingface_folder.py",  # 250 where torch is installed (skipped in CI)
-    "test_docs_examples.py",  # 110 (its scripts run four at a time: both cores)
-    "test_sweep.py",  # 45-88 (a Ray head; more when Ray's start is retried)
-    "test_browser.py",  # 66 (JupyterLab and chromium)
-    "test_fast_paths.py",  # 65
-    "test_notebooks.py",  # 45
-    "test_cli_evaluate.py",  # 43
-    "test_conformance_deepagents.py",  # 36
-    "test_samples_script.py",  # 31 (most of it xz-compressing 80 MB of JSONL)
-    "test_types.py",  # 26 (mypy with a cold cache, as on a clean clone)
-    "test_flag_fuzz.py",  # 24 (75 arguments x 16 values, in-process)
-    "test_store_evaluation.py",  # 21
-    "test_cache_deepagents.py",  # 21
-    "test_summary_cache.py",  # 19
-    "test_store_hardening.py",  # 18
-    "test_plots.py",  # 17 with chromium
+    "test_docs_examples.py",  # 83-110 (its scripts run four at a time: both cores)
+    "test_browser.py",  # 63 (JupyterLab and chromium)
+    "test_fast_paths.py",  # 61
+    "test_sweep.py",  # 47 (a Ray head; 88 when Ray's start was retried)
+    "test_cli_evaluate.py",  # 39
+    "test_notebooks.py",  # 38
+    "test_conformance_deepagents.py",  # 37
+    "test_samples_script.py",  # 28 (most of it xz-compressing 80 MB of JSONL)
+    "test_types.py",  # 26 (mypy with a cold cache, as on a clean clone; 4 warm)
+    "test_store_hardening.py",  # 18-22
+    "test_flag_fuzz.py",  # 20 (75 arguments x 16 values, in-process)
+    "test_cache_deepagents.py",  # 19
+    "test_summary_cache.py",  # 18
+    "test_store_evaluation.py",  # 17
+    "test_plots.py",  # 16 with chromium
+    "test_widgets.py",  # 15
     "test_policies_incremental.py",  # 15
-    "test_evaluate_killed.py",  # 15 (three `ctxlab evaluate` processes)
-    "test_widgets.py",  # 14
     "test_counts_only.py",  # 14
+    "test_evaluate_killed.py",  # 13 (three `ctxlab evaluate` processes)
     "test_cli_tables.py",  # 13
     "test_quickstart_lab.py",  # 12
-    "test_billing.py",  # 12
-    "test_model_failures.py",  # 12
-    "test_sweep_needed_lost.py",  # 12
-    "test_shared_json.py",  # 11
-    "test_policies_registry.py",  # 10
-    "test_requests.py",  # 10
-    "test_api.py",  # 9
+    "test_sweep_needed_lost.py",  # 10
+    "test_billing.py",  # 9
     "test_pricing.py",  # 8
-    "test_sweep_models.py",  # 8 (sweeps with a model, two in worker processes)
-    "test_check_replay.py",  # 8
+    "test_requests.py",  # 8
+    "test_model_failures.py",  # 8
+    "test_policies_registry.py",  # 7
+    "test_sweep_models.py",  # 7 (sweeps with a model, two in worker processes)
+    "test_api.py",  # 7
+    "test_check_replay.py",  # 7
+    "test_shared_json.py",  # 7
     "test_load_large.py",  # 5 (four `ctxlab` processes on a 3 MB session)
-    "test_figure_layout.py",  # 5 (8 figures x 2 sizes drawn in chromium, and exported)
+    "test_figure_layout.py",  # 3 (8 figures x 2 sizes drawn in chromium, and exported)
     "test_cli_widths.py",  # five commands on three real files
 )
 
