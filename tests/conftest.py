@@ -58,12 +58,15 @@ SLOW_FILES = (
     "test_browser.py",  # 63 (JupyterLab and chromium)
     "test_fast_paths.py",  # 61
     "test_sweep.py",  # 47 (a Ray head; 88 when Ray's start was retried)
+    "test_tune_ray.py",  # 24 (its own Ray head; 1.5 min of wall under load)
     "test_cli_evaluate.py",  # 39
     "test_notebooks.py",  # 38
     "test_conformance_deepagents.py",  # 37
     "test_samples_script.py",  # 28 (most of it xz-compressing 80 MB of JSONL)
     "test_types.py",  # 26 (mypy with a cold cache, as on a clean clone; 4 warm)
     "test_store_hardening.py",  # 18-22
+    "test_tune.py",  # 15 (a study killed with SIGKILL and resumed)
+    "test_tune_view.py",  # 15
     "test_flag_fuzz.py",  # 20 (75 arguments x 16 values, in-process)
     "test_cache_deepagents.py",  # 19
     "test_summary_cache.py",  # 18
