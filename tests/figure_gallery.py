@@ -22,6 +22,8 @@ from ctxlab.policies import DeepAgents
 from ctxlab.widgets import PromptDiff
 from tests.samples import long_trace
 
+REPO = Path(__file__).resolve().parents[1]
+
 PAPER_SIZES = {"single": (525, 400), "double": (1050, 460)}
 """Pixels of a figure for one column (3.5 in) and two (7 in) at 150 dpi."""
 

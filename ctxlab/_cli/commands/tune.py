@@ -72,7 +72,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paths", nargs="+", metavar="PATH", help="trace file, .gz file or directory"
     )
     parser.add_argument(
-        "--policy", required=True, metavar="NAME", help="a policy `ctxlab policies` lists"
+        "--policy",
+        required=True,
+        metavar="NAME",
+        help="a policy `ctxlab policies` lists (required)",
     )
     parser.add_argument(
         "--space",
@@ -81,7 +84,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="NAME=RANGE",
         help="a parameter to tune: NAME=LO..HI, NAME=KIND:LO..HI (KIND fraction, tokens or "
         "messages), either with /STEP, or NAME=A,B,... choices spelled as --set spells them "
-        "(e.g. window=60000..200000/1000, trigger=fraction:0.5..0.95); repeat for more",
+        "(e.g. window=60000..200000/1000, trigger=fraction:0.5..0.95); required, repeat for more",
     )
     parser.add_argument(
         "--objective",
@@ -105,7 +108,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="fraction of the traces held out of tuning (default: %(default)s)",
     )
     parser.add_argument(
-        "--seed", type=_seed, default=0, metavar="S", help="the split's and the sampler's seed"
+        "--seed",
+        type=_seed,
+        default=0,
+        metavar="S",
+        help="the split's and the sampler's seed (default: %(default)s)",
     )
     parser.add_argument(
         "--db", default=str(DEFAULT_PATH), metavar="FILE", help="store file (default: %(default)s)"
@@ -136,7 +143,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         nargs="?",
         const="",
         metavar="ADDRESS",
-        help="run the replays on Ray: the cluster at ADDRESS, else a local Ray",
+        help="run the replays on Ray: the cluster at ADDRESS, else a local Ray (default: local "
+        "worker processes, not Ray)",
     )
     parser.add_argument(
         "--dry-run",
