@@ -49,6 +49,7 @@ import polars as pl
 from ctxlab._errors import SweepError, TraceFormatError
 from ctxlab._evaluate.evaluation import evaluate
 from ctxlab._ingest.load import Source, given_traces
+from ctxlab._progress import stderr_bar
 from ctxlab._replay.applies import check_policy, with_settings
 from ctxlab._replay.policies.catalog import get
 from ctxlab._replay.replay import replay
@@ -681,27 +682,7 @@ class _Bar:
     the library that already lays out ctxlab's tables."""
 
     def __init__(self, total: int, desc: str) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        self._progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("cells"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=Console(file=sys.stderr),
-        )
-        self._task = self._progress.add_task(desc, total=total)
-        self._progress.start()
+        self._progress, self._task = stderr_bar(desc, "cells", total)
 
     def update(self, n: int) -> None:
         self._progress.advance(self._task, n)

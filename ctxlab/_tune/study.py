@@ -30,7 +30,6 @@ import hashlib
 import json
 import os
 import random
-import sys
 import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -43,6 +42,7 @@ import polars as pl
 
 from ctxlab._errors import TraceFormatError, TuneError
 from ctxlab._ingest.load import given_traces
+from ctxlab._progress import stderr_bar
 from ctxlab._replay.applies import check_policy, with_settings
 from ctxlab._replay.specs import parse_value
 from ctxlab._store.store import Store, trace_key
@@ -345,27 +345,9 @@ class _Progress:
         self._progress: Any = None
         if not on:
             return
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
+        self._progress, self._task = stderr_bar(
+            "tune", "trials, front {task.fields[front]}", total, front=0
         )
-
-        self._progress = Progress(
-            TextColumn("tune"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("trials, front {task.fields[front]}"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=Console(file=sys.stderr),
-        )
-        self._task = self._progress.add_task("tune", total=total, front=0)
-        self._progress.start()
 
     def update(self, done: int, front: int) -> None:
         if self._progress is not None:
